@@ -1,0 +1,33 @@
+# One entry point for a fresh machine: every target creates or refreshes .venv itself.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test lint typecheck demo bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check tools hermes_nb tests bench
+
+typecheck: venv
+	$(BIN)/mypy
+
+test: venv lint typecheck
+	$(BIN)/python -m pytest
+
+demo: venv
+	$(BIN)/python -m hermes_nb.demo
+
+bench: venv
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache test-artifacts

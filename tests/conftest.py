@@ -1,0 +1,49 @@
+"""Shared fixtures: every test gets its own HERMES_NB_HOME and a clean global registry afterwards."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Tests must never talk to a real model or read the person's own config.
+os.environ.pop("OPENAI_API_KEY", None)
+os.environ.pop("OPENAI_BASE_URL", None)
+os.environ.pop("HERMES_NB_MODEL", None)
+
+
+@pytest.fixture(autouse=True)
+def hermes_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private home folder (config, spill files, plugins) for each test."""
+    home = tmp_path_factory.mktemp("hermes_home")
+    monkeypatch.setenv("HERMES_NB_HOME", str(home))
+    return home
+
+
+@pytest.fixture(autouse=True)
+def _restore_registry() -> Iterator[None]:
+    """Whatever a test registers in the global registry is removed after it; replaced tools come back."""
+    from tools.registry import registry
+
+    before = {e.name: e for e in registry.entries()}
+    yield
+    after = {e.name: e for e in registry.entries()}
+    for name in after.keys() - before.keys():
+        registry.deregister(name)
+    for name, entry in before.items():
+        if after.get(name) is not entry:
+            with registry._lock:
+                if name in registry._tools:
+                    registry._drop_from_toolset(registry._tools[name])
+                registry._tools[name] = entry
+                registry._toolsets.setdefault(entry.toolset, set()).add(name)
+
+
+@pytest.fixture
+def fresh_registry():
+    """An empty ToolRegistry, independent of the global one."""
+    from tools.registry import ToolRegistry
+
+    return ToolRegistry()

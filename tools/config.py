@@ -1,0 +1,80 @@
+"""The home folder and ``config.yaml``: read at call time, so tests and users can move ``HERMES_NB_HOME``."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from tools.errors import ConfigError
+
+__all__ = ["config_path", "expand_vars", "hermes_home", "load_config", "save_config", "update_config"]
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_lock = threading.Lock()
+
+
+def hermes_home() -> Path:
+    """``$HERMES_NB_HOME``, else ``~/.hermes_nb`` (not created here)."""
+    env = os.environ.get("HERMES_NB_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".hermes_nb"
+
+
+def config_path() -> Path:
+    return hermes_home() / "config.yaml"
+
+
+def expand_vars(value: Any) -> Any:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in every string of a YAML tree (unset → empty)."""
+    if isinstance(value, str):
+        return _ENV_REF.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), value)
+    if isinstance(value, list):
+        return [expand_vars(v) for v in value]
+    if isinstance(value, dict):
+        return {k: expand_vars(v) for k, v in value.items()}
+    return value
+
+
+def load_config(*, expand: bool = True) -> dict[str, Any]:
+    """The parsed config (``{}`` when there is none). A file that is not a YAML mapping is a ConfigError."""
+    import yaml
+
+    path = config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping, got {type(data).__name__}")
+    return expand_vars(data) if expand else data
+
+
+def save_config(config: dict[str, Any]) -> Path:
+    """Write the whole config atomically (a temp file, then rename)."""
+    import yaml
+
+    path = config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def update_config(mutate) -> dict[str, Any]:
+    """Read the unexpanded config, let ``mutate(cfg)`` change it in place, save it, return it."""
+    with _lock:
+        cfg = load_config(expand=False)
+        mutate(cfg)
+        save_config(cfg)
+        return cfg

@@ -1,0 +1,36 @@
+"""The exceptions of the tool core: raised inside, turned into values at the boundaries."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BridgeError",
+    "HermesNbError",
+    "ToolArgumentError",
+    "ToolSchemaError",
+    "UnknownToolsetError",
+    "ConfigError",
+]
+
+
+class HermesNbError(Exception):
+    """Base of every error hermes_nb raises on purpose."""
+
+
+class ToolSchemaError(HermesNbError, ValueError):
+    """A schema is malformed, or a Python annotation cannot be expressed as JSON schema."""
+
+
+class ToolArgumentError(HermesNbError, ValueError):
+    """Arguments do not satisfy a tool's schema; the message tells the model what to fix."""
+
+
+class UnknownToolsetError(HermesNbError, ValueError):
+    """A toolset name that no table entry or registered tool knows."""
+
+
+class BridgeError(HermesNbError, RuntimeError):
+    """Misuse of the async bridge (e.g. blocking on it from its own loop thread)."""
+
+
+class ConfigError(HermesNbError, ValueError):
+    """A configuration value is wrong; the message names the key."""
