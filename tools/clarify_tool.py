@@ -1,0 +1,84 @@
+"""Built-in toolset ``clarify``: the model asks the person a question and gets the answer back.
+
+In a notebook the extension installs its prompt widget with ``set_clarify_callback``; without one the
+question goes to ``input()`` (a terminal). The tool is ``interactive``, so a batch containing it runs
+serially and two prompts never compete for the person's attention.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tools.registry import registry
+
+__all__ = ["ClarifyCallback", "clarify", "set_clarify_callback"]
+
+ClarifyCallback = Callable[[str, "list[str] | None"], str]
+"""``(question, choices) -> answer text``."""
+
+_lock = threading.Lock()
+_callbacks: list[ClarifyCallback] = []  # a stack, so nested installs undo in order
+
+
+def set_clarify_callback(fn: ClarifyCallback) -> Callable[[], None]:
+    """Ask questions through ``fn`` from now on; returns an idempotent undo."""
+    with _lock:
+        _callbacks.append(fn)
+
+    def undo() -> None:
+        with _lock:
+            if fn in _callbacks:
+                _callbacks.remove(fn)
+
+    return undo
+
+
+def _ask_in_terminal(question: str, choices: list[str] | None) -> str:
+    lines = [question]
+    if choices:
+        lines += [f"  {i}. {choice}" for i, choice in enumerate(choices, start=1)]
+    print("\n".join(lines), flush=True)
+    answer = input("> ").strip()
+    if choices and answer.isdigit() and 1 <= int(answer) <= len(choices):
+        return choices[int(answer) - 1]  # the person typed a choice's number
+    return answer
+
+
+def clarify(question: str, choices: list[str] | None = None) -> dict[str, Any]:
+    """Ask ``question`` (optionally offering ``choices``) and return the person's answer."""
+    if not question.strip():
+        raise ValueError("question is empty; ask a complete question")
+    with _lock:
+        callback = _callbacks[-1] if _callbacks else None
+    try:
+        answer = callback(question, choices) if callback is not None else _ask_in_terminal(question, choices)
+    except EOFError:
+        return {"error": "no one answered the question (no input available). Continue with your best "
+                         "judgement and state the assumption you made, or stop and explain what you need."}
+    return {"question": question, "answer": str(answer)}
+
+
+registry.register(
+    name="clarify",
+    toolset="clarify",
+    schema={
+        "description": (
+            "Ask the person a question when you need a decision or information only they have, instead of "
+            "guessing. Optionally offer choices; the person may still answer in their own words. Use sparingly."),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "description": "One clear question."},
+                "choices": {"type": "array", "items": {"type": "string"}, "maxItems": 6,
+                            "description": "Suggested answers to pick from (optional)."},
+            },
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+    },
+    handler=lambda args, **kw: clarify(args["question"], args.get("choices")),
+    emoji="❓",
+    interactive=True,
+)

@@ -1,0 +1,167 @@
+"""Built-in toolset ``code``: run Python in the live kernel namespace (or a private one outside a kernel).
+
+Python can do anything a shell can, so every call asks the person through the same approval prompt as
+the terminal (pattern key ``python-code``) unless the config says ``code: {require_approval: false}``.
+
+Threading: the handler runs in whatever thread dispatches it (a scheduler worker, usually). Reading and
+writing the kernel's ``user_ns`` from there is what the model asked for; what it cannot do safely is
+print into the notebook, so stdout and stderr are captured (process-wide, for the duration of the call)
+and returned in the result instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import sys
+import threading
+import traceback
+from typing import Any
+
+from tools.registry import registry
+
+PATTERN_KEY = "python-code"
+_DESCRIPTION = "The model wants to run Python code in the kernel; code can do anything a shell command can."
+_MAX_REPR = 20_000
+_MAX_STREAM = 100_000
+
+_private_ns: dict[str, Any] = {"__name__": "__hermes_nb_python__"}
+_session_approved = threading.Event()  # the person said "session"/"always" for python code
+_run_lock = threading.RLock()  # one capture of sys.stdout at a time (re-entrant: code may call the tool)
+
+
+def _namespace() -> dict[str, Any]:
+    """The kernel's ``user_ns`` when running in IPython, else this module's private namespace."""
+    ipython = sys.modules.get("IPython")  # never import IPython here: no shell can exist without it
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell.user_ns if shell is not None else _private_ns
+
+
+def _code_config() -> dict[str, Any]:
+    from tools.config import load_config
+
+    section = load_config().get("code")
+    return section if isinstance(section, dict) else {}
+
+
+def _default_approval_callback() -> Any:
+    # tools.approval has no public "current default callback" getter yet; prefer one if it appears.
+    from tools import approval
+
+    getter = getattr(approval, "get_default_approval_callback", None)
+    if callable(getter):
+        return getter()
+    stack = getattr(approval, "_default_callback", None)
+    return stack[-1] if stack else None
+
+
+def _always_list() -> list[str]:
+    always = _code_config().get("always")
+    return [c for c in always if isinstance(c, str)] if isinstance(always, list) else []
+
+
+def _remember_always(code: str) -> None:
+    from tools.config import update_config
+
+    def add(cfg: dict[str, Any]) -> None:
+        section = cfg.get("code")
+        if not isinstance(section, dict):
+            section = cfg["code"] = {}
+        if not isinstance(section.get("always"), list):
+            section["always"] = []
+        if code not in section["always"]:
+            section["always"].append(code)
+
+    update_config(add)
+
+
+def _request_approval(code: str, callback: Any) -> str | None:
+    """``None`` when the code may run, else the message for the model saying why it did not."""
+    if _code_config().get("require_approval") is False or _session_approved.is_set() or code in _always_list():
+        return None
+    callback = callback or _default_approval_callback()
+    if callback is None:
+        return ("BLOCKED: running Python needs a person's approval and no one is available to approve it. "
+                "Do not retry; tell the person what you wanted to run.")
+    try:
+        answer = callback(code, PATTERN_KEY, _DESCRIPTION)
+    except Exception:  # the person's side of the boundary: a crash there is a "no"
+        import logging
+
+        logging.getLogger(__name__).exception("approval callback failed; denying python code")
+        answer = "deny"
+    if answer == "session":
+        _session_approved.set()
+    elif answer == "always":
+        try:
+            _remember_always(code)
+        except OSError:
+            _session_approved.set()  # could not save: hold for this session at least
+    elif answer != "once":
+        return ("BLOCKED: the person denied running this code. Do not run it again and do not try to reach "
+                "the same effect another way; ask the person how to proceed.")
+    return None
+
+
+def reset_session_approval() -> None:
+    """Forget a "for this session" approval of python code."""
+    _session_approved.clear()
+
+
+def _cap(text: str, limit: int, what: str) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[{what} truncated: {len(text) - limit} more chars]"
+
+
+def run_code(code: str, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Execute ``code``; the last expression's repr is ``result``. Errors come back as values."""
+    ns = _namespace() if namespace is None else namespace
+    out, err = io.StringIO(), io.StringIO()
+    result: dict[str, Any] = {}
+    with _run_lock, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            tree = ast.parse(code, "<python tool>", "exec")
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            exec(compile(tree, "<python tool>", "exec"), ns)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), "<python tool>", "eval"), ns)  # type: ignore[attr-defined]
+                if value is not None:
+                    result["result"] = _cap(repr(value), _MAX_REPR, "repr")
+        except Exception as exc:  # the model's code failing is a result, not a tool failure
+            lines = traceback.format_exception(exc)
+            # drop this module's own frame: the model only needs its code's part
+            lines = [line for line in lines if __file__ not in line]
+            result["error"] = f"{type(exc).__name__}: {exc}"
+            result["traceback"] = "".join(lines[-12:])
+    result["stdout"] = _cap(out.getvalue(), _MAX_STREAM, "stdout")
+    result["stderr"] = _cap(err.getvalue(), _MAX_STREAM, "stderr")
+    return result
+
+
+def python(code: str, *, approval_callback: Any = None) -> dict[str, Any]:
+    """The tool: approval, then ``run_code`` in the live namespace."""
+    blocked = _request_approval(code, approval_callback)
+    if blocked is not None:
+        return {"error": blocked, "blocked": True}
+    return run_code(code)
+
+
+registry.register(
+    name="python",
+    toolset="code",
+    schema={
+        "description": (
+            "Run Python code in the person's live notebook kernel (variables persist between calls and are "
+            "shared with the notebook). Returns captured stdout and stderr, and the repr of the last "
+            "expression as 'result'. Exceptions come back as 'error' with the traceback's last lines. "
+            "Each call may need the person's approval."),
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "Python source; the last expression is returned."}},
+            "required": ["code"],
+            "additionalProperties": False,
+        },
+    },
+    handler=lambda args, **kw: python(args["code"], approval_callback=kw.get("approval_callback")),
+    emoji="🐍",
+)

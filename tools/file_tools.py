@@ -1,0 +1,249 @@
+"""Built-in toolset ``file``: read, write, patch and search files in the workspace.
+
+Paths resolve against the workspace root (``tools.workspace``); writes outside it are refused. Handlers
+raise with messages the model can act on; the registry turns them into JSON error results.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from tools.registry import registry
+from tools.workspace import display_path, resolve_path
+
+_MAX_LINE_CHARS = 2_000
+_MAX_MATCHES = 200
+_MAX_MATCH_LINE_CHARS = 300
+_MAX_SEARCH_FILE_BYTES = 5_000_000
+_SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache",
+                        ".pytest_cache", ".ipynb_checkpoints"})
+
+
+def _is_binary(head: bytes) -> bool:
+    return b"\x00" in head
+
+
+def _existing_file(path: Path, shown: str) -> None:
+    if not path.exists():
+        raise FileNotFoundError(f"file not found: {shown} (paths are relative to the workspace root; "
+                                f"use search_files to find it)")
+    if path.is_dir():
+        raise IsADirectoryError(f"{shown} is a directory, not a file; use search_files or the terminal to list it")
+
+
+def read_file(path: str, offset: int = 1, limit: int = 500) -> str:
+    """Numbered lines ``offset``..``offset+limit-1`` with a header and a footer saying how to read more."""
+    real = resolve_path(path, for_write=False)
+    _existing_file(real, path)
+    offset, limit = max(1, int(offset)), max(1, int(limit))
+    with open(real, "rb") as fh:
+        if _is_binary(fh.read(8192)):
+            raise ValueError(f"{path} looks like a binary file; read_file shows text only")
+    shown: list[str] = []
+    total = 0
+    with open(real, encoding="utf-8", errors="replace", newline=None) as fh:
+        for total, line in enumerate(fh, start=1):  # total is the line count afterwards
+            if offset <= total < offset + limit:
+                text = line.rstrip("\n")
+                if len(text) > _MAX_LINE_CHARS:
+                    text = text[:_MAX_LINE_CHARS] + f"... [line cut: {len(text)} chars]"
+                shown.append(f"{total:6d}\t{text}")
+    name = display_path(real)
+    if total == 0:
+        return f"File: {name} (empty: 0 lines)"
+    if offset > total:
+        raise ValueError(f"offset {offset} is past the end of {path}, which has {total} lines; "
+                         f"use an offset between 1 and {total}")
+    last = offset + len(shown) - 1
+    header = f"File: {name} ({total} lines total; showing lines {offset}-{last})"
+    if last < total:
+        footer = f"[{total - last} more lines. To read more, call read_file with offset={last + 1}]"
+    else:
+        footer = f"[end of file: {total} lines]"
+    return "\n".join([header, *shown, footer])
+
+
+def write_file(path: str, content: str) -> dict[str, Any]:
+    """Create or replace a file (parent folders are created)."""
+    real = resolve_path(path, for_write=True)
+    if real.is_dir():
+        raise IsADirectoryError(f"{path} is a directory; give a file path")
+    real.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8")
+    real.write_bytes(data)
+    return {"path": display_path(real), "bytes_written": len(data), "lines": content.count("\n") + (
+        1 if content and not content.endswith("\n") else 0)}
+
+
+def patch(path: str, old_string: str, new_string: str, replace_all: bool = False) -> dict[str, Any]:
+    """Replace ``old_string`` with ``new_string``; it must occur exactly once unless ``replace_all``."""
+    real = resolve_path(path, for_write=True)
+    _existing_file(real, path)
+    if old_string == "":
+        raise ValueError("old_string is empty; give the exact text to replace (use write_file to create a file)")
+    if old_string == new_string:
+        raise ValueError("old_string and new_string are the same; nothing would change")
+    text = real.read_bytes().decode("utf-8")  # exact bytes: keep the file's own line endings
+    count = text.count(old_string)
+    if count == 0:
+        raise ValueError(f"old_string was not found in {path}; read the file again with read_file and copy "
+                         f"the exact text, including whitespace and indentation")
+    if count > 1 and not replace_all:
+        raise ValueError(f"old_string matches {count} places in {path}; include more surrounding lines to make "
+                         f"it unique, or pass replace_all=true to replace all {count}")
+    text = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
+    real.write_bytes(text.encode("utf-8"))
+    return {"path": display_path(real), "replacements": count if replace_all else 1}
+
+
+def _walk(start: Path, file_glob: str | None) -> Any:
+    if start.is_file():
+        yield start
+        return
+    for folder, dirs, files in os.walk(start):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(files):
+            if file_glob is None or fnmatch.fnmatch(name, file_glob) or (
+                    "/" in file_glob and fnmatch.fnmatch(os.path.relpath(os.path.join(folder, name), start),
+                                                         file_glob)):
+                yield Path(folder, name)
+
+
+def search_files(pattern: str, path: str = ".", file_glob: str | None = None) -> str:
+    """Lines matching a Python regex under ``path``, as ``file:line: text`` (like ``grep -rn``)."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"pattern is not a valid Python regular expression: {exc}") from exc
+    start = resolve_path(path, for_write=False)
+    if not start.exists():
+        raise FileNotFoundError(f"path not found: {path} (paths are relative to the workspace root)")
+    hits: list[str] = []
+    capped = False
+    for file in _walk(start, file_glob):
+        try:
+            if file.stat().st_size > _MAX_SEARCH_FILE_BYTES:
+                continue
+            data = file.read_bytes()
+        except OSError:
+            continue
+        if _is_binary(data[:8192]):
+            continue
+        shown = display_path(file)
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if regex.search(line):
+                if len(hits) >= _MAX_MATCHES:
+                    capped = True
+                    break
+                text = line if len(line) <= _MAX_MATCH_LINE_CHARS else line[:_MAX_MATCH_LINE_CHARS] + "..."
+                hits.append(f"{shown}:{number}: {text}")
+        if capped:
+            break
+    where = f" in files matching {file_glob!r}" if file_glob else ""
+    if not hits:
+        return f"No matches for {pattern!r} under {path}{where}."
+    if capped:
+        hits.append(f"[results capped at {_MAX_MATCHES} matches; narrow the pattern, the path or file_glob]")
+    return "\n".join(hits)
+
+
+_PATH = {"type": "string", "description": "File path, relative to the workspace root (or absolute)."}
+
+registry.register(
+    name="read_file",
+    toolset="file",
+    schema={
+        "description": (
+            "Read a text file. Returns numbered lines ('     1\\tline') with a header giving the total line "
+            "count; long files are shown a page at a time: call again with a larger offset to read more."),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "offset": {"type": "integer", "minimum": 1, "default": 1,
+                           "description": "First line to show (1-based)."},
+                "limit": {"type": "integer", "minimum": 1, "default": 500,
+                          "description": "How many lines to show at most."},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+    },
+    handler=lambda args, **kw: read_file(args["path"], args.get("offset", 1), args.get("limit", 500)),
+    emoji="📖",
+    max_result_size_chars=float("inf"),  # reading a spilled result must never spill again
+    read_only=True,
+    path_params=("path",),
+)
+
+registry.register(
+    name="write_file",
+    toolset="file",
+    schema={
+        "description": ("Create a file or replace its whole content. Parent folders are created. Use patch to "
+                        "change part of an existing file."),
+        "parameters": {
+            "type": "object",
+            "properties": {"path": _PATH, "content": {"type": "string", "description": "The complete new content."}},
+            "required": ["path", "content"],
+            "additionalProperties": False,
+        },
+    },
+    handler=lambda args, **kw: write_file(args["path"], args["content"]),
+    emoji="✍️",
+    path_params=("path",),
+)
+
+registry.register(
+    name="patch",
+    toolset="file",
+    schema={
+        "description": ("Edit a file by replacing an exact piece of text. old_string must match the file exactly "
+                        "(whitespace included) and be unique unless replace_all is true; read the file first."),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "old_string": {"type": "string", "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The text to put in its place."},
+                "replace_all": {"type": "boolean", "default": False,
+                                "description": "Replace every occurrence instead of requiring exactly one."},
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": False,
+        },
+    },
+    handler=lambda args, **kw: patch(args["path"], args["old_string"], args["new_string"],
+                                     bool(args.get("replace_all", False))),
+    emoji="🩹",
+    path_params=("path",),
+)
+
+registry.register(
+    name="search_files",
+    toolset="file",
+    schema={
+        "description": ("Search file contents with a Python regular expression, like grep -rn. Returns "
+                        "'file:line: text' lines (at most 200). Binary files and .git, node_modules and .venv "
+                        "folders are skipped."),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Python regular expression searched in each line."},
+                "path": {"type": "string", "default": ".",
+                         "description": "Folder (searched recursively) or file, relative to the workspace root."},
+                "file_glob": {"type": "string", "description": "Only files whose name matches, e.g. '*.py'."},
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+    },
+    handler=lambda args, **kw: search_files(args["pattern"], args.get("path", "."), args.get("file_glob")),
+    emoji="🔎",
+    read_only=True,
+    path_params=("path",),
+)

@@ -1,0 +1,155 @@
+"""Built-in toolset ``terminal``: run a shell command in the workspace root, behind the approval gate.
+
+The command runs as ``bash -c`` in its own session (process group), so a timeout can kill everything it
+started, background jobs included. Output is read by two threads so neither pipe can fill and stall the
+command; each stream keeps its first ``OUTPUT_CAP`` bytes and says how much more there was.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import IO, Any, TypedDict
+
+from tools.registry import registry
+from tools.workspace import workspace_root
+
+OUTPUT_CAP = 200_000  # bytes kept per stream
+_KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+_MAX_TIMEOUT = 3600
+
+
+class TerminalResult(TypedDict):
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+class _Capture:
+    """Reads one pipe to the end, keeping the first ``cap`` bytes and counting the rest."""
+
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        self.kept = bytearray()
+        self.dropped = 0
+        self._stream, self._cap = stream, cap
+        self.thread = threading.Thread(target=self._run, daemon=True, name="terminal-output")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while chunk := self._stream.read1(65536):  # type: ignore[attr-defined]
+                room = self._cap - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+                self.dropped += max(0, len(chunk) - max(room, 0))
+        except (OSError, ValueError):
+            pass  # the pipe was closed under us (process killed); what we have is the output
+
+    def text(self) -> str:
+        out = self.kept.decode("utf-8", errors="replace")
+        if self.dropped:
+            out += f"\n[output truncated: {self.dropped} more bytes not shown; redirect to a file and read it]"
+        return out
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the whole process group, then SIGKILL whatever is left after a short grace."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=_KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        pass
+    try:  # children may outlive the leader: kill the group regardless
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _approval(command: str, callback: Any) -> dict[str, Any] | None:
+    """``None`` when the command may run, else the blocked result for the model."""
+    from tools.approval import check_dangerous_command
+
+    verdict = check_dangerous_command(command, approval_callback=callback)
+    if verdict["approved"]:
+        return None
+    return {"error": verdict["message"], "blocked": True}
+
+
+def run_command(command: str, timeout: float = 60) -> TerminalResult:
+    """Run ``command`` with bash in the workspace root (no approval here); never leaves processes behind."""
+    timeout = min(max(float(timeout), 0.1), _MAX_TIMEOUT)
+    proc = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=workspace_root(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Capture(proc.stdout, OUTPUT_CAP), _Capture(proc.stderr, OUTPUT_CAP)
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+    except BaseException:  # KeyboardInterrupt: never leave the command running
+        _kill_group(proc)
+        raise
+    # A background job that kept the pipes open would block the readers forever; wait briefly, then
+    # kill the group (the command itself is done, so anything left in its group is a leftover).
+    deadline = time.monotonic() + 1.0
+    for capture in (out, err):
+        capture.thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    if out.thread.is_alive() or err.thread.is_alive():
+        _kill_group(proc)
+        out.thread.join(timeout=1.0)
+        err.thread.join(timeout=1.0)
+    stderr = err.text()
+    if timed_out:
+        stderr += f"\n[timed out after {timeout:g} s; the command and everything it started were killed]"
+    return {"exit_code": proc.returncode, "stdout": out.text(), "stderr": stderr, "timed_out": timed_out}
+
+
+def terminal(command: str, timeout: float = 60, *, approval_callback: Any = None) -> dict[str, Any]:
+    """The tool: the approval gate, then ``run_command``."""
+    if not command.strip():
+        raise ValueError("command is empty")
+    blocked = _approval(command, approval_callback)
+    if blocked is not None:
+        return blocked
+    return dict(run_command(command, timeout))
+
+
+registry.register(
+    name="terminal",
+    toolset="terminal",
+    schema={
+        "description": (
+            "Run a shell command with bash in the workspace root and return its exit code, stdout and stderr. "
+            "Read-only commands run directly; anything that changes files, installs, or uses the network asks "
+            "the person first. Non-interactive: stdin is empty. Each stream is capped at 200 000 bytes."),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The bash command line to run."},
+                "timeout": {"type": "number", "minimum": 1, "maximum": _MAX_TIMEOUT, "default": 60,
+                            "description": "Seconds before the command and all its children are killed."},
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+    },
+    handler=lambda args, **kw: terminal(args["command"], args.get("timeout", 60),
+                                        approval_callback=kw.get("approval_callback")),
+    emoji="💻",
+)
