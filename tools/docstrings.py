@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 __all__ = ["ParsedDocstring", "parse_docstring"]
 
 # Section names that end the free-text description (Google "Args:" / NumPy "Parameters\n----------").
+# "Attributes" documents the fields of a dataclass or TypedDict used as a parameter type.
 _PARAM_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments",
-                   "other parameters"}
+                   "other parameters", "attributes"}
 _OTHER_SECTIONS = {"returns", "return", "yields", "yield", "raises", "raise", "examples", "example",
-                   "notes", "note", "see also", "references", "warnings", "warning", "attributes",
-                   "todo", "methods"}
+                   "notes", "note", "see also", "references", "warnings", "warning", "todo", "methods"}
 _SECTIONS = _PARAM_SECTIONS | _OTHER_SECTIONS
 
 _REST_FIELD = re.compile(r"^:(\w+)(?:\s+([^:]*?))?:\s*(.*)$")
