@@ -56,8 +56,44 @@ def in_loop_thread() -> bool:
 
 
 def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-    """Schedule ``coro`` on the background loop; returns a thread-safe future."""
-    return asyncio.run_coroutine_threadsafe(coro, get_loop())
+    """Schedule ``coro`` on the background loop; returns a thread-safe future.
+
+    Cancelling the future (from any thread, at any moment — even before the task exists) cancels
+    the task; an interrupt that lands between scheduling and waiting therefore loses nothing.
+    """
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    _schedule(coro, future)
+    return future
+
+
+def _schedule(coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T]) -> None:
+    loop = get_loop()
+
+    def start() -> None:
+        if future.cancelled():
+            coro.close()
+            return
+        task = loop.create_task(coro)
+
+        def cancel_task(f: concurrent.futures.Future[T]) -> None:
+            if f.cancelled():
+                loop.call_soon_threadsafe(task.cancel)
+
+        def copy_outcome(t: asyncio.Task[T]) -> None:
+            try:
+                if t.cancelled():
+                    future.cancel()
+                elif t.exception() is not None:
+                    future.set_exception(t.exception())
+                else:
+                    future.set_result(t.result())
+            except concurrent.futures.InvalidStateError:  # cancelled by the waiter meanwhile
+                pass
+
+        future.add_done_callback(cancel_task)
+        task.add_done_callback(copy_outcome)
+
+    loop.call_soon_threadsafe(start)
 
 
 def run_sync(
@@ -78,9 +114,11 @@ def run_sync(
         )
     if not asyncio.iscoroutine(coro):
         coro = _as_coroutine(coro)
-    future = submit(coro)
+    # The future exists before the task is scheduled, so an interrupt at any point can cancel it.
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
     deadline = None if timeout is None else get_loop().time() + timeout
     try:
+        _schedule(coro, future)
         while True:
             try:
                 return future.result(timeout=WAIT_SLICE)

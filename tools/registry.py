@@ -270,20 +270,33 @@ class ToolRegistry:
         return out
 
     def get_definitions(self, tool_names: Iterable[str], quiet: bool = False) -> list[dict[str, Any]]:
-        """OpenAI definitions for the available tools among ``tool_names``, sorted by name."""
-        cache: dict[int, Availability] = {}
+        """OpenAI definitions for the available tools among ``tool_names``, sorted by name.
+
+        Each distinct ``check_fn`` runs at most once per call; a raising check hides its tools.
+        ``quiet`` is accepted for Hermes compatibility; reasons are in ``get_unavailable()``.
+        """
+        checks: dict[int, bool] = {}
         tools = self._tools
+        environ = os.environ
         out = []
         for name in sorted(set(tool_names)):
             entry = tools.get(name)
-            if entry is None:
+            if entry is None or entry.disabled_reason:
                 continue
-            status = _availability(entry, cache)
-            if not status.available:
-                if not quiet:
-                    log.debug("tool %s unavailable: %s", name, status.reason)
+            if entry.requires_env and not all(environ.get(v) for v in entry.requires_env):
                 continue
-            out.append(entry.definition())
+            check = entry.check_fn
+            if check is not None:
+                ok = checks.get(id(check))
+                if ok is None:
+                    try:
+                        ok = bool(check())
+                    except Exception:  # a raising check never escapes; %tools doctor shows why
+                        ok = False
+                    checks[id(check)] = ok
+                if not ok:
+                    continue
+            out.append({"type": "function", "function": {**entry.schema, "name": name}})
         return out
 
     # -- dispatch ---------------------------------------------------------------------------------

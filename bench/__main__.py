@@ -1,0 +1,34 @@
+"""Run every benchmark: ``python -m bench`` (or ``python -m bench registry scheduling`` for some)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    here = Path(__file__).parent
+    names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    if argv:
+        names = [n for n in names if n.removeprefix("bench_") in argv or n in argv]
+    failed = []
+    for name in names:
+        print(f"\n=== {name} ===", flush=True)
+        start = time.perf_counter()
+        try:
+            importlib.import_module(f"bench.{name}").main()
+        except Exception:
+            traceback.print_exc()
+            failed.append(name)
+        print(f"({name}: {time.perf_counter() - start:.1f} s)", flush=True)
+    if failed:
+        print(f"\nbenchmarks that crashed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

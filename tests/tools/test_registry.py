@@ -1,0 +1,323 @@
+"""The registry: registration rules, definitions, availability and a dispatch that never raises."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+
+from tools.errors import ToolSchemaError
+from tools.registry import ToolEntry, ToolRegistry
+
+SCHEMA = {
+    "name": "add",
+    "description": "Add two integers.",
+    "parameters": {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+}
+
+
+def add_handler(args, **kw):
+    return {"sum": args["a"] + args["b"]}
+
+
+@pytest.fixture
+def reg() -> ToolRegistry:
+    r = ToolRegistry()
+    r.register("add", "math", SCHEMA, add_handler, emoji="➕")
+    return r
+
+
+# -- registration ----------------------------------------------------------------------------------
+
+
+def test_hermes_positional_order(fresh_registry):
+    check = lambda: True  # noqa: E731
+    entry = fresh_registry.register("t", "ts", SCHEMA, add_handler, check, ["K"], False, "desc", "🔧", 500)
+    assert isinstance(entry, ToolEntry)
+    assert (entry.check_fn, entry.requires_env, entry.is_async) == (check, ("K",), False)
+    assert (entry.description, entry.emoji, entry.max_result_size_chars) == ("desc", "🔧", 500)
+    assert entry.schema["description"] == "desc"
+
+
+def test_new_arguments_are_keyword_only(fresh_registry):
+    with pytest.raises(TypeError):
+        fresh_registry.register("t", "ts", SCHEMA, add_handler, None, None, False, "", "", None, True)
+
+
+def test_description_defaults_to_schema(reg):
+    assert reg.get_entry("add").description == "Add two integers."
+
+
+def test_origin_is_the_calling_module(reg):
+    assert reg.get_entry("add").origin == __name__
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ("nope", "schema must be a dict"),
+        ({"name": "x"}, "no 'parameters' object"),
+        ({"parameters": []}, "'parameters' must be an object"),
+        ({"parameters": {"type": "array"}}, "must have type 'object'"),
+        ({"parameters": {"type": "object", "properties": []}}, "'parameters.properties' must be an object"),
+        ({"parameters": {"type": "object", "properties": {"a": "int"}}}, "property 'a' must be a JSON schema"),
+        ({"parameters": {"type": "object", "properties": {"a": {"type": "int"}}}}, "unknown type 'int'"),
+        ({"parameters": {"type": "object", "required": "a"}}, "'parameters.required' must be a list"),
+    ],
+)
+def test_bad_schema_is_a_value_error_saying_what(fresh_registry, schema, message):
+    with pytest.raises(ToolSchemaError, match=message) as info:
+        fresh_registry.register("bad", "ts", schema, add_handler)
+    assert isinstance(info.value, ValueError)
+    assert "bad" not in fresh_registry
+
+
+def test_reregister_from_same_place_replaces(reg):
+    reg.register("add", "math", SCHEMA, lambda a, **k: "v2")
+    assert reg.dispatch("add", {"a": 1, "b": 2}) == "v2"
+    assert reg.get_tool_names_for_toolset("math") == ["add"]
+
+
+def test_taking_a_name_from_another_toolset_needs_override(reg, caplog):
+    with pytest.raises(ValueError, match="override=True"):
+        reg.register("add", "other", SCHEMA, add_handler)
+    with pytest.raises(ValueError, match="override=True"):
+        reg.register("add", "math", SCHEMA, add_handler, source="mcp")
+    reg.register("add", "other", SCHEMA, add_handler, override=True)
+    assert reg.get_toolset_for_tool("add") == "other"
+    assert "math" not in reg.get_toolsets()  # emptied toolset is gone
+    assert "moved from toolset 'math'" in caplog.text
+
+
+def test_deregister_cleans_empty_toolset(reg):
+    reg.register("sub", "math", SCHEMA, add_handler)
+    reg.deregister("add")
+    assert reg.get_toolsets() == {"math": ["sub"]}
+    reg.deregister("sub")
+    assert reg.get_toolsets() == {}
+    assert reg.deregister("sub") is None
+
+
+def test_listeners_hear_changes_and_undo(reg):
+    seen = []
+    undo = reg.add_listener(lambda event, name: seen.append((event, name)))
+    reg.register("x", "ts", SCHEMA, add_handler)
+    reg.set_disabled("x", "because")
+    reg.deregister("x")
+    undo()
+    reg.register("y", "ts", SCHEMA, add_handler)
+    assert seen == [("register", "x"), ("update", "x"), ("deregister", "x")]
+
+
+def test_a_raising_listener_does_not_break_registration(reg):
+    reg.add_listener(lambda e, n: 1 / 0)
+    reg.register("x", "ts", SCHEMA, add_handler)
+    assert "x" in reg
+
+
+# -- definitions and availability ------------------------------------------------------------------
+
+
+def test_definitions_openai_format_sorted_skipping_unknown(reg):
+    reg.register("aaa", "ts", SCHEMA, add_handler)
+    defs = reg.get_definitions(["add", "missing", "aaa"])
+    assert [d["function"]["name"] for d in defs] == ["aaa", "add"]
+    assert defs[1] == {"type": "function", "function": {**SCHEMA, "name": "add"}}
+
+
+def test_check_fn_false_or_raising_hides_tool(reg):
+    reg.register("off", "ts", SCHEMA, add_handler, check_fn=lambda: False)
+
+    def broken():
+        raise RuntimeError("no backend")
+
+    reg.register("boom", "ts", SCHEMA, add_handler, check_fn=broken)
+    assert [d["function"]["name"] for d in reg.get_definitions(["add", "off", "boom"])] == ["add"]
+    un = reg.get_unavailable()
+    assert "returned false" in un["off"].reason
+    assert "raised RuntimeError: no backend" in un["boom"].reason
+
+
+def test_each_check_runs_once_per_call(fresh_registry):
+    calls = []
+
+    def check():
+        calls.append(1)
+        return True
+
+    for i in range(50):
+        fresh_registry.register(f"t{i}", "ts", SCHEMA, add_handler, check_fn=check)
+    fresh_registry.get_definitions(fresh_registry.get_all_tool_names())
+    assert len(calls) == 1
+
+
+def test_requires_env_names_missing_variables_never_values(fresh_registry, monkeypatch):
+    monkeypatch.delenv("HNB_TEST_KEY", raising=False)
+    monkeypatch.setenv("HNB_OTHER", "s3cret-value")
+    fresh_registry.register("k", "ts", SCHEMA, add_handler, requires_env=["HNB_TEST_KEY", "HNB_OTHER"])
+    status = fresh_registry.availability("k")
+    assert not status.available and status.missing_env == ("HNB_TEST_KEY",)
+    assert "HNB_TEST_KEY" in status.reason and "s3cret" not in status.reason
+    monkeypatch.setenv("HNB_TEST_KEY", "x")
+    assert fresh_registry.availability("k").available
+
+
+def test_disabled_tool_is_unavailable_and_refused(reg):
+    reg.set_disabled("add", "definition changed")
+    assert reg.get_definitions(["add"]) == []
+    assert "definition changed" in json.loads(reg.dispatch("add", {"a": 1, "b": 2}))["error"]
+    reg.set_disabled("add", None)
+    assert reg.dispatch("add", {"a": 1, "b": 2}) == '{"sum": 3}'
+
+
+# -- dispatch --------------------------------------------------------------------------------------
+
+
+def err(result: str) -> str:
+    return json.loads(result)["error"]
+
+
+def test_dispatch_dict_and_json_text(reg):
+    assert reg.dispatch("add", {"a": 1, "b": 2}) == '{"sum": 3}'
+    assert reg.dispatch("add", '{"a": 1, "b": 2}') == '{"sum": 3}'
+
+
+def test_unknown_tool(reg):
+    assert json.loads(reg.dispatch("nope", {})) == {"error": "Unknown tool: nope"}
+
+
+def test_raising_handler(reg):
+    reg.register("bad", "ts", SCHEMA, lambda a, **k: {}["missing"])
+    assert err(reg.dispatch("bad", {"a": 1, "b": 2})) == "Tool execution failed: KeyError: 'missing'"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object, got array"),
+        ("3", "must be a JSON object, got number"),
+        ({"a": 1}, "'b'"),
+    ],
+)
+def test_bad_arguments_tell_the_model_what_to_fix(reg, args, fragment):
+    message = err(reg.dispatch("add", args))
+    assert message.startswith("Invalid arguments for add:")
+    assert fragment in message
+
+
+def test_kwargs_reach_handler(reg):
+    reg.register("kw", "ts", SCHEMA, lambda a, **kw: kw)
+    assert json.loads(reg.dispatch("kw", {"a": 1, "b": 2}, task_id="t-1")) == {"task_id": "t-1"}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("text", "text"), ([1, "x"], '[1, "x"]'), (None, "null"), ({"é": 1}, '{"é": 1}')],
+)
+def test_results_are_strings(reg, value, expected):
+    reg.register("r", "ts", SCHEMA, lambda a, **k: value)
+    assert reg.dispatch("r", {"a": 1, "b": 2}) == expected
+
+
+@pytest.mark.parametrize("value", [object(), {1, 2}, float("nan")])
+def test_unserialisable_result_is_an_error_naming_the_type(reg, value):
+    reg.register("r", "ts", SCHEMA, lambda a, **k: value)
+    assert type(value).__name__ in err(reg.dispatch("r", {"a": 1, "b": 2}))
+
+
+async def slow_double(args, **kw):
+    await asyncio.sleep(0)
+    return {"double": args["a"] * 2}
+
+
+def test_async_handler_dispatched_sync_outside_any_loop(reg):
+    reg.register("dbl", "ts", SCHEMA, slow_double)
+    assert reg.get_entry("dbl").is_async
+    assert reg.dispatch("dbl", {"a": 4, "b": 0}) == '{"double": 8}'
+
+
+def test_async_handler_dispatched_sync_inside_running_loop_same_thread(reg):
+    reg.register("dbl", "ts", SCHEMA, slow_double)
+
+    async def main():
+        asyncio.get_running_loop()  # we are on a running loop, as in a Jupyter cell
+        return reg.dispatch("dbl", {"a": 5, "b": 0})
+
+    assert asyncio.run(main()) == '{"double": 10}'
+
+
+def test_dispatch_async_contract(reg):
+    reg.register("dbl", "ts", SCHEMA, slow_double)
+    caller = threading.get_ident()
+    seen = {}
+
+    def sync_tool(args, **kw):
+        seen["thread"] = threading.get_ident()
+        return "ok"
+
+    reg.register("s", "ts", SCHEMA, sync_tool)
+
+    async def main():
+        return (
+            await reg.dispatch_async("dbl", {"a": 2, "b": 0}),
+            await reg.dispatch_async("s", {"a": 2, "b": 0}),
+            await reg.dispatch_async("nope", {}),
+            await reg.dispatch_async("add", "[]"),
+        )
+
+    out = asyncio.run(main())
+    assert out[:2] == ('{"double": 4}', "ok")
+    assert seen["thread"] != caller  # sync handlers run off the loop
+    assert err(out[2]) == "Unknown tool: nope"
+    assert "must be a JSON object" in err(out[3])
+
+
+def test_async_handler_raising(reg):
+    async def boom(args, **kw):
+        raise ValueError("bad input")
+
+    reg.register("boom", "ts", SCHEMA, boom)
+    assert err(reg.dispatch("boom", {"a": 1, "b": 1})) == "Tool execution failed: ValueError: bad input"
+
+
+# -- thread safety ---------------------------------------------------------------------------------
+
+
+def test_concurrent_register_and_dispatch(fresh_registry):
+    fresh_registry.register("add", "math", SCHEMA, add_handler)
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def churn(k: int) -> None:
+        for i in range(300):
+            fresh_registry.register(f"t{k}_{i % 7}", f"ts{k}", SCHEMA, add_handler)
+            fresh_registry.deregister(f"t{k}_{(i + 3) % 7}")
+
+    def call() -> None:
+        while not stop.is_set():
+            out = fresh_registry.dispatch("add", {"a": 1, "b": 2})
+            if out != '{"sum": 3}':
+                errors.append(out)
+            fresh_registry.get_definitions(fresh_registry.get_all_tool_names())
+
+    callers = [threading.Thread(target=call) for _ in range(3)]
+    writers = [threading.Thread(target=churn, args=(k,)) for k in range(4)]
+    for t in callers + writers:
+        t.start()
+    for t in writers:
+        t.join()
+    stop.set()
+    for t in callers:
+        t.join()
+    assert errors == []
+    # every toolset's member list matches the tools that claim it
+    for ts, names in fresh_registry.get_toolsets().items():
+        assert all(fresh_registry.get_toolset_for_tool(n) == ts for n in names)
+    assert sum(len(v) for v in fresh_registry.get_toolsets().values()) == len(fresh_registry)

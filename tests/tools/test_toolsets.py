@@ -1,0 +1,88 @@
+"""Toolsets: the static table, registry-only toolsets, includes with cycles, and the model's view."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools import toolsets
+from tools.errors import UnknownToolsetError
+from tools.model_tools import check_tool_availability, get_tool_definitions, handle_function_call
+from tools.registry import registry
+
+SCHEMA = {"description": "t", "parameters": {"type": "object", "properties": {}}}
+
+
+@pytest.fixture
+def custom():
+    """Register a few notebook tools and remember to drop custom toolsets."""
+    registry.register("nb_one", "nbset", SCHEMA, lambda a, **k: "one", source="notebook")
+    registry.register("nb_two", "nbset", SCHEMA, lambda a, **k: "two", source="notebook")
+    registry.register("geo_area", "geometry", SCHEMA, lambda a, **k: "area", source="notebook")
+    made: list[str] = []
+    yield made
+    for name in made:
+        toolsets.remove_custom_toolset(name)
+
+
+def names(defs):
+    return [d["function"]["name"] for d in defs]
+
+
+def test_registry_only_toolsets_resolve(custom):
+    assert toolsets.resolve_toolset("nbset") == ["nb_one", "nb_two"]
+    assert toolsets.validate_toolset("nbset")
+    assert not toolsets.validate_toolset("nbsett")
+
+
+def test_all_and_star(custom):
+    every = registry.get_all_tool_names()
+    assert toolsets.resolve_toolset("all") == every == toolsets.resolve_toolset("*")
+
+
+def test_includes_recursive_with_cycle(custom):
+    custom += ["a_set", "b_set"]
+    toolsets.create_custom_toolset("a_set", tools=["nb_one"], includes=["nbset"])
+    toolsets.create_custom_toolset("b_set", tools=["geo_area"], includes=["a_set"])
+    toolsets.TOOLSETS["a_set"]["includes"].append("b_set")  # make a cycle a -> b -> a
+    assert toolsets.resolve_toolset("b_set") == ["geo_area", "nb_one", "nb_two"]
+    assert toolsets.resolve_toolset("a_set") == ["geo_area", "nb_one", "nb_two"]
+
+
+def test_create_custom_toolset_rejects_unknown_include(custom):
+    with pytest.raises(UnknownToolsetError, match="nbsett"):
+        toolsets.create_custom_toolset("bad", includes=["nbsett"])
+
+
+def test_unknown_toolset_lists_known_ones(custom):
+    with pytest.raises(UnknownToolsetError) as info:
+        toolsets.resolve_toolset("geometri")
+    assert "geometry" in str(info.value) and "nbset" in str(info.value)
+
+
+def test_get_tool_definitions_enabled_and_disabled(custom):
+    assert names(get_tool_definitions(["nbset"])) == ["nb_one", "nb_two"]
+    assert names(get_tool_definitions(["nbset", "geometry"], ["geometry"])) == ["nb_one", "nb_two"]
+    everything = names(get_tool_definitions())
+    assert {"nb_one", "nb_two", "geo_area"} <= set(everything)
+    assert "geo_area" not in names(get_tool_definitions(None, ["geometry"]))
+
+
+def test_typo_in_enabled_toolsets_is_an_error_not_zero_tools(custom):
+    with pytest.raises(UnknownToolsetError, match="known toolsets"):
+        get_tool_definitions(["nbsett"])
+    with pytest.raises(UnknownToolsetError):
+        get_tool_definitions(None, ["geometri"])
+
+
+def test_handle_function_call_passes_task_id(custom):
+    registry.register("kw_tool", "nbset", SCHEMA, lambda a, **k: k, source="notebook")
+    assert handle_function_call("kw_tool", "{}", task_id="abc") == '{"task_id": "abc"}'
+    assert "Unknown tool" in handle_function_call("nope", {})
+
+
+def test_check_tool_availability(custom, monkeypatch):
+    monkeypatch.delenv("HNB_MISSING", raising=False)
+    registry.register("needs_env", "nbset", SCHEMA, lambda a, **k: "", requires_env=["HNB_MISSING"], source="notebook")
+    available, unavailable = check_tool_availability()
+    assert "nb_one" in available and "needs_env" not in available
+    assert "HNB_MISSING" in unavailable["needs_env"]
