@@ -101,7 +101,10 @@ def main() -> None:
         o_reg, b_reg = ToolRegistry(), BaselineRegistry()
         o_names, b_names = _fill(o_reg, n), _fill(b_reg, n)
         assert len(o_reg.get_definitions(o_names)) == len(b_reg.get_definitions(b_names))
-        timings[n] = per_call(lambda: o_reg.get_definitions(o_names)), per_call(lambda: b_reg.get_definitions(b_names))
+        timings[n] = (
+            per_call(lambda r=o_reg, ns=o_names: r.get_definitions(ns)),
+            per_call(lambda r=b_reg, ns=b_names: r.get_definitions(ns)),
+        )
         _ratio_line(f"get_definitions, {n} tools", *timings[n], 2)
     growth = timings[1000][0] / timings[100][0]
     print(f"{'get_definitions 1000 vs 100 tools':<38} {growth:.1f}x the time for 10x the tools "
