@@ -1,0 +1,383 @@
+"""The agent loop: model turn → tool batch (scheduler) → result budget → tool messages → model turn...
+
+The loop's core is a coroutine on the one background loop (``tools.async_bridge``), where the async
+OpenAI client and MCP sessions live. The calling thread (a cell, or plain Python) waits for it and
+drains its events into the display, so output only ever comes from the calling thread (ARCHITECTURE,
+rule 6).
+
+Interrupts: a kernel interrupt (``KeyboardInterrupt``) cancels the core; before it stops, every tool
+call the model made gets an answer in the history (finished results are kept, the rest say
+"interrupted by the user"). ``run`` then *returns* ``AgentResult(stopped_reason="interrupted")`` rather
+than re-raising, so the cell shows the transcript so far and the next ``run`` continues a valid
+conversation. Model failures after retries return ``stopped_reason="error"``; configuration mistakes
+(no key) and replay drift raise, because no amount of waiting fixes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage, resolve_model
+from tools import async_bridge
+
+__all__ = ["Agent", "AgentResult", "ToolCallRecord"]
+
+StoppedReason = Literal["done", "max_iterations", "interrupted", "error"]
+INTERRUPTED = "interrupted by the user"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRecord:
+    """One tool call of a run: what the model asked, what it got back (after the budget), and when."""
+
+    id: str
+    name: str
+    arguments: str
+    content: str
+    iteration: int
+    started: float = 0.0
+    ended: float = 0.0
+    duration: float = 0.0
+    is_error: bool = False
+    timed_out: bool = False
+    interrupted: bool = False
+    parallel: bool = False
+    segment: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResult:
+    """The outcome of ``Agent.run``; displays as the run's HTML transcript (text in a terminal)."""
+
+    text: str
+    messages: list[dict[str, Any]]
+    tool_calls: list[ToolCallRecord]
+    usage: Usage
+    iterations: int
+    stopped_reason: StoppedReason
+    error: str | None = None
+    model: str = ""
+    transcript: Any = field(default=None, repr=False, compare=False)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from hermes_nb import live
+
+        return {"text/html": live.result_html(self), "text/plain": live.result_text(self)}
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Agent:
+    """A conversation with an OpenAI-compatible model that can call the registry's tools."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        enabled_toolsets: list[str] | None = None,
+        disabled_toolsets: list[str] | None = None,
+        system_prompt: str | None = None,
+        max_iterations: int = 20,
+        stream: bool = True,
+        record: str | None = None,
+        temperature: float | None = None,
+        parallel_tool_calls: bool = True,
+        timeout: float | None = None,
+        max_retries: int = 3,
+        display: bool | str | None = None,
+        approval_callback: Callable[[str, str, str], str] | None = None,
+        tool_timeout: float | None = None,
+        max_workers: int = 8,
+    ) -> None:
+        self.model: Model = resolve_model(
+            model, base_url, api_key, stream=stream, temperature=temperature,
+            parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries)
+        if record is not None:
+            from hermes_nb.replay import RecordingModel
+
+            self.model = RecordingModel(self.model, record)
+        self.enabled_toolsets = enabled_toolsets
+        self.disabled_toolsets = disabled_toolsets
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+        self.display = display
+        self.approval_callback = approval_callback
+        self.tool_timeout = tool_timeout
+        self.max_workers = max_workers
+        self.messages: list[dict[str, Any]] = []
+        self._task: asyncio.Task[Any] | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new conversation (a replay model starts again from its first turn)."""
+        self.messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        rewind = getattr(self.model, "rewind", None)
+        if rewind is not None:
+            rewind()
+
+    def __repr__(self) -> str:
+        return f"Agent(model={self.model.name!r}, messages={len(self.messages)})"
+
+    # -- entry points -----------------------------------------------------------------------------
+
+    def run(self, prompt: str) -> AgentResult:
+        """Run until the model answers without tool calls; safe in a cell and in plain Python."""
+        self._check_config()
+        events: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
+        view = self._make_view(prompt)
+        future = async_bridge.submit(self._core(prompt, events.put_nowait))
+        with _ui_pump(view) as pump:
+            while True:
+                try:
+                    result = future.result(timeout=async_bridge.WAIT_SLICE)
+                    break
+                except TimeoutError:
+                    pass
+                except KeyboardInterrupt:
+                    result = self._stop(future, events, view)
+                    break
+                _drain(events, view)
+                pump()
+        return self._finish(result, events, view)
+
+    async def arun(self, prompt: str) -> AgentResult:
+        """``run`` for top-level ``await`` in a cell (or any event loop)."""
+        self._check_config()
+        events: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
+        view = self._make_view(prompt)
+        future = async_bridge.submit(self._core(prompt, events.put_nowait))
+        waiter = asyncio.wrap_future(future)
+        try:
+            while not waiter.done():
+                await asyncio.wait({waiter}, timeout=async_bridge.WAIT_SLICE)
+                _drain(events, view)
+            result = waiter.result()
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            result = self._stop(future, events, view)
+        return self._finish(result, events, view)
+
+    # -- plumbing between the calling thread and the core -----------------------------------------
+
+    def _check_config(self) -> None:
+        check = getattr(self.model, "check_config", None)
+        if check is not None:
+            check()
+
+    def _make_view(self, prompt: str) -> Any:
+        from hermes_nb import live
+
+        return live.make_view(self.display, prompt=prompt, model=self.model.name)
+
+    def _stop(self, future: Any, events: queue.Queue[Any], view: Any) -> AgentResult:
+        """Cancel the core and wait for it to answer every open tool call; interrupts here are ignored."""
+        task = self._task
+        if task is not None:
+            async_bridge.get_loop().call_soon_threadsafe(task.cancel)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                return future.result(timeout=async_bridge.WAIT_SLICE)
+            except TimeoutError:
+                _drain(events, view)
+                if time.monotonic() > deadline:
+                    raise
+            except KeyboardInterrupt:  # a second interrupt while the history is being fixed
+                continue
+
+    def _finish(self, result: AgentResult, events: queue.Queue[Any], view: Any) -> AgentResult:
+        _drain(events, view)
+        result = replace(result, transcript=view.transcript)
+        view.finish(result)
+        return result
+
+    # -- the core, on the background loop ---------------------------------------------------------
+
+    async def _core(self, prompt: str, emit: Callable[[tuple[str, dict[str, Any]]], None]) -> AgentResult:
+        self._task = asyncio.current_task()
+        self.messages.append({"role": "user", "content": prompt})
+        records: list[ToolCallRecord] = []
+        usage = empty_usage()
+        iterations, text, reason, error = 0, "", "done", None
+        pending: tuple[ToolCallSpec, ...] = ()
+        finished: dict[str, Any] = {}
+        undo = self._install_approval()
+        try:
+            while True:
+                if iterations >= self.max_iterations:
+                    reason = "max_iterations"
+                    text = (f"Stopped after {iterations} model turns (max_iterations={self.max_iterations}) "
+                            "before the model gave a final answer; run again to continue.")
+                    emit(("notice", {"message": text, "level": "warning"}))
+                    break
+                iterations += 1
+                emit(("turn", {"iteration": iterations}))
+                tools = self._definitions()
+                turn = await self.model.complete(
+                    list(self.messages), tools,
+                    on_text=lambda d: emit(("text", {"delta": d})),
+                    on_retry=lambda m: emit(("notice", {"message": m, "level": "retry"})))
+                for key in usage:
+                    usage[key] += turn.usage[key]  # type: ignore[literal-required]
+                emit(("usage", {"usage": dict(usage)}))
+                self.messages.append(_assistant_message(turn.content, turn.tool_calls))
+                if not turn.tool_calls:
+                    text = turn.content
+                    break
+                pending, finished = turn.tool_calls, {}
+                records += await self._run_batch(pending, finished, iterations, emit)
+                pending = ()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            reason, text = "interrupted", "Interrupted by the user."
+            records += self._answer_pending(pending, finished, iterations, emit)
+            emit(("notice", {"message": "Interrupted: every tool call has an answer in the history; "
+                             "the next run continues the conversation.", "level": "warning"}))
+        except ModelError as exc:
+            reason, error, text = "error", str(exc), f"Model error: {exc}"
+            emit(("notice", {"message": text, "level": "error"}))
+        finally:
+            undo()
+            self._task = None
+        return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
+                           iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
+                           model=self.model.name)
+
+    def _definitions(self) -> list[dict[str, Any]]:
+        from tools.model_tools import get_tool_definitions
+
+        enabled = self.enabled_toolsets
+        if enabled is None:
+            from hermes_nb.toolsets import enabled_toolsets
+
+            enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
+        return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
+
+    def _install_approval(self) -> Callable[[], None]:
+        if self.approval_callback is None:
+            return lambda: None
+        from tools.approval import set_default_approval_callback
+
+        return set_default_approval_callback(self.approval_callback)
+
+    async def _run_batch(self, calls: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
+                         emit: Callable[[tuple[str, dict[str, Any]]], None]) -> list[ToolCallRecord]:
+        from tools.budget import enforce_turn_budget, maybe_persist_tool_result
+        from tools.scheduling import BatchEvent, arun_tool_batch
+
+        _refresh_mcp()
+
+        def on_event(event: BatchEvent) -> None:  # worker threads: only queue it
+            if event.kind == "end" and event.result is not None:
+                finished[event.tool_call_id] = event.result
+            emit(("tool_" + event.kind, {"event": event}))
+
+        for i, call in enumerate(calls):
+            emit(("tool_call", {"index": i, "id": call.id, "name": call.name, "arguments": call.arguments}))
+        batch = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                 for c in calls]
+        results = await arun_tool_batch(batch, max_workers=self.max_workers, timeout=self.tool_timeout,
+                                        on_event=on_event)
+        messages = [
+            {**r.to_message(), "content": maybe_persist_tool_result(r.content, r.name, r.tool_call_id)}
+            for r in results
+        ]
+        messages = enforce_turn_budget(messages)
+        self.messages.extend(messages)
+        records = [_record(r, m["content"], iteration) for r, m in zip(results, messages, strict=True)]
+        emit(("batch", {"records": records}))
+        return records
+
+    def _answer_pending(self, pending: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
+                        emit: Callable[[tuple[str, dict[str, Any]]], None]) -> list[ToolCallRecord]:
+        """After an interrupt: one tool message per open call, finished results kept, in call order."""
+        answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
+        records = []
+        for call in pending:
+            if call.id in answered:
+                continue
+            result = finished.get(call.id)
+            if result is not None and not result.interrupted:
+                content = result.content
+                records.append(_record(result, content, iteration))
+            else:
+                content = json.dumps({"error": f"Tool {call.name} was {INTERRUPTED} before it finished"})
+                records.append(ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments,
+                                              content=content, iteration=iteration, is_error=True,
+                                              interrupted=True))
+            self.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+        if records:
+            emit(("batch", {"records": records}))
+        return records
+
+
+def _assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+        ]
+    return message
+
+
+def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
+    args = result.arguments
+    return ToolCallRecord(
+        id=result.tool_call_id, name=result.name,
+        arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+        content=content, iteration=iteration, started=result.started, ended=result.ended,
+        duration=result.duration, is_error=result.is_error, timed_out=result.timed_out,
+        interrupted=result.interrupted, parallel=result.parallel, segment=result.segment)
+
+
+def _refresh_mcp() -> None:
+    """Let MCP servers apply pending list_changed updates between batches (never during one)."""
+    try:
+        from tools.mcp_tool import refresh_pending_mcp_servers
+    except ImportError:  # MCP support not installed or not written yet
+        return
+    refresh_pending_mcp_servers()
+
+
+def _drain(events: queue.Queue[tuple[str, dict[str, Any]]], view: Any) -> None:
+    while True:
+        try:
+            kind, data = events.get_nowait()
+        except queue.Empty:
+            break
+        view.handle(kind, data)
+    view.tick()
+
+
+class _ui_pump:
+    """In a kernel, pump widget messages while waiting so approval/clarify buttons can be clicked."""
+
+    def __init__(self, view: Any) -> None:
+        self._ctx: Any = None
+        self._poll: Callable[[int], Any] | None = None
+        self._enabled = getattr(view, "pump_ui", False)
+
+    def __enter__(self) -> Callable[[], None]:
+        if self._enabled:
+            try:
+                from jupyter_ui_poll import ui_events
+
+                self._ctx = ui_events()
+                self._poll = self._ctx.__enter__()
+            except Exception:  # boundary: no pumping is a degraded prompt, never a failed run
+                import logging
+
+                logging.getLogger(__name__).debug("widget pumping unavailable", exc_info=True)
+                self._ctx = None
+        poll = self._poll
+        return (lambda: poll(10)) if poll is not None else (lambda: None)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)

@@ -1,0 +1,115 @@
+"""``%%agent`` (the cell is the prompt) and ``%agent reset``: one agent per kernel, made on first use."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+__all__ = ["AgentMagics", "current_agent", "load"]
+
+#: The kernel's agent (module state: survives ``%reload_ext``, cleared by unload).
+_agent: Any = None
+
+
+def current_agent() -> Any:
+    """The agent ``%%agent`` uses, or None before its first run."""
+    return _agent
+
+
+def _toolsets(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--toolsets needs a comma-separated list of toolset names, e.g. --toolsets file,notebook")
+    from tools.toolsets import get_all_toolsets, validate_toolset
+
+    bad = [n for n in names if n not in ("all", "*") and not validate_toolset(n)]
+    if bad:
+        raise UsageError(f"unknown toolset {bad[0]!r}; known: {', '.join(sorted(get_all_toolsets()))}")
+    return None if any(n in ("all", "*") for n in names) else names
+
+
+@magics_class
+class AgentMagics(Magics):
+    """Talk to the kernel's agent from a cell."""
+
+    @magic_arguments()
+    @argument("action", nargs="?", default=None,
+              help="Line form only: 'reset' starts a new conversation (%%agent reset).")
+    @argument("--model", default=None, help="Model name, or replay:PATH (default: $HERMES_NB_MODEL).")
+    @argument("--toolsets", default=None, metavar="A,B",
+              help="Toolsets the model sees (default: the picker's selection).")
+    @argument("--new", action="store_true", help="Start a new conversation before this prompt.")
+    @argument("--out", default=None, metavar="NAME", help="Also store the AgentResult in this variable.")
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> Any:
+        """%%agent [--model M] [--toolsets a,b] [--new] [--out NAME]: the cell body is the prompt.
+
+        The result (an AgentResult) is the cell's value, so it lands in ``_``. ``%agent reset`` starts a
+        new conversation. One agent per kernel; ``--model`` or ``--toolsets`` reconfigure it.
+        """
+        global _agent
+        try:
+            args = parse_argstring(self.agent, line)
+        except UsageError:
+            raise
+        except (SystemExit, ValueError) as exc:  # argparse's exits become one-line usage errors
+            raise UsageError(f"%%agent: could not parse options {shlex.quote(line)}: {exc}") from None
+        if cell is None:
+            if args.action == "reset":
+                if _agent is not None:
+                    _agent.reset()
+                print("agent: new conversation")
+                return None
+            raise UsageError("%agent takes 'reset'; to ask the agent, use the cell form: %%agent then the prompt")
+        if args.action is not None:
+            raise UsageError(f"%%agent: unexpected argument {args.action!r}; the prompt goes in the cell body")
+        prompt = cell.strip()
+        if not prompt:
+            raise UsageError("%%agent: the cell is empty; write the prompt below the %%agent line")
+        toolsets = _toolsets(args.toolsets)
+        from hermes_nb.agent import Agent
+
+        if _agent is None or args.model is not None:
+            old = _agent
+            if old is not None and args.toolsets is None:
+                toolsets = old.enabled_toolsets
+            _agent = Agent(model=args.model, enabled_toolsets=toolsets)
+            if old is not None and not args.new:
+                _agent.messages = old.messages  # a new model continues the same conversation
+        elif args.toolsets is not None:
+            _agent.enabled_toolsets = toolsets
+        if args.new:
+            _agent.reset()
+        result = _agent.run(prompt)
+        if args.out:
+            if not args.out.isidentifier():
+                raise UsageError(f"--out needs a Python variable name, got {args.out!r}")
+            assert self.shell is not None
+            self.shell.user_ns[args.out] = result
+        return result
+
+
+def load(ip: Any) -> Callable[[], None]:
+    """Register the magics on ``ip``; returns the undo (idempotent)."""
+    ip.register_magics(AgentMagics)
+    done = False
+
+    def undo() -> None:
+        global _agent
+        nonlocal done
+        if done:
+            return
+        done = True
+        for kind in ("line", "cell"):
+            ip.magics_manager.magics[kind].pop("agent", None)
+        ip.magics_manager.registry.pop("AgentMagics", None)
+        _agent = None
+
+    return undo

@@ -1,0 +1,356 @@
+"""Showing an agent run as it happens: one inline HTML output updated in place, or text lines.
+
+The agent's calling thread feeds events into a ``Transcript`` (the state) and a view renders it:
+``HtmlView`` owns a display handle made in the cell and updates it at most ``MAX_UPDATES_PER_S`` times
+a second, ending with the full static transcript (so a saved notebook keeps the whole story);
+``TextView`` prints compact lines (terminal IPython, plain Python); ``NullView`` shows nothing.
+Views are only ever called from the calling thread (ARCHITECTURE rule 6).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["HtmlView", "NullView", "TextView", "Transcript", "make_view", "result_html", "result_text"]
+
+MAX_UPDATES_PER_S = 10
+RESULT_PREVIEW_CHARS = 4_000
+_RED, _GREY = "#c62828", "#666"
+
+
+@dataclass
+class Card:
+    """One tool call as shown: arguments, state, then duration and result."""
+
+    id: str
+    name: str
+    arguments: str
+    emoji: str = "🔧"
+    state: str = "queued"  # queued | running | done | error
+    started: float = 0.0
+    ended: float = 0.0
+    content: str = ""
+    parallel: bool = False
+
+
+@dataclass
+class Transcript:
+    """Everything a run showed, in order: text blocks, tool cards, batch timelines, notices."""
+
+    prompt: str = ""
+    model: str = ""
+    items: list[list[Any]] = field(default_factory=list)  # ["text", str] | ["tool", Card] | ["timeline", [Card]] | ["notice", msg, level]
+    cards: dict[str, Card] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
+    shown_live: bool = False
+    done: bool = False
+
+    def handle(self, kind: str, data: dict[str, Any]) -> None:
+        """Apply one agent event."""
+        if kind == "text":
+            if self.items and self.items[-1][0] == "text":
+                self.items[-1][1] += data["delta"]
+            else:
+                self.items.append(["text", data["delta"]])
+        elif kind == "tool_call":
+            card = Card(id=data["id"], name=data["name"], arguments=data["arguments"], emoji=_emoji(data["name"]))
+            self.cards[card.id] = card
+            self.items.append(["tool", card])
+        elif kind in ("tool_start", "tool_end"):
+            event = data["event"]
+            found = self.cards.get(event.tool_call_id)
+            if found is None:
+                return
+            card = found
+            card.parallel = event.parallel
+            if kind == "tool_start":
+                card.state, card.started = "running", event.time
+            elif event.result is not None:
+                r = event.result
+                card.state = "error" if r.is_error else "done"
+                card.started, card.ended, card.content = r.started, r.ended, r.content
+        elif kind == "batch":
+            batch = []
+            for rec in data["records"]:
+                known = self.cards.get(rec.id)
+                if known is None:
+                    continue
+                card = known
+                card.content = rec.content  # after the budget: what the model saw
+                card.state = "error" if rec.is_error else "done"
+                if rec.ended:
+                    card.started, card.ended = rec.started, rec.ended
+                batch.append(card)
+            if len(batch) > 1:
+                self.items.append(["timeline", batch])
+        elif kind == "notice":
+            self.items.append(["notice", data["message"], data.get("level", "info")])
+        elif kind == "usage":
+            self.usage = data["usage"]
+
+    # -- rendering --------------------------------------------------------------------------------
+
+    def html(self) -> str:
+        parts = [f'<div style="font-family:sans-serif;font-size:13px;border-left:3px solid #5c6bc0;'
+                 f'padding:4px 10px;margin:4px 0">'
+                 f'<div style="color:{_GREY}">🤖 agent · {_e(self.model)}</div>'
+                 f'<div style="margin:4px 0"><b>You:</b> {_e(self.prompt)}</div>']
+        for item in self.items:
+            kind = item[0]
+            if kind == "text":
+                parts.append(f'<div style="white-space:pre-wrap;margin:6px 0">{_e(item[1])}</div>')
+            elif kind == "tool":
+                parts.append(_card_html(item[1]))
+            elif kind == "timeline":
+                parts.append(_timeline_html(item[1]))
+            else:
+                color = _RED if item[2] == "error" else "#ef6c00" if item[2] in ("warning", "retry") else _GREY
+                parts.append(f'<div style="color:{color};margin:4px 0">⚠ {_e(item[1])}</div>')
+        if not self.done:
+            parts.append(f'<div style="color:{_GREY}">⏳ running…</div>')
+        if self.usage:
+            u = self.usage
+            parts.append(f'<div style="color:{_GREY};margin-top:4px">tokens: {u.get("prompt_tokens", 0)} prompt + '
+                         f'{u.get("completion_tokens", 0)} completion = {u.get("total_tokens", 0)}</div>')
+        parts.append("</div>")
+        return "".join(parts)
+
+    def text(self) -> str:
+        lines = [f"🤖 agent ({self.model})", f"You: {self.prompt}"]
+        for item in self.items:
+            if item[0] == "text":
+                lines.append(item[1])
+            elif item[0] == "tool":
+                lines.append(_card_text(item[1]))
+            elif item[0] == "timeline":
+                lines.append(_timeline_text(item[1]))
+            else:
+                lines.append(f"⚠ {item[1]}")
+        if self.usage:
+            lines.append(_usage_text(self.usage))
+        return "\n".join(lines)
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text))
+
+
+def _emoji(name: str) -> str:
+    from tools.registry import registry
+
+    entry = registry.get_entry(name)
+    return (entry.emoji if entry is not None and entry.emoji else "") or "🔧"
+
+
+def _args_short(arguments: str, limit: int = 200) -> str:
+    try:
+        value = json.loads(arguments) if arguments else {}
+        text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items()) \
+            if isinstance(value, dict) else arguments
+    except ValueError:
+        text = arguments
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _spill(content: str) -> Any:
+    try:
+        from tools.budget import parse_spill_block
+    except ImportError:
+        return None
+    return parse_spill_block(content)
+
+
+def _card_html(card: Card) -> str:
+    head = f'{card.emoji} <b>{_e(card.name)}</b>(<code>{_e(_args_short(card.arguments))}</code>)'
+    if card.state in ("queued", "running"):
+        return f'<div style="margin:3px 0">{head} <span style="color:{_GREY}">⏳ {card.state}…</span></div>'
+    color = _RED if card.state == "error" else "#2e7d32"
+    mark = "✗" if card.state == "error" else "✓"
+    dur = f"{card.ended - card.started:.2f} s" if card.ended else ""
+    spill = _spill(card.content)
+    note = (f' <span style="color:#ef6c00">spilled {spill["size"]:,} chars → {_e(spill["path"])}</span>'
+            if spill else "")
+    body = card.content if len(card.content) <= RESULT_PREVIEW_CHARS else \
+        card.content[:RESULT_PREVIEW_CHARS] + f"\n… ({len(card.content):,} chars in all)"
+    return (f'<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
+            f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
+            f'background:#f6f6f6;padding:4px;color:{color if card.state == "error" else "inherit"}">'
+            f'{_e(body)}</pre></details>')
+
+
+def _timeline_html(cards: list[Card]) -> str:
+    start = min(c.started for c in cards)
+    span = max(max(c.ended for c in cards) - start, 1e-6)
+    mode = "in parallel" if any(c.parallel for c in cards) else "one after another"
+    rows = [f'<div style="color:{_GREY};margin-top:4px">batch of {len(cards)} calls, {mode}: {span:.2f} s</div>']
+    for c in cards:
+        left, width = 100 * (c.started - start) / span, max(100 * (c.ended - c.started) / span, 0.5)
+        rows.append(f'<div style="display:flex;align-items:center;height:16px"><div style="width:9em;'
+                    f'overflow:hidden;font-size:11px">{_e(c.name)}</div><div style="position:relative;flex:1;'
+                    f'height:10px;background:#eee"><div style="position:absolute;left:{left:.1f}%;'
+                    f'width:{width:.1f}%;height:10px;background:{_RED if c.state == "error" else "#5c6bc0"}">'
+                    f'</div></div></div>')
+    return "".join(rows)
+
+
+def _card_text(card: Card) -> str:
+    if card.state in ("queued", "running"):
+        return f"  {card.emoji} {card.name}({_args_short(card.arguments, 80)}) …"
+    mark = "✗" if card.state == "error" else "✓"
+    spill = _spill(card.content)
+    tail = f"spilled {spill['size']:,} chars → {spill['path']}" if spill else \
+        card.content.replace("\n", " ")[:100]
+    return f"  {mark} {card.name} {card.ended - card.started:.2f} s → {tail}"
+
+
+def _timeline_text(cards: list[Card]) -> str:
+    start = min(c.started for c in cards)
+    span = max(c.ended for c in cards) - start
+    mode = "in parallel" if any(c.parallel for c in cards) else "serially"
+    return f"  ⏱ batch of {len(cards)} ran {mode} in {span:.2f} s"
+
+
+def _usage_text(u: dict[str, int]) -> str:
+    return (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
+            f"{u.get('total_tokens', 0)}")
+
+
+# -- views ----------------------------------------------------------------------------------------
+
+class NullView:
+    """Shows nothing (``display=False``); still keeps the transcript for the result."""
+
+    pump_ui = False
+
+    def __init__(self, prompt: str, model: str) -> None:
+        self.transcript = Transcript(prompt=prompt, model=model)
+
+    def handle(self, kind: str, data: dict[str, Any]) -> None:
+        self.transcript.handle(kind, data)
+
+    def tick(self) -> None:
+        pass
+
+    def finish(self, result: Any) -> None:
+        self.transcript.done = True
+
+
+class HtmlView(NullView):
+    """One output in the cell, updated in place (throttled), static HTML at the end."""
+
+    pump_ui = True
+
+    def __init__(self, prompt: str, model: str) -> None:
+        from IPython.display import HTML, display
+
+        super().__init__(prompt, model)
+        self._html = HTML
+        self.handle_ = display(HTML(self.transcript.html()), display_id=True)
+        self._dirty = False
+        self._last = 0.0
+        self.updates = 0
+
+    def handle(self, kind: str, data: dict[str, Any]) -> None:
+        self.transcript.handle(kind, data)
+        self._dirty = True
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self._dirty and now - self._last >= 1 / MAX_UPDATES_PER_S:
+            self._update()
+            self._last = now
+
+    def _update(self) -> None:
+        self._dirty = False
+        self.updates += 1
+        self.handle_.update(self._html(self.transcript.html()))
+
+    def finish(self, result: Any) -> None:
+        self.transcript.done = True
+        self.transcript.shown_live = True
+        self._update()
+
+
+class TextView(NullView):
+    """Compact lines as events happen; streamed text is printed as it arrives."""
+
+    def __init__(self, prompt: str, model: str) -> None:
+        super().__init__(prompt, model)
+        self._in_text = False
+        print(f"🤖 agent ({model}) — You: {prompt}", flush=True)
+
+    def _line(self, text: str) -> None:
+        if self._in_text:
+            print(flush=True)
+            self._in_text = False
+        print(text, flush=True)
+
+    def handle(self, kind: str, data: dict[str, Any]) -> None:
+        t = self.transcript
+        t.handle(kind, data)
+        if kind == "text":
+            print(data["delta"], end="", flush=True)
+            self._in_text = True
+        elif kind == "tool_end":
+            card = t.cards.get(data["event"].tool_call_id)
+            if card is not None:
+                self._line(_card_text(card))
+        elif kind == "tool_start":
+            card = t.cards.get(data["event"].tool_call_id)
+            if card is not None:
+                self._line(_card_text(card))
+        elif kind == "batch" and t.items and t.items[-1][0] == "timeline":
+            self._line(_timeline_text(t.items[-1][1]))
+        elif kind == "notice":
+            self._line(f"⚠ {data['message']}")
+
+    def finish(self, result: Any) -> None:
+        self.transcript.done = True
+        self.transcript.shown_live = True
+        self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); {_usage_text(result.usage)}")
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
+def make_view(display: bool | str | None, *, prompt: str, model: str) -> NullView:
+    """``None``: HTML in a Jupyter kernel, text elsewhere; ``False``: nothing; or "html" / "text"."""
+    if display is False:
+        return NullView(prompt, model)
+    if display == "html" or (display in (None, True) and _in_kernel()):
+        return HtmlView(prompt, model)
+    return TextView(prompt, model)
+
+
+# -- the result's own repr --------------------------------------------------------------------------
+
+def result_html(result: Any) -> str:
+    """The full transcript; when it was already shown live in this cell, just the answer and stats."""
+    t: Transcript | None = result.transcript
+    if t is not None and not t.shown_live:
+        return t.html()
+    color = _RED if result.stopped_reason == "error" else "inherit"
+    return (f'<div style="font-family:sans-serif;font-size:13px"><div style="white-space:pre-wrap;color:{color}">'
+            f'{_e(result.text)}</div><div style="color:{_GREY}">{_e(_summary(result))}</div></div>')
+
+
+def result_text(result: Any) -> str:
+    t: Transcript | None = result.transcript
+    if t is not None and not t.shown_live:
+        return t.text()
+    return f"{result.text}\n[{_summary(result)}]"
+
+
+def _summary(result: Any) -> str:
+    return (f"{result.stopped_reason} · {result.iterations} turn(s) · {len(result.tool_calls)} tool call(s) · "
+            f"{result.usage.get('total_tokens', 0)} tokens")

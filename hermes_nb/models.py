@@ -1,0 +1,323 @@
+"""The model seam: one turn of an OpenAI-compatible chat model, with our own retry loop.
+
+``Model`` is the protocol the agent loop calls; ``OpenAIModel`` speaks chat completions to OpenAI,
+OpenRouter, Ollama, vLLM or LM Studio (configuration only); ``hermes_nb.replay`` provides the offline
+twin. The openai client's own retries are off (``max_retries=0``) so that this loop can say
+"retrying in N s", honour ``Retry-After`` and report the last failure clearly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict
+from urllib.parse import urlparse
+
+from tools.errors import HermesNbError
+
+__all__ = [
+    "Model",
+    "ModelConfigError",
+    "ModelError",
+    "ModelTurn",
+    "OpenAIModel",
+    "ToolCallSpec",
+    "Usage",
+    "resolve_model",
+]
+
+#: Callbacks the loop passes in: streamed text, and "retrying in N s" notices.
+TextCallback = Callable[[str], None]
+RetryCallback = Callable[[str], None]
+
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_MAX_DELAY = 60.0
+
+
+class ModelError(HermesNbError, RuntimeError):
+    """The model could not answer (after retries); the message says why and what to check."""
+
+
+class ModelConfigError(HermesNbError, ValueError):
+    """The model is not configured (no key, no base URL); raised when a run starts."""
+
+
+class Usage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallSpec:
+    """One tool call as the model emitted it (arguments stay the raw JSON text)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTurn:
+    """What one model call returned."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    usage: Usage = field(default_factory=lambda: Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0))
+    finish_reason: str | None = None
+
+
+class Model(Protocol):
+    """A chat model the agent loop can call; ``complete`` runs on the background loop."""
+
+    name: str
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextCallback | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> ModelTurn: ...
+
+
+def empty_usage() -> Usage:
+    return Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+
+
+def usage_from(raw: Any) -> Usage:
+    """Usage from an openai object or a dict (missing fields are 0)."""
+    if raw is None:
+        return empty_usage()
+    get = raw.get if isinstance(raw, dict) else lambda k, d=None: getattr(raw, k, d)
+    p, c = int(get("prompt_tokens", 0) or 0), int(get("completion_tokens", 0) or 0)
+    return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=int(get("total_tokens", 0) or (p + c)))
+
+
+class OpenAIModel:
+    """Chat completions through ``openai.AsyncOpenAI`` (created lazily on the loop that calls it)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        stream: bool = True,
+        temperature: float | None = None,
+        parallel_tool_calls: bool = True,
+        timeout: float | None = None,
+        max_retries: int = 3,
+    ) -> None:
+        self.name = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.stream = stream
+        self.temperature = temperature
+        self.parallel_tool_calls = parallel_tool_calls
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def check_config(self) -> None:
+        """Raise ``ModelConfigError`` when a real model cannot be reached as configured."""
+        if not self.api_key and not self.base_url:
+            raise ModelConfigError(
+                "no model configured: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, HERMES_NB_MODEL), "
+                "pass Agent(api_key=..., base_url=...), or replay a recording with Agent(model='replay:PATH')"
+            )
+        if not self.api_key:
+            raise ModelConfigError(
+                f"no API key for {self.base_url}: set OPENAI_API_KEY or pass Agent(api_key=...) "
+                "(a key is only optional for servers on 127.0.0.1/localhost)"
+            )
+
+    def _get_client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            from openai import AsyncOpenAI
+
+            self.check_config()
+            self._client = AsyncOpenAI(
+                api_key=self.api_key,
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.timeout if self.timeout is not None else 600.0,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextCallback | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> ModelTurn:
+        """One model turn, retrying connection failures, 408/409/429 and 5xx with backoff."""
+        import openai
+
+        client = self._get_client()
+        kwargs: dict[str, Any] = {"model": self.name, "messages": [_wire(m) for m in messages]}
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["parallel_tool_calls"] = self.parallel_tool_calls
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        attempt = 0
+        while True:
+            try:
+                if self.stream:
+                    return await self._streamed(client, kwargs, on_text)
+                return await self._whole(client, kwargs, on_text)
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                if status not in _RETRY_STATUS or attempt >= self.max_retries:
+                    raise ModelError(self._describe(exc, attempt)) from exc
+                delay = _retry_after(exc) or _backoff(attempt)
+                reason = f"HTTP {status}"
+            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                if attempt >= self.max_retries:
+                    raise ModelError(self._describe(exc, attempt)) from exc
+                delay, reason = _backoff(attempt), type(exc).__name__
+            attempt += 1
+            if on_retry is not None:
+                on_retry(f"{reason} from the model; retrying in {delay:.1f} s (attempt {attempt + 1} "
+                         f"of {self.max_retries + 1})")
+            await asyncio.sleep(delay)
+
+    async def _whole(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None) -> ModelTurn:
+        resp = await client.chat.completions.create(**kwargs)
+        choice = resp.choices[0]
+        msg = choice.message
+        calls = tuple(
+            ToolCallSpec(id=tc.id or f"call_{i}", name=tc.function.name, arguments=tc.function.arguments or "")
+            for i, tc in enumerate(msg.tool_calls or ())
+        )
+        content = msg.content or ""
+        if content and on_text is not None:
+            on_text(content)
+        return ModelTurn(content=content, tool_calls=calls, usage=usage_from(resp.usage),
+                         finish_reason=choice.finish_reason)
+
+    async def _streamed(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None) -> ModelTurn:
+        # Raw stream=True: openai 3.x's .stream() helper drops chunks without "object" set.
+        stream = await client.chat.completions.create(
+            **kwargs, stream=True, stream_options={"include_usage": True}
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        usage = empty_usage()
+        finish = None
+        async for chunk in stream:
+            if getattr(chunk, "usage", None):
+                usage = usage_from(chunk.usage)
+            for choice in chunk.choices or ():
+                delta = choice.delta
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+                if delta is None:
+                    continue
+                if delta.content:
+                    text.append(delta.content)
+                    if on_text is not None:
+                        on_text(delta.content)
+                for tc in delta.tool_calls or ():
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    if tc.function is not None:
+                        slot["name"] += tc.function.name or ""
+                        slot["arguments"] += tc.function.arguments or ""
+        specs = tuple(
+            ToolCallSpec(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
+            for i, c in sorted(calls.items())
+        )
+        return ModelTurn(content="".join(text), tool_calls=specs, usage=usage, finish_reason=finish)
+
+    def _describe(self, exc: Exception, attempt: int) -> str:
+        import openai
+
+        where = self.base_url or "https://api.openai.com/v1"
+        tries = f" (after {attempt + 1} attempts)" if attempt else ""
+        if isinstance(exc, openai.AuthenticationError):
+            return f"the model server at {where} refused the API key (HTTP 401): check OPENAI_API_KEY"
+        if isinstance(exc, openai.NotFoundError):
+            return (f"model {self.name!r} was not found at {where} (HTTP 404): check HERMES_NB_MODEL "
+                    f"or Agent(model=...) and OPENAI_BASE_URL")
+        if isinstance(exc, openai.APIStatusError):
+            return f"the model server at {where} answered HTTP {exc.status_code}{tries}: {_body(exc)}"
+        if isinstance(exc, openai.APITimeoutError):
+            return f"the model server at {where} did not answer in time{tries}"
+        return f"could not connect to the model server at {where}{tries}: {exc.__cause__ or exc}"
+
+
+def _wire(message: dict[str, Any]) -> dict[str, Any]:
+    """A history message as chat completions takes it (tool messages keep ``name`` only locally)."""
+    if message.get("role") == "tool" and "name" in message:
+        return {k: v for k, v in message.items() if k != "name"}
+    return message
+
+
+def _body(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return str(err.get("message") or json.dumps(err))[:300]
+        return str(err)[:300]
+    return str(getattr(exc, "message", exc))[:300]
+
+
+def _retry_after(exc: Any) -> float | None:
+    """Seconds from a Retry-After (or retry-after-ms) header, capped."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    try:
+        if headers.get("retry-after-ms"):
+            return min(float(headers["retry-after-ms"]) / 1000, _MAX_DELAY)
+        if headers.get("retry-after"):
+            return min(float(headers["retry-after"]), _MAX_DELAY)
+    except (TypeError, ValueError):  # an HTTP date or garbage: fall back to backoff
+        return None
+    return None
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.5 * 2**attempt, _MAX_DELAY) * (0.75 + random.random() / 2)
+
+
+def _is_local(base_url: str | None) -> bool:
+    if not base_url:
+        return False
+    return (urlparse(base_url).hostname or "") in _LOCAL_HOSTS
+
+
+def resolve_model(
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    **options: Any,
+) -> Any:
+    """The ``Model`` for these arguments, with defaults from the environment (read now).
+
+    ``replay:PATH`` gives the offline ``ReplayModel``. A base URL on 127.0.0.1 or localhost needs no key
+    (a dummy one is sent). A missing key is reported when the run starts, not here.
+    """
+    model = model or os.environ.get("HERMES_NB_MODEL") or "gpt-4o-mini"
+    if model.startswith("replay:"):
+        from hermes_nb.replay import ReplayModel
+
+        return ReplayModel(model.removeprefix("replay:"), stream=bool(options.get("stream", True)))
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if not api_key and _is_local(base_url):
+        api_key = "not-needed"
+    return OpenAIModel(model=model, base_url=base_url, api_key=api_key, **options)

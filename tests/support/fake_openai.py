@@ -1,0 +1,167 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1, for the real ``openai`` client.
+
+``FakeOpenAI(script)`` serves ``POST /v1/chat/completions`` from a list of ``Reply`` objects, one per
+request, in order: a message (content and/or tool calls), or an HTTP error (429 with Retry-After,
+500, 401, 404), optionally after a delay. Streaming requests get SSE chunks with
+``"object": "chat.completion.chunk"`` and tool-call arguments split across chunks. Every request body
+is kept in ``requests`` so tests assert what the model was sent.
+
+Run ``python -m tests.support.fake_openai`` for a quick manual server with a canned answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeOpenAI", "Reply", "call"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """One scripted answer: a message, or ``status`` (an HTTP error) with optional headers."""
+
+    content: str = ""
+    tool_calls: tuple[dict[str, str], ...] = ()
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5,
+                                                            "total_tokens": 15})
+
+
+def call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, str]:
+    """A tool call for a ``Reply``; ``arguments`` may be a dict or a raw (maybe broken) JSON string."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return {"id": id or f"call_{name}_{abs(hash(args)) % 10_000}", "name": name, "arguments": args}
+
+
+class FakeOpenAI:
+    """Context manager: ``with FakeOpenAI([...]) as srv: Agent(base_url=srv.base_url, ...)``."""
+
+    def __init__(self, script: list[Reply], *, model: str = "fake-model") -> None:
+        self.script = list(script)
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            if not self.script:
+                return Reply(status=500, content="fake server script exhausted")
+            return self.script.pop(0)
+
+
+def _message_json(reply: Reply, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+    if reply.tool_calls:
+        message["tool_calls"] = [{"id": c["id"], "type": "function",
+                                  "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                 for c in reply.tool_calls]
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+            "usage": reply.usage}
+
+
+def _chunks(reply: Reply, model: str, include_usage: bool) -> list[dict[str, Any]]:
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    text = reply.content
+    for i in range(0, len(text), 7):
+        out.append(chunk({"content": text[i:i + 7]}))
+    for index, c in enumerate(reply.tool_calls):
+        out.append(chunk({"tool_calls": [{"index": index, "id": c["id"], "type": "function",
+                                          "function": {"name": c["name"], "arguments": ""}}]}))
+        args = c["arguments"]
+        for i in range(0, len(args), 5):  # arguments split across chunks, as real servers do
+            out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[i:i + 5]}}]}))
+    out.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+    if include_usage:
+        out.append({**base, "choices": [], "usage": reply.usage})
+    return out
+
+
+def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not self.path.endswith("/chat/completions"):
+                self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            reply = server.next_reply(body)
+            if reply.delay:
+                time.sleep(reply.delay)
+            if reply.status != 200:
+                self._send_json(reply.status, {"error": {"message": reply.content or f"HTTP {reply.status}",
+                                                         "type": "fake", "code": reply.status}}, reply.headers)
+                return
+            if not body.get("stream"):
+                self._send_json(200, _message_json(reply, body.get("model", server.model)))
+                return
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for c in _chunks(reply, body.get("model", server.model), include_usage):
+                self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+if __name__ == "__main__":
+    with FakeOpenAI([Reply(content="Hello from the fake server.")] * 100) as srv:
+        print(f"fake OpenAI server at {srv.base_url}; Ctrl-C to stop")
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
