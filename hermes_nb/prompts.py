@@ -1,0 +1,292 @@
+"""Inline prompts that ask the person while a cell is still running: command approval and clarify.
+
+With a widget frontend the prompt is a row of buttons under the running cell; widget messages are
+pumped with ``jupyter_ui_poll`` until a click (or a timeout). Once answered, the widget is replaced by
+a static record of the decision, so a saved notebook reads well. Without a kernel the prompts fall
+back to ``input()``; without stdin they deny (approval) or answer nothing (clarify).
+
+Each button's method does what clicking it does (``ApprovalPrompt.choose``, ``ClarifyPrompt.submit``),
+so tests need no browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import ipywidgets as widgets
+
+from tools.approval import set_default_approval_callback
+from tools.visible import make_visible
+
+__all__ = ["ApprovalPrompt", "ClarifyPrompt", "approval_prompt", "clarify_prompt", "install"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 300.0
+UiEvents = Callable[[], AbstractContextManager[Callable[[int], Any]]]
+
+_APPROVAL_LABELS = {"once": "Approve once", "session": "For this session", "always": "Always", "deny": "Deny"}
+_APPROVAL_STYLES = {"once": "success", "session": "info", "always": "warning", "deny": "danger"}
+_TEXT_ANSWERS = {"o": "once", "once": "once", "s": "session", "session": "session", "a": "always",
+                 "always": "always", "d": "deny", "deny": "deny", "n": "deny", "no": "deny", "": "deny"}
+
+
+def _widgets_available() -> bool:
+    """True inside a Jupyter kernel (a ZMQ shell), where widgets can render."""
+    try:
+        from ipykernel.zmqshell import ZMQInteractiveShell
+    except ImportError:
+        return False
+    return isinstance(_get_ipython(), ZMQInteractiveShell)
+
+
+def _default_ui_events() -> AbstractContextManager[Callable[[int], Any]]:
+    kernel = getattr(_get_ipython(), "kernel", None)
+    manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
+    socket = getattr(getattr(manager, "_shell_channel_to_main", None), "to_socket", None)
+    if socket is not None and hasattr(kernel, "dispatch_shell"):
+        return _kernel7_events(kernel, socket)
+    from jupyter_ui_poll import ui_events  # lazy: it touches the kernel when used
+
+    return ui_events()
+
+
+def _get_ipython() -> Any:
+    from IPython import get_ipython
+
+    return get_ipython()
+
+
+@contextmanager
+def _kernel7_events(kernel: Any, socket: Any) -> Iterator[Callable[[int], None]]:
+    """Pump widget messages in a blocked sync cell on ipykernel 7.
+
+    ipykernel 7 has no ``do_one_iteration``, so ``jupyter_ui_poll`` cannot deliver clicks there (measured
+    with ipykernel 7.4). Shell messages reach the main thread through an in-process socket; read it
+    directly, handle comm messages now (as ipykernel itself does for a running async cell), and hand
+    everything else back to the kernel once the prompt is answered.
+    """
+    deferred: list[Any] = []
+
+    def poll(n: int) -> None:
+        for _ in range(n):
+            if not socket.poll(0):
+                return
+            raw = socket.recv_multipart(copy=False)
+            _, frames = kernel.session.feed_identities(raw, copy=False)
+            msg_type = kernel.session.deserialize(frames, content=False, copy=False)["header"]["msg_type"]
+            if msg_type not in ("comm_open", "comm_msg", "comm_close"):
+                deferred.append(raw)
+                continue
+            parent = kernel.get_parent("shell")
+            ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
+            coro = kernel.dispatch_shell(raw, subshell_id=None, concurrent=True)
+            try:
+                coro.send(None)  # comm handlers are synchronous: the coroutine ends without suspending
+            except StopIteration:
+                pass
+            else:
+                coro.close()
+                log.warning("a widget message needed the event loop and was dropped")
+            finally:
+                kernel.set_parent(ident, parent, channel="shell")
+
+    try:
+        yield poll
+    finally:
+        for raw in deferred:  # execute requests queued meanwhile run after this cell, in order
+            asyncio.ensure_future(kernel.shell_main(None, raw))
+
+
+class _Prompt:
+    """Shared machinery: a widget box, a display handle, and a wait loop that pumps widget messages."""
+
+    def __init__(self, *, timeout: float, poll_interval: float, ui_events: UiEvents | None) -> None:
+        self.timeout = timeout
+        self.poll_interval = poll_interval
+        self._ui_events = ui_events or _default_ui_events
+        self._answered = threading.Event()
+        self._handle: Any = None
+        self.box = widgets.VBox()
+        self.record_html = ""
+
+    @property
+    def answered(self) -> bool:
+        return self._answered.is_set()
+
+    def show(self) -> None:
+        """Display the widget under the running cell."""
+        from IPython.display import display
+
+        self._handle = display(self.box, display_id=True)
+
+    def _finish(self, record_html: str) -> None:
+        self.record_html = record_html
+        self.box.children = (widgets.HTML(record_html),)
+        if self._handle is not None:
+            from IPython.display import HTML
+
+            self._handle.update(HTML(record_html))  # the saved notebook keeps static HTML, not a widget
+        for child in self._buttons():
+            child.close()
+        self._answered.set()
+
+    def _buttons(self) -> list[widgets.Widget]:
+        return []
+
+    def _timed_out(self) -> None:
+        raise NotImplementedError
+
+    def _wait(self) -> None:
+        if self.answered:
+            return
+        deadline = time.monotonic() + self.timeout
+        if threading.current_thread() is threading.main_thread():
+            with self._ui_events() as poll:
+                while not self.answered and time.monotonic() < deadline:
+                    poll(10)
+                    if not self.answered:
+                        self._answered.wait(self.poll_interval)
+        else:  # only the kernel's main thread may pump widget messages; another thread just waits
+            self._answered.wait(max(0.0, deadline - time.monotonic()))
+        if not self.answered:
+            self._timed_out()
+
+
+class ApprovalPrompt(_Prompt):
+    """Four buttons (once / session / always / deny) under the escaped command."""
+
+    def __init__(self, command: str, pattern_key: str, description: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 poll_interval: float = 0.05, ui_events: UiEvents | None = None) -> None:
+        super().__init__(timeout=timeout, poll_interval=poll_interval, ui_events=ui_events)
+        self.command, self.pattern_key, self.description = command, pattern_key, description
+        self.choice: str | None = None
+        self.buttons: dict[str, widgets.Button] = {}
+        for choice, label in _APPROVAL_LABELS.items():
+            button = widgets.Button(description=label, button_style=_APPROVAL_STYLES[choice],
+                                    tooltip=f"{label}: {pattern_key}")
+            button.on_click(lambda _b, c=choice: self.choose(c))
+            self.buttons[choice] = button
+        header = widgets.HTML(
+            f"<b>Approve this command?</b> <code>{html.escape(pattern_key)}</code>: {html.escape(description)}"
+            f"<pre style='white-space:pre-wrap'>{html.escape(make_visible(command))}</pre>")
+        self.box.children = (header, widgets.HBox(list(self.buttons.values())))
+
+    def _buttons(self) -> list[widgets.Widget]:
+        return list(self.buttons.values())
+
+    def choose(self, choice: str, *, note: str = "") -> None:
+        """What clicking a button does: record the decision and replace the buttons with a static record."""
+        if choice not in _APPROVAL_LABELS:
+            raise ValueError(f"choice must be one of {sorted(_APPROVAL_LABELS)}, not {choice!r}")
+        if self.answered:
+            return
+        self.choice = choice
+        verdict = "Denied" if choice == "deny" else f"Approved ({_APPROVAL_LABELS[choice].lower()})"
+        self._finish(f"<div><b>{verdict}</b>{html.escape(note)}: "
+                     f"<code>{html.escape(make_visible(self.command))}</code></div>")
+
+    def _timed_out(self) -> None:
+        self.choose("deny", note=f" (no answer within {self.timeout:g} s)")
+
+    def wait(self) -> str:
+        """Pump widget messages until a button is clicked or the timeout passes (then "deny")."""
+        self._wait()
+        assert self.choice is not None
+        return self.choice
+
+
+class ClarifyPrompt(_Prompt):
+    """A question with one button per choice, plus a text box and Submit for a free answer."""
+
+    def __init__(self, question: str, choices: Sequence[str] | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 poll_interval: float = 0.05, ui_events: UiEvents | None = None) -> None:
+        super().__init__(timeout=timeout, poll_interval=poll_interval, ui_events=ui_events)
+        self.question, self.choices = question, list(choices or [])
+        self.answer: str | None = None
+        self.choice_buttons = [widgets.Button(description=c[:40], tooltip=c) for c in self.choices]
+        for button, choice in zip(self.choice_buttons, self.choices, strict=True):
+            button.on_click(lambda _b, c=choice: self.choose(c))
+        self.text = widgets.Text(placeholder="Type an answer")
+        self.submit_button = widgets.Button(description="Submit", button_style="primary")
+        self.submit_button.on_click(lambda _b: self.submit())
+        header = widgets.HTML(f"<b>{html.escape(make_visible(question))}</b>")
+        self.box.children = (header, widgets.HBox(self.choice_buttons), widgets.HBox([self.text, self.submit_button]))
+
+    def _buttons(self) -> list[widgets.Widget]:
+        return [*self.choice_buttons, self.text, self.submit_button]
+
+    def choose(self, answer: str, *, note: str = "") -> None:
+        """What clicking a choice does: answer with it and leave a static record."""
+        if self.answered:
+            return
+        self.answer = answer
+        self._finish(f"<div><b>{html.escape(make_visible(self.question))}</b> → "
+                     f"{html.escape(make_visible(answer)) or '<i>no answer</i>'}{html.escape(note)}</div>")
+
+    def submit(self) -> None:
+        """What clicking Submit does: answer with the text box's value."""
+        self.choose(self.text.value.strip())
+
+    def _timed_out(self) -> None:
+        self.choose("", note=f" (no answer within {self.timeout:g} s)")
+
+    def wait(self) -> str:
+        """Pump widget messages until answered or timed out (then "")."""
+        self._wait()
+        assert self.answer is not None
+        return self.answer
+
+
+# --- text fallback -------------------------------------------------------------------------------------
+
+def _ask_text(command: str, pattern_key: str, description: str, input_fn: Callable[[str], str] | None = None) -> str:
+    print(f"Approve this command? [{pattern_key}] {description}\n    {make_visible(command)}")
+    try:
+        answer = (input_fn or input)("[o]nce / [s]ession / [a]lways / [d]eny: ").strip().lower()
+    except (EOFError, OSError):  # no stdin (a service, or pytest capturing it)
+        return "deny"
+    return _TEXT_ANSWERS.get(answer, "deny")
+
+
+def _clarify_text(question: str, choices: Sequence[str], input_fn: Callable[[str], str] | None = None) -> str:
+    print(make_visible(question))
+    for i, choice in enumerate(choices, start=1):
+        print(f"  {i}. {make_visible(choice)}")
+    try:
+        answer = (input_fn or input)("Answer (a number or text): ").strip()
+    except (EOFError, OSError):
+        return ""
+    if answer.isdigit() and 1 <= int(answer) <= len(choices):
+        return choices[int(answer) - 1]
+    return answer
+
+
+def approval_prompt(command: str, pattern_key: str, description: str) -> str:
+    """Ask the person about a dangerous command: "once", "session", "always" or "deny"."""
+    if not _widgets_available():
+        return _ask_text(command, pattern_key, description)
+    prompt = ApprovalPrompt(command, pattern_key, description)
+    prompt.show()
+    return prompt.wait()
+
+
+def clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
+    """Ask the person a question; returns the chosen or typed answer ("" when there is none)."""
+    if not _widgets_available():
+        return _clarify_text(question, list(choices or []))
+    prompt = ClarifyPrompt(question, choices)
+    prompt.show()
+    return prompt.wait()
+
+
+def install(ip: Any = None) -> Callable[[], None]:
+    """Make the inline prompt the default approval callback; returns the undo (for unload)."""
+    return set_default_approval_callback(approval_prompt)

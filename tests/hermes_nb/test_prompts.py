@@ -1,0 +1,182 @@
+"""The inline approval and clarify prompts, driven through their button methods (no browser)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from hermes_nb import prompts
+from hermes_nb.prompts import ApprovalPrompt, ClarifyPrompt, approval_prompt, clarify_prompt, install
+from tools.approval import check_dangerous_command, reset_session_approvals
+
+
+def clicking(action: Callable[[], None]) -> Callable[[], Any]:
+    """A stand-in for ``jupyter_ui_poll.ui_events``: the first poll delivers one click."""
+
+    @contextmanager
+    def ui_events() -> Iterator[Callable[[int], None]]:
+        calls: list[int] = []
+
+        def poll(n: int) -> None:
+            calls.append(n)
+            if len(calls) == 1:
+                action()
+
+        yield poll
+
+    return ui_events
+
+
+@pytest.fixture(autouse=True)
+def _clean_session() -> Iterator[None]:
+    reset_session_approvals()
+    yield
+    reset_session_approvals()
+
+
+@pytest.mark.parametrize(("choice", "verdict"), [
+    ("once", "Approved (approve once)"),
+    ("session", "Approved (for this session)"),
+    ("always", "Approved (always)"),
+    ("deny", "Denied"),
+])
+def test_approval_choose_records_the_decision(choice: str, verdict: str) -> None:
+    prompt = ApprovalPrompt("rm -rf build", "rm", "`rm` deletes files.")
+    prompt.choose(choice)
+    assert prompt.choice == choice and prompt.answered
+    assert verdict in prompt.record_html and "rm -rf build" in prompt.record_html
+    assert len(prompt.box.children) == 1  # buttons replaced by the static record
+    assert prompt.wait() == choice  # already answered: returns at once
+
+
+def test_approval_buttons_do_what_choose_does() -> None:
+    prompt = ApprovalPrompt("rm x", "rm", "d")
+    assert [b.description for b in prompt.buttons.values()] == ["Approve once", "For this session", "Always", "Deny"]
+    prompt.buttons["session"].click()
+    assert prompt.choice == "session"
+    prompt.choose("deny")  # a second answer is ignored
+    assert prompt.choice == "session"
+
+
+def test_approval_shows_the_command_escaped() -> None:
+    prompt = ApprovalPrompt("echo ok\rrm -rf /\x1b[8m <b>", "carriage-return", "hidden")
+    header = prompt.box.children[0].value
+    assert "echo ok\\rrm -rf /\\x1b[8m &lt;b&gt;" in header
+    assert "\r" not in header and "\x1b" not in header
+
+
+def test_approval_wait_pumps_until_clicked() -> None:
+    prompt: ApprovalPrompt
+    prompt = ApprovalPrompt("rm x", "rm", "d", ui_events=clicking(lambda: prompt.buttons["once"].click()))
+    assert prompt.wait() == "once"
+
+
+def test_approval_times_out_to_deny() -> None:
+    prompt = ApprovalPrompt("rm x", "rm", "d", timeout=0, ui_events=clicking(lambda: None))
+    assert prompt.wait() == "deny"
+    assert "no answer within 0 s" in prompt.record_html
+
+
+def test_invalid_choice_is_an_error() -> None:
+    with pytest.raises(ValueError, match="choice must be one of"):
+        ApprovalPrompt("rm x", "rm", "d").choose("maybe")
+
+
+def test_clarify_choice_and_free_text() -> None:
+    prompt = ClarifyPrompt("Which file?", ["a.py", "b.py"])
+    prompt.choice_buttons[1].click()
+    assert prompt.answer == "b.py" and "b.py" in prompt.record_html
+
+    typed = ClarifyPrompt("Name?")
+    typed.text.value = "  hermes  "
+    typed.submit_button.click()
+    assert typed.wait() == "hermes"
+    assert "Name?" in typed.record_html and len(typed.box.children) == 1
+
+
+def test_clarify_wait_and_timeout() -> None:
+    prompt: ClarifyPrompt
+    prompt = ClarifyPrompt("Go?", ["yes", "no"], ui_events=clicking(lambda: prompt.choose("yes")))
+    assert prompt.wait() == "yes"
+    silent = ClarifyPrompt("Go?", timeout=0, ui_events=clicking(lambda: None))
+    assert silent.wait() == ""
+
+
+@pytest.mark.parametrize(("typed", "expected"), [
+    ("o", "once"), ("session", "session"), ("A", "always"), ("d", "deny"), ("", "deny"), ("whatever", "deny"),
+])
+def test_approval_text_fallback(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                typed: str, expected: str) -> None:
+    monkeypatch.setattr("builtins.input", lambda _prompt: typed)
+    assert approval_prompt("rm\x1b x", "rm", "`rm` deletes files.") == expected
+    assert "rm\\x1b x" in capsys.readouterr().out
+
+
+def test_text_fallback_without_stdin_denies(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_stdin(_prompt: str) -> str:
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", no_stdin)
+    assert approval_prompt("rm x", "rm", "d") == "deny"
+    assert clarify_prompt("Which?", ["a"]) == ""
+
+
+def test_clarify_text_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = iter(["2", "something else"])
+    monkeypatch.setattr("builtins.input", lambda _prompt: next(answers))
+    assert clarify_prompt("Which?", ["a", "b"]) == "b"
+    assert clarify_prompt("Which?", ["a", "b"]) == "something else"
+
+
+def test_install_makes_the_prompt_the_default_and_undo_removes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("builtins.input", lambda _prompt: "o")
+    assert check_dangerous_command("rm x")["approved"] is False
+    undo = install(None)
+    try:
+        assert check_dangerous_command("rm x")["scope"] == "once"
+    finally:
+        undo()
+    assert check_dangerous_command("rm x")["approved"] is False
+
+
+def test_widgets_are_not_available_outside_a_kernel() -> None:
+    assert prompts._widgets_available() is False
+
+
+@pytest.mark.kernel
+def test_click_reaches_a_blocked_sync_cell_in_a_real_kernel() -> None:
+    """The real thing: a sync cell waits, a widget click arrives over the shell channel, the cell goes on,
+    and a cell queued meanwhile still runs afterwards."""
+    import queue
+    import time
+
+    from tests.support.kernel import KernelSession
+
+    code = (
+        "from hermes_nb.prompts import ApprovalPrompt, _widgets_available\n"
+        "p = ApprovalPrompt('rm -rf build', 'rm', 'd', timeout=60)\n"
+        "p.show()\n"
+        "print('MODEL', p.buttons['session'].model_id, _widgets_available(), flush=True)\n"
+        "print('CHOICE', p.wait())\n"
+    )
+    with KernelSession() as ks:
+        first = ks.kc.execute(code)
+        model_id = None
+        deadline = time.monotonic() + 60
+        while model_id is None and time.monotonic() < deadline:
+            try:
+                msg = ks.kc.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            if msg["msg_type"] == "stream" and msg["content"]["text"].startswith("MODEL"):
+                _, model_id, available = msg["content"]["text"].split()
+                assert available == "True"
+        assert model_id is not None
+        second = ks.kc.execute("print('second cell ran')")  # queued while the first cell waits
+        click = {"comm_id": model_id, "data": {"method": "custom", "content": {"event": "click"}}}
+        ks.kc.shell_channel.send(ks.kc.session.msg("comm_msg", click))
+        assert "CHOICE session" in ks.collect(first, timeout=30).stdout
+        assert "second cell ran" in ks.collect(second, timeout=30).stdout

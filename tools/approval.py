@@ -1,0 +1,319 @@
+"""Shell-command classification and the approval policy.
+
+A command is parsed with ``bashlex`` (a real bash parser) and walked node by node. It is safe only when
+every simple command in it is a known read-only program with harmless flags (``tools.command_rules``)
+and nothing around those commands runs, hides or writes anything: no command or process substitution,
+subshell, function, assignment, variable in command position, pipe into a shell, or redirection to a
+file. Anything else, including anything the parser rejects, needs a person's approval.
+
+Approval scopes (what ``check_dangerous_command`` remembers):
+- ``once``: nothing is remembered.
+- ``session``: the pattern keys of the command's findings (so "rm" approves later ``rm`` commands), except
+  for broad keys (unknown program, unparseable, nesting...), where the exact command text is remembered.
+  Cleared by ``reset_session_approvals()`` or a new process.
+- ``always``: the exact command text, appended to ``approval.always`` in ``<hermes home>/config.yaml``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+from tools.command_rules import INTERPRETERS, SHELLS, check_program
+from tools.visible import hidden_characters, make_visible
+
+__all__ = [
+    "ApprovalCallback",
+    "ApprovalResult",
+    "check_dangerous_command",
+    "detect_dangerous_command",
+    "make_visible",
+    "reset_session_approvals",
+    "set_default_approval_callback",
+]
+
+log = logging.getLogger(__name__)
+
+Scope = Literal["once", "session", "always", "safe"]
+ApprovalCallback = Callable[[str, str, str], str]
+"""``(command, pattern_key, description) -> "once" | "session" | "always" | "deny"``."""
+
+
+class ApprovalResult(TypedDict):
+    approved: bool
+    scope: Scope | None  # "safe" when no approval was needed; None when denied
+    pattern_key: str | None
+    message: str  # for the model
+
+
+@dataclass(frozen=True, slots=True)
+class _Finding:
+    key: str
+    description: str
+
+
+_MAX_CHARS = 20_000
+_SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+_TRUSTED_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"})
+_SIMPLE_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9$?#@*!-]")
+_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c"})
+
+
+class _Walker:
+    """Collects findings in source order; the first one names the command's pattern key."""
+
+    def __init__(self) -> None:
+        self.findings: list[_Finding] = []
+
+    def add(self, key: str, description: str) -> None:
+        self.findings.append(_Finding(key, description))
+
+    def node(self, n: Any) -> None:
+        kind = n.kind
+        if kind in ("list", "for", "while", "until", "if"):
+            for part in n.parts:
+                self.node(part)
+        elif kind == "pipeline":
+            self.pipeline(n)
+        elif kind == "compound":
+            if n.list and n.list[0].kind == "reservedword" and n.list[0].word == "(":
+                self.add("subshell", "the command runs part of itself in a subshell.")
+            for part in n.list:
+                self.node(part)
+            for r in getattr(n, "redirects", None) or []:
+                self.redirect(r)
+        elif kind == "function":
+            self.add("function-definition", "the command defines a shell function, which can shadow any program.")
+            for part in n.parts:
+                self.node(part)
+        elif kind == "command":
+            self.command(n)
+        elif kind == "word":
+            self.word(n, command_position=False)
+        elif kind == "redirect":
+            self.redirect(n)
+        elif kind not in ("reservedword", "operator", "pipe"):
+            self.add("unparseable", f"the command uses shell syntax ({kind}) this check does not understand.")
+
+    def pipeline(self, n: Any) -> None:
+        names = [_program(p) for p in n.parts if p.kind == "command"]
+        for name in names[1:]:
+            if name in SHELLS or name in INTERPRETERS or name in ("eval", "source", "."):
+                if any(earlier in _DOWNLOADERS for earlier in names[: names.index(name)]):
+                    self.add("pipe-to-shell", f"a download is piped into `{name}`, which runs it as code.")
+                else:
+                    self.add("pipe-to-shell", f"output is piped into `{name}`, which runs it as code.")
+                break
+        for part in n.parts:
+            self.node(part)
+
+    def command(self, n: Any) -> None:
+        words = [p for p in n.parts if p.kind == "word"]
+        for p in n.parts:
+            if p.kind == "assignment":
+                self.add("assignment", "the command sets a shell variable, which can change what later commands do.")
+                self.word(p, command_position=False)
+            elif p.kind == "redirect":
+                self.redirect(p)
+        for i, w in enumerate(words):
+            self.word(w, command_position=(i == 0))
+        if not words:
+            return
+        name = words[0].word
+        folder, _, base = name.rpartition("/")
+        verdict = check_program(base, [w.word for w in words[1:]]) if base else ("unknown-program", "")
+        if verdict is not None:
+            key, sentence = verdict
+            self.add(key, sentence or f"`{name}` is not a known read-only program.")
+        elif "/" in name and (folder or "/") not in _TRUSTED_DIRS:
+            self.add("unknown-program", f"`{name}` runs a program from outside the system folders.")
+
+    def word(self, w: Any, *, command_position: bool) -> None:
+        for part in getattr(w, "parts", None) or []:
+            if part.kind == "commandsubstitution":
+                self.add("command-substitution", "the command runs another command inside `$(...)` or backticks.")
+                self.node(part.command)
+            elif part.kind == "processsubstitution":
+                self.add("process-substitution", "the command runs another command inside `<(...)` or `>(...)`.")
+                self.node(part.command)
+            elif part.kind == "parameter":
+                if command_position:
+                    self.add("indirection", "a variable decides which program runs.")
+                elif not _SIMPLE_PARAM.fullmatch(part.value) or part.value == "IFS":
+                    self.add("indirection", f"the expansion `${{{part.value}}}` can change how the command splits or runs.")
+            elif part.kind != "tilde":
+                self.node(part)
+
+    def redirect(self, r: Any) -> None:
+        target = r.output
+        heredoc = getattr(r, "heredoc", None)
+        if heredoc is not None and ("$(" in heredoc.value or "`" in heredoc.value):
+            self.add("command-substitution", "the here-document runs commands inside `$(...)` or backticks.")
+        if isinstance(target, int):
+            return  # fd duplication such as 2>&1
+        self.word(target, command_position=False)
+        if r.type in _WRITE_REDIRECTS and target.word not in _SAFE_TARGETS and not (
+                r.type == ">&" and (target.word.isdigit() or target.word == "-")):
+            self.add("redirect-write", f"the command writes to the file `{target.word}` with `{r.type}`.")
+
+
+def _program(n: Any) -> str:
+    for p in n.parts:
+        if p.kind == "word":
+            return str(p.word).rpartition("/")[2]
+    return ""
+
+
+def _analyse(command: str) -> list[_Finding]:
+    if len(command) > _MAX_CHARS:
+        return [_Finding("unparseable", f"the command is longer than {_MAX_CHARS} characters.")]
+    text = command.replace("\r\n", "\n")
+    if "\r" in text:
+        return [_Finding("carriage-return", "the command contains a carriage return, which can hide what runs.")]
+    hidden = hidden_characters(text)
+    if hidden:
+        shown = ", ".join(make_visible(ch) for ch in hidden[:3])
+        return [_Finding("hidden-characters", f"the command contains invisible or control characters ({shown}).")]
+    if all(not line.strip() or line.lstrip().startswith("#") for line in text.split("\n")):
+        return []  # only comments: bashlex rejects an empty program
+    import bashlex
+
+    try:
+        trees = bashlex.parse(text)
+    except Exception as exc:  # bashlex raises ParsingError, NotImplementedError and others: all mean "unknown"
+        log.debug("bashlex cannot parse %r: %s", command, exc)
+        return [_Finding("unparseable", "the command uses syntax the bash parser cannot read, so it cannot be checked.")]
+    walker = _Walker()
+    for tree in trees:
+        walker.node(tree)
+    return walker.findings
+
+
+def detect_dangerous_command(command: str) -> tuple[bool, str | None, str | None]:
+    """``(is_dangerous, pattern_key, description)``; the key and sentence describe the first finding."""
+    findings = _analyse(command)
+    if not findings:
+        return False, None, None
+    return True, findings[0].key, findings[0].description[:1].upper() + findings[0].description[1:]
+
+
+# --- the policy ------------------------------------------------------------------------------------
+
+_BROAD_KEYS = frozenset({"unknown-program", "unparseable", "carriage-return", "hidden-characters", "subshell",
+                         "command-substitution", "process-substitution", "nested-shell", "interpreter", "indirection",
+                         "pipe-to-shell", "function-definition", "assignment", "redirect-write", "network",
+                         "package-install"})
+_lock = threading.Lock()
+_session: set[str] = set()
+_default_callback: list[ApprovalCallback] = []  # a stack, so nested installs undo in order
+
+
+def _session_tokens(command: str, findings: list[_Finding]) -> set[str]:
+    return {f"command:{command}" if f.key in _BROAD_KEYS or f.key.startswith("wrapper:") else f"key:{f.key}"
+            for f in findings}
+
+
+def reset_session_approvals() -> None:
+    """Forget every "for this session" approval."""
+    with _lock:
+        _session.clear()
+
+
+def set_default_approval_callback(fn: ApprovalCallback) -> Callable[[], None]:
+    """Use ``fn`` when ``check_dangerous_command`` gets no callback; returns an undo."""
+    with _lock:
+        _default_callback.append(fn)
+
+    def undo() -> None:
+        with _lock:
+            if fn in _default_callback:
+                _default_callback.remove(fn)
+
+    return undo
+
+
+def _always_list() -> list[str]:
+    from tools.config import load_config
+    from tools.errors import ConfigError
+
+    try:
+        cfg = load_config(expand=False)  # never expand ${VAR} inside stored commands
+    except ConfigError as exc:
+        log.warning("approval: cannot read the allowlist: %s", exc)
+        return []
+    approval = cfg.get("approval")
+    always = approval.get("always") if isinstance(approval, dict) else None
+    return [c for c in always if isinstance(c, str)] if isinstance(always, list) else []
+
+
+def _remember_always(command: str) -> bool:
+    from tools.config import update_config
+    from tools.errors import ConfigError
+
+    def add(cfg: dict[str, Any]) -> None:
+        approval = cfg.get("approval")
+        if not isinstance(approval, dict):
+            approval = cfg["approval"] = {}
+        if not isinstance(approval.get("always"), list):
+            approval["always"] = []
+        if command not in approval["always"]:
+            approval["always"].append(command)
+
+    try:
+        update_config(add)
+    except (OSError, ConfigError) as exc:
+        log.warning("approval: cannot save the allowlist: %s", exc)
+        return False
+    return True
+
+
+def _blocked(key: str, why: str) -> ApprovalResult:
+    return {"approved": False, "scope": None, "pattern_key": key, "message": why}
+
+
+def check_dangerous_command(command: str, approval_callback: ApprovalCallback | None = None) -> ApprovalResult:
+    """Decide whether ``command`` may run: safe commands pass, dangerous ones need a person's yes.
+
+    Returns ``{"approved", "scope", "pattern_key", "message"}``; ``message`` is written for the model.
+    """
+    findings = _analyse(command)
+    if not findings:
+        return {"approved": True, "scope": "safe", "pattern_key": None, "message": "Read-only command; no approval needed."}
+    key = findings[0].key
+    reasons = list(dict.fromkeys(f.description for f in findings))
+    description = " ".join(r[:1].upper() + r[1:] for r in reasons[:3])
+    if command in _always_list():
+        return {"approved": True, "scope": "always", "pattern_key": key, "message": "Approved earlier (always)."}
+    tokens = _session_tokens(command, findings)
+    with _lock:
+        if tokens <= _session:
+            return {"approved": True, "scope": "session", "pattern_key": key, "message": "Approved for this session."}
+        callback = approval_callback or (_default_callback[-1] if _default_callback else None)
+    if callback is None:
+        return _blocked(key, f"BLOCKED: this command needs a person's approval ({description}) and no one is "
+                             "available to approve it. Do not retry it; tell the person what you wanted to run.")
+    try:
+        answer = callback(command, key, description)
+    except Exception:  # the callback is the person's side of the boundary: a crash there is a "no"
+        log.exception("approval callback failed; denying %r", command)
+        answer = "deny"
+    if answer == "always":
+        saved = _remember_always(command)
+        note = "" if saved else " (it could not be saved, so it holds for this session only)"
+        if not saved:
+            with _lock:
+                _session.add(f"command:{command}")
+        return {"approved": True, "scope": "always", "pattern_key": key, "message": f"Approved by the person (always){note}."}
+    if answer == "session":
+        with _lock:
+            _session.update(tokens)
+        return {"approved": True, "scope": "session", "pattern_key": key, "message": "Approved by the person for this session."}
+    if answer == "once":
+        return {"approved": True, "scope": "once", "pattern_key": key, "message": "Approved by the person (once)."}
+    return _blocked(key, f"BLOCKED: the person denied this command ({description}). Do not run it again and do not "
+                         "try to reach the same effect another way; ask the person how to proceed.")
