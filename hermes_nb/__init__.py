@@ -1,0 +1,138 @@
+"""hermes_nb: Hermes Agent's tool system as an IPython extension.
+
+``%load_ext hermes_nb`` makes the tool registry live in the kernel and adds ``%%tool``, ``%tools`` and
+``%toolsets``. Importing this package is cheap: the agent, ``openai`` and ``mcp`` load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from typing import Any
+
+from hermes_nb import _state
+
+__all__ = [
+    "Agent",
+    "enable_nest_asyncio",
+    "load_ipython_extension",
+    "registry",
+    "tool",
+    "toolsets",
+    "unload_ipython_extension",
+]
+
+log = logging.getLogger(__name__)
+
+#: Feature modules set up on load, in order: (module, function returning an undo).
+_FEATURES: tuple[tuple[str, str], ...] = (
+    ("hermes_nb.magics", "load"),
+    ("hermes_nb.prompts", "install"),
+    ("hermes_nb.mcp_magics", "load"),
+    ("hermes_nb.agent_magics", "load"),
+)
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """Install the registry, magics and callbacks into ``ip``; prints one summary line."""
+    if _state.undos:  # loaded before and never unloaded: start clean so nothing is doubled
+        unload_ipython_extension(ip)
+    from tools.model_tools import ensure_discovered
+
+    ensure_discovered()
+    _state.shell = ip
+    _state.undos.append(_forget_configurables(ip))
+    try:
+        for module_name, function in _FEATURES:
+            # find_spec, not try/import: an ImportError *inside* an existing module must surface.
+            if importlib.util.find_spec(module_name) is None:
+                continue
+            module = importlib.import_module(module_name)
+            undo = getattr(module, function)(ip)
+            if callable(undo):
+                _state.undos.append(undo)
+    except BaseException:
+        unload_ipython_extension(ip)
+        raise
+    print(_summary())
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """Remove every magic and callback the load added, and stop what it started."""
+    while _state.live:
+        obj = _state.live.pop()
+        try:
+            obj.close()
+        except Exception:  # boundary: one broken picker must not keep the rest installed
+            log.exception("hermes_nb: closing %r failed", obj)
+    while _state.undos:
+        undo = _state.undos.pop()
+        try:
+            undo()
+        except Exception:  # boundary: keep undoing the rest
+            log.exception("hermes_nb: undo %r failed", undo)
+    _state.shell = None
+
+
+def _forget_configurables(ip: Any) -> Any:
+    """An undo that drops hermes_nb configurables added after now (Magics register themselves)."""
+    before = {id(c) for c in getattr(ip, "configurables", [])}
+
+    def undo() -> None:
+        if hasattr(ip, "configurables"):
+            ip.configurables[:] = [
+                c for c in ip.configurables
+                if id(c) in before or not type(c).__module__.startswith("hermes_nb")
+            ]
+
+    return undo
+
+
+def _summary() -> str:
+    from tools.registry import registry as reg
+
+    total = len(reg)
+    sets = len(reg.get_toolsets())
+    unavailable = len(reg.get_unavailable())
+    return (
+        f"hermes_nb: {total} tool{'s' if total != 1 else ''} in {sets} toolset{'s' if sets != 1 else ''}, "
+        f"{unavailable} unavailable (%tools doctor says why)"
+    )
+
+
+def enable_nest_asyncio() -> None:
+    """Opt in to running async ``%%tool`` functions on the kernel's own loop when called from sync code.
+
+    Use it only for a notebook async tool that awaits objects made on the kernel loop (a Queue, Event
+    or Future created in a cell) and is called from a sync cell (``%tools call``, ``registry.dispatch``).
+    It patches the kernel loop with ``nest_asyncio`` and affects ``%%tool`` cells run *after* the call.
+    Limits: nest_asyncio is archived; it does not work with anyio-based code (MCP), uvloop or
+    Python 3.14, and it cannot be undone until the kernel restarts. Without it, async tools run on
+    hermes_nb's background loop, which is the safe default.
+    """
+    import asyncio
+
+    import nest_asyncio
+
+    nest_asyncio.apply(asyncio.get_event_loop())
+    _state.nest_asyncio_enabled = True
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy attributes keep `import hermes_nb` (and %load_ext) cheap.
+    if name == "tool":
+        from tools.schema import tool
+
+        return tool
+    if name == "registry":
+        from tools.registry import registry as reg
+
+        return reg
+    if name == "toolsets":
+        return importlib.import_module("hermes_nb.toolsets")
+    if name == "Agent":
+        from hermes_nb.agent import Agent
+
+        return Agent
+    raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")

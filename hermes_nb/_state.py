@@ -1,0 +1,22 @@
+"""Process state that must survive ``%reload_ext hermes_nb`` (which re-executes only ``__init__``).
+
+The undo list of the loaded extension lives here, so a reload can undo exactly what the previous load
+did, and nothing is ever installed twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: Undo callables of the current load, in the order they were installed (run in reverse).
+undos: list[Callable[[], None]] = []
+
+#: The shell the extension is loaded into, or None.
+shell: Any = None
+
+#: Live objects (pickers) that hold listeners; closed on unload.
+live: list[Any] = []
+
+#: True once ``hermes_nb.enable_nest_asyncio()`` ran: async %%tool cells then run on the kernel loop.
+nest_asyncio_enabled: bool = False

@@ -1,0 +1,224 @@
+"""What hermes_nb shows: tool cards, tool results and tables, as HTML with a text/plain fallback.
+
+Every object here has ``_repr_mimebundle_`` with ``text/plain``, so terminal IPython and a notebook
+saved as static HTML both read well; every string that reaches HTML is escaped.
+
+Public surface (the agent display reuses it):
+
+- ``render_result(content, *, name="", call_id="", max_chars=20_000) -> ResultView``
+- ``tool_card(entry, *, expand_schema=False) -> ToolCard``
+- ``Table(headers=..., rows=..., title=...)``
+- ``availability_text(entry) -> str``
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.registry import ToolEntry, registry
+
+__all__ = ["ResultView", "Table", "ToolCard", "availability_text", "render_result", "tool_card"]
+
+#: Results longer than this are shown cut in the notebook (the model may still receive more).
+DEFAULT_MAX_CHARS = 20_000
+#: JSON longer than this many lines starts collapsed.
+_COLLAPSE_LINES = 20
+
+_esc = html.escape
+_SPILL_RE = re.compile(r"(/\S*spillover/\S+)")
+
+
+def _mimebundle(text: str, html_text: str) -> dict[str, str]:
+    return {"text/plain": text, "text/html": html_text}
+
+
+# -- results --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultView:
+    """A tool result as the model receives it. ``content`` is the exact string."""
+
+    content: str
+    name: str = ""
+    call_id: str = ""
+    max_chars: int = DEFAULT_MAX_CHARS
+
+    @property
+    def is_error(self) -> bool:
+        """True when the content is a JSON object with an ``error`` key (the dispatch error shape)."""
+        data = _json_or_none(self.content)
+        return isinstance(data, dict) and "error" in data
+
+    @property
+    def spill_path(self) -> str | None:
+        """The spill file named by the budget layer, if the result was spilled."""
+        match = _SPILL_RE.search(self.content)
+        return match.group(1).rstrip(".,;:)\"'`") if match else None
+
+    def _body(self) -> tuple[str, bool]:
+        """The text to show (pretty JSON when it parses) and whether it was cut."""
+        data = _json_or_none(self.content)
+        text = json.dumps(data, indent=2, ensure_ascii=False) if data is not None else self.content
+        if len(text) > self.max_chars:
+            return text[: self.max_chars], True
+        return text, False
+
+    def _header(self) -> str:
+        label = f"{self.name} → " if self.name else ""
+        size = len(self.content)
+        kind = "error" if self.is_error else "result"
+        spill = f", spilled to {self.spill_path}" if self.spill_path else ""
+        return f"{label}{kind} ({size:,} chars{spill})"
+
+    def __str__(self) -> str:
+        return self.content
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        body, cut = self._body()
+        more = f"\n… {len(self.content) - self.max_chars:,} more chars not shown" if cut else ""
+        text = f"{self._header()}\n{body}{more}"
+        color = "#b00020" if self.is_error else "inherit"
+        opened = " open" if body.count("\n") < _COLLAPSE_LINES else ""
+        html_text = (
+            f'<div class="hermes-nb-result" style="border-left:3px solid {color};padding-left:6px">'
+            f'<details{opened}><summary style="color:{color}">{_esc(self._header())}</summary>'
+            f'<pre style="color:{color};white-space:pre-wrap">{_esc(body)}</pre>'
+            f"{f'<em>{_esc(more.strip())}</em>' if cut else ''}</details></div>"
+        )
+        return _mimebundle(text, html_text)
+
+
+def render_result(content: str, *, name: str = "", call_id: str = "", max_chars: int = DEFAULT_MAX_CHARS) -> ResultView:
+    """Wrap a tool result string for display: pretty JSON, collapsible, errors in red, cut if huge."""
+    return ResultView(content=content, name=name, call_id=call_id, max_chars=max_chars)
+
+
+def _json_or_none(text: str) -> Any:
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Table:
+    """A plain table: HTML in a notebook, aligned columns as text."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...] = ()
+    title: str = ""
+    empty: str = "(nothing)"
+
+    def text(self) -> str:
+        rows = [tuple(str(c) for c in r) for r in self.rows]
+        widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(self.headers)]
+        line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()  # noqa: E731
+        out = [self.title] if self.title else []
+        if not rows:
+            return "\n".join([*out, self.empty])
+        out += [line(self.headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        title = f"<strong>{_esc(self.title)}</strong>" if self.title else ""
+        if not self.rows:
+            return f"{title}<p>{_esc(self.empty)}</p>"
+        head = "".join(f'<th style="text-align:left">{_esc(h)}</th>' for h in self.headers)
+        body = "".join(
+            "<tr>" + "".join(f'<td style="text-align:left">{_esc(str(c))}</td>' for c in row) + "</tr>"
+            for row in self.rows
+        )
+        return f'{title}<table class="hermes-nb-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return _mimebundle(self.text(), self.html())
+
+
+# -- tool cards -----------------------------------------------------------------------------------
+
+
+def availability_text(entry: ToolEntry) -> str:
+    """``available``, or ``unavailable: <reason>`` (names of missing variables, never values)."""
+    status = registry.availability(entry.name) if registry.get_entry(entry.name) is entry else None
+    if status is None:  # an entry not (or no longer) in the global registry
+        return "not registered"
+    return "available" if status.available else f"unavailable: {status.reason}"
+
+
+def _flags(entry: ToolEntry) -> list[str]:
+    flags = [f for f, on in (("read-only", entry.read_only), ("interactive", entry.interactive),
+                             ("async", entry.is_async), ("needs approval", entry.needs_approval)) if on]
+    if entry.path_params:
+        flags.append("path params: " + ", ".join(entry.path_params))
+    if entry.max_result_size_chars is not None:
+        flags.append(f"max result {entry.max_result_size_chars:g} chars")
+    if entry.requires_env:
+        flags.append("requires env: " + ", ".join(entry.requires_env))
+    return flags
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCard:
+    """One tool: emoji, name, toolset, availability, flags, and its JSON schema (collapsible)."""
+
+    entry: ToolEntry
+    expand_schema: bool = False
+    extra: tuple[str, ...] = field(default=())
+
+    def _schema_json(self) -> str:
+        return json.dumps(self.entry.definition(), indent=2, ensure_ascii=False)
+
+    def text(self) -> str:
+        e = self.entry
+        lines = [
+            f"{e.emoji + ' ' if e.emoji else ''}{e.name}  [toolset {e.toolset}, {e.source}]  {availability_text(e)}",
+        ]
+        if e.description:
+            lines.append(e.description.splitlines()[0])
+        flags = _flags(e)
+        if flags:
+            lines.append("flags: " + "; ".join(flags))
+        lines += list(self.extra)
+        if self.expand_schema:
+            lines.append(self._schema_json())
+        return "\n".join(lines)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        e = self.entry
+        avail = availability_text(e)
+        color = "#1b7f3b" if avail == "available" else "#b00020"
+        flags = _flags(e)
+        parts = [
+            '<div class="hermes-nb-card" style="border:1px solid #ccc;border-radius:6px;padding:6px 10px">',
+            f"<div><span style='font-size:1.3em'>{_esc(e.emoji)}</span> <strong>{_esc(e.name)}</strong> "
+            f"<span style='color:#666'>toolset <code>{_esc(e.toolset)}</code> · {_esc(e.source)}</span> "
+            f"<span style='color:{color}'>{_esc(avail)}</span></div>",
+        ]
+        if e.description:
+            parts.append(f"<div>{_esc(e.description.splitlines()[0])}</div>")
+        if flags:
+            parts.append(f"<div style='color:#666'>{_esc('; '.join(flags))}</div>")
+        parts += [f"<div>{_esc(x)}</div>" for x in self.extra]
+        opened = " open" if self.expand_schema else ""
+        parts.append(f"<details{opened}><summary>JSON schema</summary><pre>{_esc(self._schema_json())}</pre></details>")
+        parts.append("</div>")
+        return _mimebundle(self.text(), "".join(parts))
+
+
+def tool_card(entry: ToolEntry, *, expand_schema: bool = False, extra: tuple[str, ...] = ()) -> ToolCard:
+    """A card for one tool, as ``%%tool`` and ``%tools show`` display it."""
+    return ToolCard(entry=entry, expand_schema=expand_schema, extra=extra)

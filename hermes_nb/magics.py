@@ -1,0 +1,241 @@
+"""``%%tool``, ``%tools`` and ``%toolsets``: parse, call the core, hand the result to display."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Int, Unicode
+
+from hermes_nb import _state
+from hermes_nb.cell_tool import CellToolOptions, defined_functions, pick_function, register_function
+from hermes_nb.display import DEFAULT_MAX_CHARS, Table, availability_text, render_result, tool_card
+from tools.registry import registry
+
+__all__ = ["ToolMagics", "load", "parse_call_args"]
+
+
+def parse_call_args(text: str) -> dict[str, Any]:
+    """``{json}`` or ``key=value ...`` (values parsed as JSON when they parse, else strings)."""
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"%tools call: arguments are not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise UsageError("%tools call: arguments must be a JSON object")
+        return value
+    out: dict[str, Any] = {}
+    for token in shlex.split(text):
+        key, sep, raw = token.partition("=")
+        if not sep or not key:
+            raise UsageError(f"%tools call: expected key=value, got {token!r}")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+@magics_class
+class ToolMagics(Magics):
+    """Build, inspect and call LLM tools from notebook cells."""
+
+    default_toolset = Unicode("notebook", help="Toolset of %%tool cells without --toolset.").tag(config=True)
+    expand_schemas = Bool(False, help="Show tool cards with the JSON schema expanded.").tag(config=True)
+    result_max_chars = Int(DEFAULT_MAX_CHARS, help="Longest result text shown in the notebook.").tag(config=True)
+
+    @magic_arguments()
+    @argument("--name", help="The function to turn into a tool (required when the cell defines several).")
+    @argument("--toolset", default=None, help="Toolset of the tool (default: ToolMagics.default_toolset).")
+    @argument("--emoji", default="", help="An emoji shown with the tool.")
+    @argument("--description", default=None, help="Tool description (default: the docstring's summary).")
+    @argument("--requires-env", action="append", default=[], metavar="VAR",
+              help="An environment variable the tool needs (repeatable); its value is never shown.")
+    @argument("--check", default=None, metavar="EXPR",
+              help="A Python expression evaluated in the notebook namespace; the tool is available when true.")
+    @argument("--max-chars", type=int, default=None, metavar="N", help="Results longer than N chars spill to a file.")
+    @argument("--read-only", action="store_true", help="The tool changes nothing (may run beside any call).")
+    @argument("--interactive", action="store_true", help="The tool asks the person (its batch runs serially).")
+    @argument("--path-param", action="append", default=[], metavar="NAME",
+              help="An argument holding a file path (repeatable), for safe parallel scheduling.")
+    @cell_magic
+    def tool(self, line: str, cell: str) -> Any:
+        """Run the cell, then register the function it defines as an LLM tool and show its card.
+
+        The cell runs in the notebook namespace, so the function stays an ordinary Python function.
+        Re-running the cell replaces the tool (and moves it when --toolset changed).
+        """
+        args = parse_argstring(self.tool, line)
+        shell = self.shell
+        assert shell is not None
+        python = shell.transform_cell(cell)
+        names = defined_functions(python)
+        if names is not None:  # a syntax error is shown by run_cell below, as Python shows it
+            fname = pick_function(names, args.name)
+        result = shell.run_cell(cell, store_history=False)
+        if not result.success or names is None:
+            return None  # the error is already shown
+        fn = shell.user_ns.get(fname)
+        if not callable(fn):
+            raise UsageError(f"%%tool: after running the cell, {fname!r} is not a function")
+        options = CellToolOptions(
+            name=args.name, toolset=args.toolset or self.default_toolset, emoji=args.emoji,
+            description=args.description, requires_env=tuple(args.requires_env), check=args.check,
+            max_chars=args.max_chars, read_only=args.read_only, interactive=args.interactive,
+            path_params=tuple(args.path_param),
+        )
+        loop = _kernel_loop() if _state.nest_asyncio_enabled else None
+        entry = register_function(fn, options, reg=registry, namespace=shell.user_ns, kernel_loop=loop)
+        # no return value: nothing lands in `_` or Out for a definition cell
+        from IPython.display import display
+
+        display(tool_card(entry, expand_schema=self.expand_schemas))
+        return None
+
+    @line_magic
+    def tools(self, line: str) -> Any:
+        """Tools in the kernel.
+
+        %tools                     table of every tool (emoji, name, toolset, source, availability)
+        %tools show NAME           card with schema, source and scheduling flags
+        %tools call NAME {json}    call it as the model would (also: key=value ...); `_` holds the result
+        %tools rm NAME             remove a tool
+        %tools doctor              why tools are unavailable, and tools that failed to load
+        """
+        command, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        if command in ("", "list", "ls"):
+            return _tools_table()
+        if command == "show":
+            return tool_card(_entry(rest, "show"), expand_schema=True, extra=_origin_lines(rest))
+        if command == "call":
+            name, _, argtext = rest.partition(" ")
+            _entry(name, "call")
+            return _call(name, parse_call_args(argtext), self.result_max_chars)
+        if command == "rm":
+            _entry(rest, "rm")
+            registry.deregister(rest)
+            print(f"removed tool {rest}")
+            return None
+        if command == "doctor":
+            return _doctor()
+        raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm or doctor (see %tools?)")
+
+    @line_magic
+    def toolsets(self, line: str) -> Any:
+        """Pick the toolsets the model sees.
+
+        %toolsets                  a checkbox per toolset (text table outside a notebook)
+        %toolsets NAME [NAME ...]  enable exactly these toolsets (`all` for every one)
+        """
+        names = line.replace(",", " ").split()
+        if names:
+            from hermes_nb.toolsets import select
+            from tools.errors import UnknownToolsetError
+
+            try:
+                select(names)
+            except UnknownToolsetError as exc:
+                raise UsageError(f"%toolsets: {exc}") from None
+        from hermes_nb.widgets import show_picker
+
+        return show_picker(self.shell)
+
+
+def _kernel_loop() -> Any:
+    import asyncio
+
+    return asyncio.get_event_loop()
+
+
+def _entry(name: str, sub: str) -> Any:
+    if not name:
+        raise UsageError(f"%tools {sub}: name a tool (see %tools)")
+    entry = registry.get_entry(name)
+    if entry is None:
+        raise UsageError(f"%tools {sub}: no tool named {name!r} (see %tools)")
+    return entry
+
+
+def _origin_lines(name: str) -> tuple[str, ...]:
+    entry = registry.get_entry(name)
+    if entry is None:
+        return ()
+    lines = [f"origin: {entry.origin}"] if entry.origin else []
+    lines += [f"{k}: {v}" for k, v in entry.metadata.items() if isinstance(v, (str, int, float, bool))]
+    return tuple(lines)
+
+
+def _tools_table() -> Table:
+    rows = tuple(
+        (e.emoji, e.name, e.toolset, e.source, availability_text(e)) for e in registry.entries()
+    )
+    return Table(headers=("", "name", "toolset", "source", "status"), rows=rows,
+                 title=f"{len(rows)} tools", empty="no tools registered")
+
+
+def _doctor() -> Table:
+    from tools.load_report import failures
+
+    rows: list[tuple[str, ...]] = [
+        (name, "tool", registry.get_toolset_for_tool(name) or "", status.reason)
+        for name, status in registry.get_unavailable().items()
+    ]
+    rows += [(f.name, f"load ({f.source})", "", f.message + (f" — {f.detail}" if f.detail else ""))
+             for f in failures()]
+    return Table(headers=("name", "what", "toolset", "why"), rows=tuple(rows), title="%tools doctor",
+                 empty="every tool is available and nothing failed to load")
+
+
+def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
+    """The same path the agent takes: dispatch, then the budget layer."""
+    mcp = sys.modules.get("tools.mcp_tool")  # only if MCP is in use: never import mcp for this
+    refresh = getattr(mcp, "refresh_pending_mcp_servers", None)
+    if callable(refresh):
+        refresh()
+    call_id = f"nb_{uuid.uuid4().hex[:12]}"
+    content = registry.dispatch(name, args)
+    content = _budget(content, name, call_id)
+    return render_result(content, name=name, call_id=call_id, max_chars=max_chars)
+
+
+def _budget(content: str, name: str, call_id: str) -> str:
+    import importlib.util
+
+    if importlib.util.find_spec("tools.budget") is None:  # the budget layer is optional until it lands
+        return content
+    from tools.budget import maybe_persist_tool_result  # type: ignore[import-not-found,unused-ignore]
+
+    return str(maybe_persist_tool_result(content, name, call_id))
+
+
+def load(ip: Any) -> Callable[[], None]:
+    """Register the magics (and their config) on ``ip``; returns the undo."""
+    magics = ToolMagics(shell=ip)
+    ip.register_magics(magics)  # Magics.__init__ already put it in ip.configurables, so %config works
+    added = {kind: [n for n, f in table.items() if getattr(f, "__self__", None) is magics]
+             for kind, table in ip.magics_manager.magics.items()}
+
+    def undo() -> None:
+        for kind, names in added.items():
+            table = ip.magics_manager.magics.get(kind, {})
+            for n in names:
+                if getattr(table.get(n), "__self__", None) is magics:
+                    del table[n]
+        registry_ = ip.magics_manager.registry
+        if registry_.get(type(magics).__name__) is magics:
+            del registry_[type(magics).__name__]
+        ip.configurables[:] = [c for c in ip.configurables if c is not magics]
+
+    return undo
