@@ -47,3 +47,16 @@ def fresh_registry():
     from tools.registry import ToolRegistry
 
     return ToolRegistry()
+
+
+#: A full run collects hundreds of tests; far fewer under CI means collection silently broke.
+MIN_TESTS_IN_CI = 200
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    positional = [a for a in session.config.invocation_params.args if not str(a).startswith("-")]
+    if os.environ.get("CI") and not positional and not session.config.option.keyword:
+        collected = session.testscollected
+        if collected < MIN_TESTS_IN_CI and exitstatus == 0:
+            print(f"\nCI guard: only {collected} tests collected (expected ≥ {MIN_TESTS_IN_CI}); failing the run")
+            session.exitstatus = 1
