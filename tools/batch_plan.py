@@ -65,8 +65,12 @@ def unpack_call(call: Any, index: int = 0) -> CallView:
 
 
 def workspace_root() -> str:
-    """Where relative paths resolve: ``$HERMES_NB_WORKSPACE``, else the current folder (read at call time)."""
-    return os.environ.get("HERMES_NB_WORKSPACE") or os.getcwd()
+    """Where relative paths resolve: the file tools' root (``tools.workspace``), read at call time."""
+    try:
+        from tools.workspace import workspace_root as root
+    except ImportError:  # the file tools are optional; same rule without the config step
+        return os.environ.get("HERMES_NB_WORKSPACE") or os.getcwd()
+    return str(root())
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +103,9 @@ def _normalise(path: str, root: str) -> str:
 def _paths(entry: ToolEntry, args: dict[str, Any], root: str) -> tuple[str, ...] | None:
     """Normalised paths named by the call, or None when a path argument is missing or not text."""
     out: list[str] = []
+    properties = entry.schema.get("parameters", {}).get("properties", {})
     for param in entry.path_params:
-        value = args.get(param)
+        value = args.get(param, (properties.get(param) or {}).get("default"))
         values: list[Any] = value if isinstance(value, list) else [value]
         texts = [v for v in values if isinstance(v, str) and v]
         if not values or len(texts) != len(values):

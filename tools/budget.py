@@ -101,7 +101,7 @@ def result_threshold(tool_name: str, threshold: float | None = None) -> float:
 
 def _file_name(tool_use_id: str) -> str:
     # Only [A-Za-z0-9_-] survive, and a hash of the raw id keeps distinct ids apart: no id leaves the folder.
-    safe = re.sub(r"[^A-Za-z0-9_-]", "_", tool_use_id)[:64].strip("_") or "result"
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", tool_use_id)[:64].strip("_-") or "result"
     digest = hashlib.sha256(tool_use_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{safe}-{digest}.txt"
 

@@ -1,0 +1,399 @@
+"""Planning and running a batch of tool calls: segments, overlap, order, failures, timeouts, interrupts."""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tools import async_bridge
+from tools.errors import BridgeError
+from tools.registry import ToolRegistry
+from tools.scheduling import (
+    BatchEvent,
+    BatchInterrupted,
+    BatchSegment,
+    arun_tool_batch,
+    plan_tool_batch,
+    run_tool_batch,
+    should_parallelize_tool_batch,
+)
+
+WAIT = 10.0  # generous deadline for anything that should happen promptly
+
+
+def _schema(*params: str, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {p: {"type": "string"} for p in params}
+    for k, v in (defaults or {}).items():
+        props[k]["default"] = v
+    return {"description": "test tool", "parameters": {"type": "object", "properties": props}}
+
+
+def call(name: str, args: Any = None, call_id: str | None = None) -> dict[str, Any]:
+    raw = args if isinstance(args, str) else json.dumps(args or {})
+    return {"id": call_id or f"id_{name}", "type": "function", "function": {"name": name, "arguments": raw}}
+
+
+@pytest.fixture
+def planning(fresh_registry: ToolRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToolRegistry:
+    """A registry with one tool of each kind, and a workspace with a real folder and a symlink to it."""
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    r = fresh_registry
+    ok = lambda args, **kw: "ok"  # noqa: E731
+    r.register("read", "t", _schema("path"), ok, read_only=True, path_params=("path",))
+    r.register("write", "t", _schema("path"), ok, path_params=("path",))
+    r.register("look", "t", _schema(), ok, read_only=True)
+    r.register("ask", "t", _schema(), ok, read_only=True, interactive=True)
+    r.register("shell", "t", _schema(), ok, read_only=True, needs_approval=True)
+    r.register("mutate", "t", _schema(), ok)
+    r.register("grep", "t", _schema("path", defaults={"path": "."}), ok, read_only=True, path_params=("path",))
+    return r
+
+
+def W(p: str) -> tuple[str, dict[str, str]]:
+    return ("write", {"path": p})
+
+
+def R(p: str) -> tuple[str, dict[str, str]]:
+    return ("read", {"path": p})
+
+
+P, S = True, False
+PLAN_ROWS: list[tuple[str, list[tuple[str, Any]], list[tuple[bool, tuple[int, ...]]]]] = [
+    ("an empty batch has no segments", [], []),
+    ("one call is serial", [R("a")], [(S, (0,))]),
+    ("readers may overlap readers", [R("a"), R("a"), ("look", {})], [(P, (0, 1, 2))]),
+    ("writer vs reader of the same file", [W("a"), R("a")], [(S, (0,)), (S, (1,))]),
+    ("writers of different files share time", [W("a"), W("b")], [(P, (0, 1))]),
+    ("a reader of nothing may run beside a writer", [W("a"), ("look", {})], [(P, (0, 1))]),
+    ("same file spelled ./sub/../a", [W("a"), W("./sub/../a")], [(S, (0,)), (S, (1,))]),
+    ("same file through a symlinked folder", [W("link/f.txt"), R("real/f.txt")], [(S, (0,)), (S, (1,))]),
+    ("a folder overlaps a file inside it", [W("real"), R("real/deep/f.txt")], [(S, (0,)), (S, (1,))]),
+    ("a file inside overlaps its folder", [R("real/f.txt"), W("real")], [(S, (0,)), (S, (1,))]),
+    ("a shared name prefix is not a parent", [W("ab"), W("a")], [(P, (0, 1))]),
+    ("an interactive tool makes the batch serial", [R("a"), ("ask", {}), R("b")], [(S, (0,)), (S, (1,)), (S, (2,))]),
+    ("arguments that are a JSON array make the batch serial", [R("a"), ("read", "[1]")], [(S, (0,)), (S, (1,))]),
+    ("arguments that are not JSON make the batch serial", [R("a"), ("read", "{oops")], [(S, (0,)), (S, (1,))]),
+    ("an unknown tool runs alone, between parallel runs", [R("a"), R("b"), ("nosuch", {}), R("c"), R("d")],
+     [(P, (0, 1)), (S, (2,)), (P, (3, 4))]),
+    ("a needs_approval tool runs alone", [("look", {}), ("shell", {}), ("look", {})], [(S, (0,)), (S, (1,)), (S, (2,))]),
+    ("a writer of unknown scope runs alone", [("look", {}), ("look", {}), ("mutate", {}), ("look", {})],
+     [(P, (0, 1)), (S, (2,)), (S, (3,))]),
+    ("a missing path falls back to the schema default", [W("x.txt"), ("grep", {})], [(S, (0,)), (S, (1,))]),
+    ("a missing path without a default runs alone", [R("a"), ("read", {}), R("b")], [(S, (0,)), (S, (1,)), (S, (2,))]),
+    ("a conflict starts a new segment; order is kept", [W("a"), W("b"), R("a"), R("c")], [(P, (0, 1)), (P, (2, 3))]),
+]
+
+
+@pytest.mark.parametrize(("reason", "calls", "expected"), PLAN_ROWS, ids=[r[0] for r in PLAN_ROWS])
+def test_plan(planning: ToolRegistry, reason: str, calls: list[tuple[str, Any]], expected: list[Any]) -> None:
+    batch = [call(name, args, f"c{i}") for i, (name, args) in enumerate(calls)]
+    plan = plan_tool_batch(batch, registry=planning)
+    assert plan == [BatchSegment(parallel=p, indices=i) for p, i in expected], reason
+    assert should_parallelize_tool_batch(batch, registry=planning) is any(p for p, _ in expected), reason
+
+
+def test_plan_absolute_and_relative_spellings_are_the_same_file(planning: ToolRegistry, tmp_path: Path) -> None:
+    batch = [call("write", {"path": str(tmp_path / "a.txt")}), call("read", {"path": "a.txt"})]
+    assert [s.parallel for s in plan_tool_batch(batch, registry=planning)] == [False, False]
+
+
+def test_plan_relative_paths_follow_the_workspace_root(planning: ToolRegistry, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    batch = [call("write", {"path": str(other / "f")}), call("read", {"path": "f"})]
+    assert plan_tool_batch(batch, registry=planning)[0].parallel is True
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(other))
+    assert plan_tool_batch(batch, registry=planning)[0].parallel is False
+
+
+def test_plan_uses_the_global_registry_by_default() -> None:
+    from tools.registry import registry
+
+    registry.register("sched_probe", "sched_test", _schema(), lambda a, **k: "ok", read_only=True)
+    assert plan_tool_batch([call("sched_probe"), call("sched_probe")]) == [BatchSegment(parallel=True, indices=(0, 1))]
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def reg(fresh_registry: ToolRegistry) -> ToolRegistry:
+    return fresh_registry
+
+
+def _overlap_all(results: list[Any]) -> bool:
+    return max(r.started for r in results) < min(r.ended for r in results)
+
+
+def test_parallel_calls_overlap_and_results_keep_call_order(reg: ToolRegistry) -> None:
+    n = 6
+    barrier = threading.Barrier(n, timeout=WAIT)  # only passes when all n run at once
+
+    def meet(args: dict[str, Any], **kw: Any) -> str:
+        barrier.wait()
+        return f"done {args['k']}"
+
+    reg.register("meet", "t", _schema("k"), meet, read_only=True)
+    batch = [call("meet", {"k": str(i)}, f"call_{i}") for i in range(n)]
+    results = run_tool_batch(batch, registry=reg)
+    assert [r.tool_call_id for r in results] == [f"call_{i}" for i in range(n)]
+    assert [r.content for r in results] == [f"done {i}" for i in range(n)]
+    assert [r.index for r in results] == list(range(n))
+    assert all(r.parallel and not r.is_error for r in results)
+    assert _overlap_all(results)
+    assert all(r.duration == pytest.approx(r.ended - r.started) for r in results)
+
+
+def test_serial_segments_do_not_overlap(reg: ToolRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+    reg.register("write", "t", _schema("path"), lambda a, **k: "w", path_params=("path",))
+    results = run_tool_batch([call("write", {"path": "a"}, "1"), call("write", {"path": "./a"}, "2")], registry=reg)
+    assert results[0].ended <= results[1].started
+    assert (results[0].segment, results[1].segment) == (0, 1)
+
+
+def test_max_workers_limits_sync_concurrency(reg: ToolRegistry) -> None:
+    reg.register("nap", "t", _schema(), lambda a, **k: time.sleep(0.02) or "z", read_only=True)
+    results = run_tool_batch([call("nap", {}, str(i)) for i in range(4)], registry=reg, max_workers=1)
+    spans = sorted((r.started, r.ended) for r in results)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
+
+
+def test_a_failing_call_does_not_cancel_the_others(reg: ToolRegistry) -> None:
+    barrier = threading.Barrier(2, timeout=WAIT)
+
+    def boom(args: dict[str, Any], **kw: Any) -> str:
+        raise ValueError("nope")
+
+    reg.register("boom", "t", _schema(), boom, read_only=True)
+    reg.register("meet", "t", _schema(), lambda a, **k: barrier.wait() and "met" or "met", read_only=True)
+    results = run_tool_batch([call("meet", {}, "a"), call("boom", {}, "b"), call("meet", {}, "c"),
+                              call("nosuch", {}, "d")], registry=reg)
+    assert [r.content for r in results][0::2] == ["met", "met"]
+    assert results[1].is_error and "ValueError: nope" in json.loads(results[1].content)["error"]
+    assert results[3].is_error and "Unknown tool" in results[3].content
+    assert not results[0].is_error
+
+
+def test_timeout_is_a_result_and_never_cancels_the_others(reg: ToolRegistry) -> None:
+    release = threading.Event()
+    reg.register("hang", "t", _schema(), lambda a, **k: release.wait(WAIT) and "late", read_only=True)
+    reg.register("quick", "t", _schema(), lambda a, **k: "quick", read_only=True)
+    try:
+        results = run_tool_batch([call("hang", {}, "h"), call("quick", {}, "q")], registry=reg, timeout=0.1)
+    finally:
+        release.set()
+    assert results[0].timed_out and results[0].is_error
+    assert json.loads(results[0].content) == {"error": "Tool hang timed out after 0.1 s"}
+    assert results[1].content == "quick" and not results[1].timed_out
+
+
+def test_per_tool_metadata_timeout(reg: ToolRegistry) -> None:
+    async def forever(args: dict[str, Any], **kw: Any) -> str:
+        await asyncio.sleep(3600)
+        return "never"
+
+    reg.register("forever", "t", _schema(), forever, read_only=True, metadata={"timeout": 0.05})
+    (result,) = run_tool_batch([call("forever")], registry=reg)
+    assert result.timed_out and "timed out after 0.05 s" in result.content
+
+
+def test_async_tools_run_concurrently_on_the_background_loop(reg: ToolRegistry) -> None:
+    n = 20
+    arrived: list[str] = []
+
+    async def gather(args: dict[str, Any], **kw: Any) -> str:
+        arrived.append(threading.current_thread().name)
+        deadline = time.monotonic() + WAIT
+        while len(arrived) < n:  # only finishes when all n are in flight together
+            assert time.monotonic() < deadline, "async calls did not run concurrently"
+            await asyncio.sleep(0.005)
+        return "ok"
+
+    reg.register("gather", "t", _schema(), gather, read_only=True)
+    results = run_tool_batch([call("gather", {}, str(i)) for i in range(n)], registry=reg)
+    assert [r.content for r in results] == ["ok"] * n
+    assert set(arrived) == {"hermes-nb-loop"}
+    assert _overlap_all(results)
+
+
+def test_openai_tool_call_objects_are_accepted(reg: ToolRegistry) -> None:
+    from openai.types.chat import ChatCompletionMessageToolCall
+    from openai.types.chat.chat_completion_message_function_tool_call import Function
+
+    reg.register("echo", "t", _schema("x"), lambda a, **k: a["x"], read_only=True)
+    calls = [ChatCompletionMessageToolCall(id=f"call_{i}", type="function",
+                                           function=Function(name="echo", arguments=json.dumps({"x": str(i)})))
+             for i in range(3)]
+    assert should_parallelize_tool_batch(calls, registry=reg)
+    results = run_tool_batch(calls, registry=reg)
+    assert [(r.tool_call_id, r.name, r.content) for r in results] == [(f"call_{i}", "echo", str(i)) for i in range(3)]
+    assert results[0].to_message() == {"role": "tool", "tool_call_id": "call_0", "name": "echo", "content": "0"}
+
+
+def test_on_event_reports_a_start_and_an_end_per_call(reg: ToolRegistry) -> None:
+    events: list[BatchEvent] = []
+    lock = threading.Lock()
+
+    def on_event(event: BatchEvent) -> None:
+        with lock:
+            events.append(event)
+
+    async def later(args: dict[str, Any], **kw: Any) -> str:
+        return "async"
+
+    reg.register("sync", "t", _schema(), lambda a, **k: "sync", read_only=True)
+    reg.register("later", "t", _schema(), later, read_only=True)
+    reg.register("alone", "t", _schema(), lambda a, **k: "alone")
+    batch = [call("sync", {}, "a"), call("later", {}, "b"), call("alone", {}, "c")]
+    results = run_tool_batch(batch, registry=reg, on_event=on_event)
+    for i, result in enumerate(results):
+        mine = [e for e in events if e.index == i]
+        assert [e.kind for e in mine] == ["start", "end"]
+        assert mine[1].result == result and mine[0].result is None
+        assert mine[0].tool_call_id == result.tool_call_id and mine[0].time <= mine[1].time
+    assert [(e.segment, e.parallel) for e in events if e.kind == "end" and e.index == 2] == [(1, False)]
+
+
+def test_a_raising_on_event_does_not_break_the_batch(reg: ToolRegistry, caplog: pytest.LogCaptureFixture) -> None:
+    def bad(event: BatchEvent) -> None:
+        raise RuntimeError("display broke")
+
+    reg.register("sync", "t", _schema(), lambda a, **k: "fine", read_only=True)
+    assert [r.content for r in run_tool_batch([call("sync")], registry=reg, on_event=bad)] == ["fine"]
+    assert "on_event callback failed" in caplog.text
+
+
+def test_sync_run_from_inside_a_running_event_loop(reg: ToolRegistry) -> None:
+    async def later(args: dict[str, Any], **kw: Any) -> str:
+        await asyncio.sleep(0)
+        return "async"
+
+    reg.register("sync", "t", _schema(), lambda a, **k: "sync", read_only=True)
+    reg.register("later", "t", _schema(), later, read_only=True)
+
+    async def main() -> list[str]:
+        # A running loop on this thread, as in a Jupyter cell.
+        return [r.content for r in run_tool_batch([call("sync"), call("later")], registry=reg)]
+
+    assert asyncio.run(main()) == ["sync", "async"]
+
+
+def test_sync_run_on_the_background_loop_raises(reg: ToolRegistry) -> None:
+    async def inner() -> None:
+        run_tool_batch([call("x")], registry=reg)
+
+    with pytest.raises(BridgeError, match="arun_tool_batch"):
+        async_bridge.run_sync(inner())
+
+
+def test_keyboard_interrupt_mid_batch_answers_every_call(reg: ToolRegistry) -> None:
+    quick_done = threading.Event()
+    release = threading.Event()
+    ran_after: list[str] = []
+
+    def quick(args: dict[str, Any], **kw: Any) -> str:
+        quick_done.set()
+        return "quick result"
+
+    def interrupter(args: dict[str, Any], **kw: Any) -> str:
+        quick_done.wait(WAIT)
+        _thread.interrupt_main()  # what a kernel interrupt does to the waiting cell
+        release.wait(WAIT)
+        return "too late"
+
+    reg.register("quick", "t", _schema(), quick, read_only=True)
+    reg.register("interrupter", "t", _schema(), interrupter, read_only=True)
+    reg.register("after", "t", _schema(), lambda a, **k: ran_after.append("ran") or "after")
+    batch = [call("quick", {}, "q"), call("interrupter", {}, "i"), call("after", {}, "a")]
+    try:
+        with pytest.raises(BatchInterrupted) as info:
+            run_tool_batch(batch, registry=reg)
+    finally:
+        release.set()
+    assert isinstance(info.value, KeyboardInterrupt)
+    results = info.value.results
+    assert [r.tool_call_id for r in results] == ["q", "i", "a"]
+    assert results[0].content == "quick result" and not results[0].interrupted
+    for r in results[1:]:
+        assert r.interrupted and r.is_error
+        assert json.loads(r.content) == {"error": "Interrupted by the user before this call finished"}
+    assert results[2].started == results[2].ended
+    assert ran_after == []
+
+
+# -- the async twin -------------------------------------------------------------------------------
+
+def test_arun_awaits_async_handlers_on_the_callers_loop(reg: ToolRegistry) -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+    threads: list[str] = []
+
+    async def where(args: dict[str, Any], **kw: Any) -> str:
+        loops.append(asyncio.get_running_loop())
+        return "async"
+
+    def sync(args: dict[str, Any], **kw: Any) -> str:
+        threads.append(threading.current_thread().name)
+        return "sync"
+
+    reg.register("where", "t", _schema(), where, read_only=True)
+    reg.register("sync", "t", _schema(), sync, read_only=True)
+
+    async def main() -> tuple[list[str], asyncio.AbstractEventLoop]:
+        results = await arun_tool_batch([call("where", {}, "w"), call("sync", {}, "s")], registry=reg)
+        return [r.content for r in results], asyncio.get_running_loop()
+
+    contents, loop = asyncio.run(main())
+    assert contents == ["async", "sync"]
+    assert loops == [loop]
+    assert threads[0].startswith("hermes-nb-tool")
+
+
+def test_arun_timeout_and_failures_are_results(reg: ToolRegistry) -> None:
+    release = threading.Event()
+
+    async def forever(args: dict[str, Any], **kw: Any) -> str:
+        await asyncio.sleep(3600)
+        return "never"
+
+    def boom(args: dict[str, Any], **kw: Any) -> str:
+        raise OSError("disk")
+
+    reg.register("forever", "t", _schema(), forever, read_only=True)
+    reg.register("hang", "t", _schema(), lambda a, **k: release.wait(WAIT) and "late", read_only=True)
+    reg.register("boom", "t", _schema(), boom, read_only=True)
+    reg.register("fine", "t", _schema(), lambda a, **k: "fine", read_only=True)
+    batch = [call("forever", {}, "1"), call("hang", {}, "2"), call("boom", {}, "3"), call("fine", {}, "4")]
+    try:
+        results = asyncio.run(arun_tool_batch(batch, registry=reg, timeout=0.1))
+    finally:
+        release.set()
+    assert [r.timed_out for r in results] == [True, True, False, False]
+    assert "OSError: disk" in results[2].content and results[3].content == "fine"
+
+
+def test_arun_async_tools_overlap(reg: ToolRegistry) -> None:
+    n = 10
+    arrived: list[int] = []
+
+    async def gather(args: dict[str, Any], **kw: Any) -> str:
+        arrived.append(1)
+        deadline = time.monotonic() + WAIT
+        while len(arrived) < n:
+            assert time.monotonic() < deadline, "async calls did not run concurrently"
+            await asyncio.sleep(0.005)
+        return "ok"
+
+    reg.register("gather", "t", _schema(), gather, read_only=True)
+    results = asyncio.run(arun_tool_batch([call("gather", {}, str(i)) for i in range(n)], registry=reg))
+    assert _overlap_all(results)
