@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from tools.command_rules import INTERPRETERS, SHELLS, check_program
+from tools.command_rules import INTERPRETERS, SHELLS, check_program, flag_sensitive
 from tools.visible import hidden_characters, make_visible
 
 __all__ = [
@@ -127,6 +127,9 @@ class _Walker:
         name = words[0].word
         folder, _, base = name.rpartition("/")
         verdict = check_program(base, [w.word for w in words[1:]]) if base else ("unknown-program", "")
+        if verdict is None and flag_sensitive(base) and any(_has_parameter(w) for w in words[1:]):
+            verdict = ("indirection", f"a variable in the arguments of `{base}` could become an option that writes "
+                                      "or runs something.")
         if verdict is not None:
             key, sentence = verdict
             self.add(key, sentence or f"`{name}` is not a known read-only program.")
@@ -160,6 +163,10 @@ class _Walker:
         if r.type in _WRITE_REDIRECTS and target.word not in _SAFE_TARGETS and not (
                 r.type == ">&" and (target.word.isdigit() or target.word == "-")):
             self.add("redirect-write", f"the command writes to the file `{target.word}` with `{r.type}`.")
+
+
+def _has_parameter(w: Any) -> bool:
+    return any(p.kind == "parameter" for p in getattr(w, "parts", None) or [])
 
 
 def _program(n: Any) -> str:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["DANGER_KEYS", "INTERPRETERS", "SHELLS", "WRAPPERS", "Verdict", "check_program"]
+__all__ = ["DANGER_KEYS", "INTERPRETERS", "SHELLS", "WRAPPERS", "Verdict", "check_program", "flag_sensitive"]
 
 Verdict = tuple[str, str] | None  # (pattern_key, description) when dangerous, else None
 
@@ -281,6 +281,8 @@ def _check_git(program: str, args: Sequence[str]) -> Verdict:
     write = ("git-write", _sentence("git-write", "git"))
     if sub in ("diff", "log", "show", "whatchanged") and any(a.startswith("--output") for a in rest):
         return _WRITE, _sentence(_WRITE, "git " + sub)
+    if sub in ("diff", "log", "show") and any(a in ("--ext-diff", "--textconv") for a in rest):
+        return "runs-program", _sentence("runs-program", "git " + sub)
     if sub == "grep" and any(a.startswith(("-O", "--open-files-in-pager")) for a in rest):
         return "runs-program", _sentence("runs-program", "git grep")
     if sub == "reflog" and rest and rest[0] in ("expire", "delete"):
@@ -316,8 +318,16 @@ def _check_git(program: str, args: Sequence[str]) -> Verdict:
 _SAFE["git"] = _Rule(check=_check_git)
 
 
+def flag_sensitive(program: str) -> bool:
+    """True when the program is read-only only for some flags, so a ``$VAR`` argument could make it unsafe."""
+    rule = _SAFE.get(program)
+    return rule is not None and rule is not _PLAIN
+
+
 def check_program(program: str, args: Sequence[str]) -> Verdict:
     """Judge one simple command: ``program`` is the command word's base name, ``args`` the unquoted words."""
+    if program == "command" and args and args[0] in ("-v", "-V"):
+        return None  # `command -v git` only looks a name up
     if program in WRAPPERS and not (program == "env" and all(a in ("-0", "--null") for a in args)):
         return f"wrapper:{program}", f"`{program}` runs another command, which then escapes this check."
     if program in ("perl", "ruby") and any(a.startswith("-") and not a.startswith("--") and "i" in a.split("e")[0]
