@@ -1,0 +1,323 @@
+"""MCP servers as registry tools, against real servers: mcp-server-time, server-everything, our own."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tools import mcp_tool
+from tools.load_report import clear_failures, failures
+from tools.mcp_config import parse_server
+from tools.mcp_tool import (
+    add_mcp_server,
+    approve_mcp_tool,
+    discover_mcp_tools,
+    get_mcp_attachment,
+    mcp_status,
+    mcp_tool_name,
+    refresh_pending_mcp_servers,
+    remove_mcp_server,
+    shutdown_mcp_servers,
+)
+from tools.registry import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "mcp_servers"
+TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
+
+
+def descendants(pid: int) -> set[int]:
+    """Live (non-zombie) descendant process ids of ``pid``, read from /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z":
+            parents[int(entry)] = int(fields[1])
+    out: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - out
+        out |= frontier
+    return out
+
+
+def wait_until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def dynamic_config(name: str = "dyn", **extra):
+    return parse_server(
+        name, {"command": sys.executable, "args": [str(FIXTURES / "dynamic_server.py")], **extra}
+    )
+
+
+def node_or_fail() -> None:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        if os.environ.get("CI"):
+            pytest.fail("node/npm missing in CI")
+        pytest.skip("node/npm not installed")
+
+
+@pytest.fixture(autouse=True)
+def _clean_mcp() -> Iterator[None]:
+    before = descendants(os.getpid())
+    clear_failures("mcp")
+    yield
+    shutdown_mcp_servers()
+    clear_failures("mcp")
+    wait_until(lambda: not (descendants(os.getpid()) - before), what="MCP server processes to end")
+
+
+# -- naming ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "expected"),
+    [
+        ("time", "get_current_time", "mcp__time__get_current_time"),
+        ("my.server", "do it!", "mcp__my_server__do_it_"),
+        ("ev", "get-tiny-image", "mcp__ev__get-tiny-image"),
+    ],
+)
+def test_tool_names_are_prefixed_and_cleaned(server, tool, expected):
+    assert mcp_tool_name(server, tool) == expected
+
+
+def test_long_names_are_clamped_with_a_hash_and_stay_distinct():
+    a = mcp_tool_name("server", "x" * 80 + "a")
+    b = mcp_tool_name("server", "x" * 80 + "b")
+    assert len(a) == len(b) == 64 and a != b
+    assert a.startswith("mcp__server__xxx")
+
+
+# -- mcp-server-time ------------------------------------------------------------------------------
+
+
+@pytest.mark.mcp
+def test_time_server_discover_and_call_through_dispatch():
+    found = discover_mcp_tools(
+        {"mcp_servers": {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]}}}
+    )
+    assert found == {"time": ["mcp__time__convert_time", "mcp__time__get_current_time"]}
+    entry = registry.get_entry("mcp__time__get_current_time")
+    assert entry is not None
+    assert (entry.toolset, entry.source, entry.origin, entry.is_async) == ("mcp-time", "mcp", "time", True)
+    assert "timezone" in entry.schema["parameters"]["properties"]
+    # the server says read-only, but it is not trusted: annotations may not relax scheduling
+    assert entry.metadata["annotations"]["read_only_hint"] is True and entry.read_only is False
+    assert entry.metadata["timeout"] == 120
+    result = json.loads(registry.dispatch("mcp__time__get_current_time", {"timezone": "UTC"}))
+    assert result["timezone"] == "UTC" and "datetime" in result
+    # registry validates against the server's schema before anything is sent
+    assert "Invalid arguments" in registry.dispatch("mcp__time__get_current_time", {})
+    [status] = mcp_status()
+    assert (status.name, status.transport, status.status, status.tool_count) == ("time", "stdio", "ready", 2)
+
+
+@pytest.mark.mcp
+def test_trusted_server_annotations_may_relax_and_include_filters():
+    found = discover_mcp_tools(
+        {"mcp_servers": {"time": {"command": TIME_SERVER, "trusted": True, "tools": {"include": ["get_*"]}}}}
+    )
+    assert found == {"time": ["mcp__time__get_current_time"]}
+    assert registry.get_entry("mcp__time__get_current_time").read_only is True
+
+
+@pytest.mark.mcp
+def test_servers_start_concurrently_and_async_discovery_works():
+    import asyncio
+
+    cfg = {"mcp_servers": {f"t{i}": {"command": TIME_SERVER} for i in range(3)}}
+    found = asyncio.run(mcp_tool.adiscover_mcp_tools(cfg))
+    assert sorted(found) == ["t0", "t1", "t2"] and all(len(v) == 2 for v in found.values())
+    assert registry.dispatch("mcp__t2__get_current_time", {"timezone": "UTC"}).startswith("{")
+
+
+# -- our dynamic server ---------------------------------------------------------------------------
+
+
+@pytest.mark.mcp
+def test_list_changed_refresh_changed_definition_guard_and_approve(hermes_home):
+    names = add_mcp_server(dynamic_config())
+    assert "mcp__dyn__echo" in names
+    approvals = json.loads((hermes_home / "mcp_approved.json").read_text())
+    assert "mcp__dyn__echo" in approvals  # first sight counts as approval
+    assert refresh_pending_mcp_servers() == {}  # cheap and empty when nothing changed
+
+    assert registry.dispatch("mcp__dyn__mutate", {"what": "add"}) == "done: add"
+    wait_until(lambda: mcp_tool._connections["dyn"].dirty, what="list_changed")
+    assert "mcp__dyn__extra" not in registry  # never during a batch
+    refreshed = refresh_pending_mcp_servers()
+    assert "mcp__dyn__extra" in refreshed["dyn"] and registry.dispatch("mcp__dyn__extra", {}) == "extra!"
+
+    registry.dispatch("mcp__dyn__mutate", {"what": "describe"})
+    wait_until(lambda: mcp_tool._connections["dyn"].dirty, what="list_changed")
+    refresh_pending_mcp_servers()
+    entry = registry.get_entry("mcp__dyn__echo")
+    assert entry.description == "Echo the text back (version 1)."
+    assert entry.disabled_reason == "definition changed since approved; run %mcp approve mcp__dyn__echo"
+    assert "disabled" in registry.dispatch("mcp__dyn__echo", {"text": "hi"})
+    assert approve_mcp_tool("mcp__dyn__echo") == ["mcp__dyn__echo"]
+    assert registry.dispatch("mcp__dyn__echo", {"text": "hi"}) == "hi"
+
+    registry.dispatch("mcp__dyn__mutate", {"what": "remove"})
+    wait_until(lambda: mcp_tool._connections["dyn"].dirty, what="list_changed")
+    refresh_pending_mcp_servers()
+    assert "mcp__dyn__extra" not in registry
+
+
+@pytest.mark.mcp
+def test_changed_definition_stays_disabled_across_restarts(hermes_home):
+    (hermes_home / "mcp_approved.json").write_text(json.dumps({"mcp__dyn__echo": "an-older-definition"}))
+    add_mcp_server(dynamic_config())
+    assert registry.get_entry("mcp__dyn__echo").disabled_reason.startswith("definition changed")
+    assert registry.get_entry("mcp__dyn__pid").disabled_reason is None
+    assert approve_mcp_tool("dyn")  # a server name approves all of its tools
+    assert registry.get_entry("mcp__dyn__echo").disabled_reason is None
+
+
+@pytest.mark.mcp
+def test_removed_tool_is_not_deregistered_while_a_call_is_in_flight():
+    import threading
+
+    add_mcp_server(dynamic_config())
+    results: list[str] = []
+    worker = threading.Thread(
+        target=lambda: results.append(registry.dispatch("mcp__dyn__slow", {"seconds": 1.0}))
+    )
+    worker.start()
+    wait_until(lambda: mcp_tool._in_flight.get("mcp__dyn__slow"), what="call in flight")
+    # the server stops listing 'slow' while it runs
+    mcp_tool._connections["dyn"].tools = [t for t in mcp_tool._connections["dyn"].tools if t.name != "slow"]
+    mcp_tool._register_tools(mcp_tool._connections["dyn"])
+    assert "mcp__dyn__slow" in registry
+    worker.join(10)
+    assert results == ["slept 1.0"]
+    mcp_tool._connections["dyn"].dirty = False
+    assert mcp_tool._needs_refresh()
+    refresh_pending_mcp_servers()
+    assert "mcp__dyn__slow" not in registry
+
+
+@pytest.mark.mcp
+def test_an_mcp_tool_never_replaces_a_builtin():
+    registry.register(
+        "mcp__dyn__clash", "file", {"name": "mcp__dyn__clash", "description": "built-in", "parameters": {"type": "object", "properties": {}}},
+        lambda args, **kw: "builtin",
+    )  # fmt: skip
+    names = add_mcp_server(dynamic_config())
+    assert "mcp__dyn__clash" not in names and "mcp__dyn__echo" in names
+    assert registry.dispatch("mcp__dyn__clash", {}) == "builtin"
+    assert any(f.name == "dyn/clash" and "already belongs" in f.message for f in failures())
+    remove_mcp_server("dyn")
+    assert registry.get_entry("mcp__dyn__clash").source == "builtin"
+
+
+@pytest.mark.mcp
+def test_destructive_hint_always_applies_and_read_only_hint_does_not_override_it():
+    add_mcp_server(dynamic_config(trusted=True))
+    wipe = registry.get_entry("mcp__dyn__wipe")
+    assert wipe.needs_approval is True and wipe.read_only is False
+    assert registry.get_entry("mcp__dyn__echo").read_only is True  # trusted
+
+
+@pytest.mark.mcp
+def test_remove_and_live_add_without_restart():
+    add_mcp_server(dynamic_config())
+    assert remove_mcp_server("dyn") is True
+    assert not [e for e in registry.entries() if e.source == "mcp"]
+    assert remove_mcp_server("dyn") is False
+    assert registry.dispatch("mcp__dyn__pid", {}).startswith('{"error"')
+
+
+# -- server-everything ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def everything() -> Path:
+    node_or_fail()
+    from tests.support.npm_everything import everything_entry
+
+    return everything_entry()
+
+
+@pytest.mark.mcp
+@pytest.mark.slow
+def test_everything_over_stdio(everything):
+    found = discover_mcp_tools(
+        {"mcp_servers": {"ev": {"command": "node", "args": [str(everything), "stdio"]}}}
+    )
+    names = set(found["ev"])
+    assert {"mcp__ev__echo", "mcp__ev__get-structured-content", "mcp__ev__get-tiny-image"} <= names
+    assert mcp_tool._connections["ev"].list_changed_count >= 1  # sent right after initialize
+    assert registry.dispatch("mcp__ev__echo", {"message": "hello"}) == "Echo: hello"
+    structured = json.loads(registry.dispatch("mcp__ev__get-structured-content", {"location": "Chicago"}))
+    assert set(structured) >= {"temperature", "conditions", "humidity"}
+    image = registry.dispatch("mcp__ev__get-tiny-image", {})
+    [placeholder] = [line for line in image.splitlines() if line.startswith("[image:")]
+    attachment = get_mcp_attachment(placeholder.rsplit("id=", 1)[1].rstrip("]"))
+    assert attachment is not None and attachment.mime_type == "image/png"
+    assert attachment.data.startswith(b"\x89PNG") and f"{len(attachment.data)} bytes" in placeholder
+    progress: list[tuple] = []
+    done = registry.dispatch(
+        "mcp__ev__trigger-long-running-operation",
+        {"duration": 0.6, "steps": 3},
+        progress=lambda *a: progress.append(a),
+    )
+    assert "completed" in done
+    assert [p[0] for p in progress] == [1, 2, 3] and progress[-1][1] == 3
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.mcp
+@pytest.mark.slow
+def test_everything_over_streamable_http(everything):
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["node", str(everything), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+
+        def listening() -> bool:
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_until(listening, timeout=30, what="server-everything to listen")
+        found = discover_mcp_tools({"mcp_servers": {"evh": {"url": f"http://127.0.0.1:{port}/mcp"}}})
+        assert "mcp__evh__echo" in found["evh"]
+        assert registry.dispatch("mcp__evh__echo", {"message": "over http"}) == "Echo: over http"
+        assert mcp_status()[0].transport == "http"
+        shutdown_mcp_servers()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        assert proc.stdout is not None
+        proc.stdout.close()

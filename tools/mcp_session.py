@@ -1,0 +1,322 @@
+"""One long-lived connection to an MCP server, owned by one task on the background loop.
+
+anyio requires a transport and a ``ClientSession`` to be entered and exited in the same task, and a
+notebook cell is a different task each time. So an *owner task* on ``tools.async_bridge``'s loop opens
+the transport and the session, publishes the session, and waits for a stop event; calls from other
+tasks on the same loop use the session's methods directly (its request/response matching is
+task-safe). When the server dies, the owner's task group fails and the connection becomes ``failed``;
+the next call reconnects, no more often than the backoff allows (1 s doubling to 30 s).
+
+``mcp`` is imported only inside functions: it costs a noticeable fraction of a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from typing import IO, Any
+
+from tools.errors import HermesNbError
+from tools.mcp_config import MCPServerConfig
+
+__all__ = ["MCPServerError", "ServerConnection"]
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START = 1.0
+BACKOFF_MAX = 30.0
+STDERR_TAIL = 2000
+
+
+class MCPServerError(HermesNbError):
+    """An MCP server could not be reached, did not start, or went away."""
+
+
+def _flatten(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _flatten(sub)]
+    return [exc]
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line for a person: the innermost real errors of an anyio exception group."""
+    leaves = [e for e in _flatten(exc) if not isinstance(e, asyncio.CancelledError)] or [exc]
+    parts = []
+    for leaf in leaves[:3]:
+        text = str(leaf).strip().splitlines()
+        parts.append(f"{type(leaf).__name__}: {text[0]}" if text else type(leaf).__name__)
+    return "; ".join(parts)
+
+
+class ServerConnection:
+    """A server's session and tools; every coroutine here runs on the background loop."""
+
+    def __init__(self, config: MCPServerConfig, on_list_changed: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.status = "stopped"  # starting / ready / failed / stopped
+        self.last_error = ""
+        self.stderr_tail = ""
+        self.tools: list[Any] = []  # mcp Tool records from the last listing
+        self.dirty = False  # tools/list_changed seen since the last listing
+        self.list_changed_count = 0
+        self.session: Any = None
+        self._on_list_changed = on_list_changed
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._starting: asyncio.Future[None] | None = None
+        self._errlog: IO[str] | None = None
+        self._backoff = BACKOFF_START
+        self._next_attempt = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    # -- life cycle -------------------------------------------------------------------------------
+
+    async def connect(self, *, force: bool = False) -> None:
+        """Be ready: start the owner task if needed and wait for initialize + the first tool listing.
+
+        Raises ``MCPServerError`` (with the stderr tail) when the server does not come up in
+        ``connect_timeout``, or when the backoff since the last failure has not passed (unless forced).
+        """
+        if self.status == "ready" and self.session is not None:
+            return
+        if self._starting is not None and not self._starting.done():
+            await asyncio.shield(self._starting)
+            return
+        loop = asyncio.get_running_loop()
+        if not force and loop.time() < self._next_attempt:
+            wait = self._next_attempt - loop.time()
+            raise MCPServerError(
+                f"MCP server {self.name!r} is unavailable ({self.last_error or 'failed'}); "
+                f"next reconnect attempt in {wait:.1f} s"
+            )
+        await self._join_owner()
+        self.status, self.last_error, self.stderr_tail = "starting", "", ""
+        self._stop = asyncio.Event()
+        ready: asyncio.Future[None] = loop.create_future()
+        self._starting = ready
+        self._task = loop.create_task(self._own(ready), name=f"mcp-owner-{self.name}")
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), timeout=self.config.connect_timeout)
+        except TimeoutError:
+            await self._join_owner(cancel=True)
+            self._failed(f"did not start within {self.config.connect_timeout:g} s")
+            raise MCPServerError(self._failure_text()) from None
+        except MCPServerError:
+            self._schedule_retry()
+            raise
+        self._backoff = BACKOFF_START
+        self._next_attempt = 0.0
+
+    async def close(self) -> None:
+        """Stop the owner task (it closes the session and ends the process) and wait for it."""
+        if self._stop is not None:
+            self._stop.set()
+        await self._join_owner()
+        self.status = "stopped"
+        self.session = None
+
+    async def _join_owner(self, cancel: bool = False) -> None:
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        if cancel:
+            task.cancel()
+        try:
+            # stdio shutdown is bounded inside the SDK (close stdin, wait, terminate, kill)
+            await asyncio.wait_for(asyncio.shield(task), timeout=15)
+        except TimeoutError:
+            task.cancel()
+            log.warning("MCP server %r: owner task did not stop in time; cancelled", self.name)
+        except BaseException:  # the owner already recorded its own failure
+            if asyncio.current_task() and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise
+
+    async def _own(self, ready: asyncio.Future[None]) -> None:
+        """The owner task: enter transport and session, serve until stopped, exit in this same task."""
+        from contextlib import AsyncExitStack
+
+        from mcp import ClientSession
+
+        assert self._stop is not None
+        stop = self._stop
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message)
+                )
+                await session.initialize()
+                self.tools = await _list_all_tools(session)
+                self.dirty = False
+                self.session = session
+                self.status = "ready"
+                if not ready.done():
+                    ready.set_result(None)
+                await stop.wait()
+        except asyncio.CancelledError:
+            self._failed("cancelled while starting" if not ready.done() else "stopped")
+            if not ready.done():
+                ready.set_exception(MCPServerError(self._failure_text()))
+            raise
+        except BaseException as exc:  # boundary: whatever ended the transport becomes the server's status
+            log.debug("MCP server %r ended", self.name, exc_info=True)
+            self._failed(describe_exception(exc))
+            if not ready.done():
+                ready.set_exception(MCPServerError(self._failure_text()))
+        else:
+            self.status = "stopped"
+        finally:
+            self.session = None
+            if self.status == "ready":
+                self.status = "stopped"
+            self._close_errlog()
+
+    def _transport(self) -> Any:
+        cfg = self.config
+        if cfg.transport == "http":
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = create_mcp_http_client(headers=dict(cfg.headers))
+            return _http_transport(streamable_http_client, cfg.url or "", client)
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        # stderr goes to a real file (the SDK passes it to the child as a file descriptor); its tail
+        # explains a failed start.
+        self._close_errlog()
+        self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        params = StdioServerParameters(
+            command=cfg.command or "", args=list(cfg.args), env=dict(cfg.env) or None, cwd=cfg.cwd
+        )
+        return stdio_client(params, errlog=self._errlog)
+
+    async def _on_message(self, message: Any) -> None:
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.dirty = True
+            self.list_changed_count += 1
+            if self._on_list_changed is not None:
+                self._on_list_changed(self.name)
+        elif isinstance(message, Exception):  # e.g. a line of junk on the server's stdout
+            log.debug("MCP server %r sent something unreadable: %s", self.name, message)
+
+    # -- failures and backoff ---------------------------------------------------------------------
+
+    def _failed(self, message: str) -> None:
+        self.stderr_tail = self._read_stderr_tail() or self.stderr_tail
+        if self.status != "stopped" or not self.last_error:
+            self.last_error = message
+        self.status = "failed"
+        self._schedule_retry()
+
+    def _schedule_retry(self) -> None:
+        try:
+            now = asyncio.get_running_loop().time()
+        except RuntimeError:
+            return
+        self._next_attempt = now + self._backoff
+        self._backoff = min(self._backoff * 2, BACKOFF_MAX)
+
+    def _failure_text(self) -> str:
+        text = f"MCP server {self.name!r} failed: {self.last_error}"
+        if self.stderr_tail:
+            text += f"\n--- stderr (last lines) ---\n{self.stderr_tail}"
+        return text
+
+    def _read_stderr_tail(self) -> str:
+        errlog = self._errlog
+        if errlog is None or errlog.closed:
+            return ""
+        try:
+            errlog.flush()
+            fd = errlog.fileno()
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, STDERR_TAIL, max(0, size - STDERR_TAIL))
+        except OSError:
+            return ""
+        return data.decode("utf-8", "replace").strip()
+
+    def _close_errlog(self) -> None:
+        if self._errlog is not None:
+            tail = self._read_stderr_tail()
+            if tail:
+                self.stderr_tail = tail
+            self._errlog.close()
+            self._errlog = None
+
+    def connection_lost(self, message: str) -> None:
+        """A call found the connection dead: fail it now so the next call reconnects (after backoff)."""
+        self._failed(message)
+        if self._stop is not None:
+            self._stop.set()
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], *, timeout: float | None = None, progress: Any = None
+    ) -> Any:
+        """``tools/call`` on this server (reconnecting first if it went away); ``MCPServerError`` on
+        a lost connection or a timeout, naming the server."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        await self.connect()
+        timeout = self.config.timeout if timeout is None else timeout
+        try:
+            return await self.session.call_tool(
+                tool, arguments, read_timeout_seconds=timeout, progress_callback=progress
+            )
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self.connection_lost(f"connection closed during a call to {tool!r}")
+                raise MCPServerError(
+                    f"MCP server {self.name!r} went away during the call to {tool!r}; "
+                    f"the next call reconnects"
+                ) from None
+            if exc.code == REQUEST_TIMEOUT:
+                raise MCPServerError(
+                    f"MCP server {self.name!r}: {tool!r} timed out after {timeout:g} s"
+                ) from None
+            raise
+
+    async def refresh_tools(self) -> list[Any]:
+        """List the tools again (after tools/list_changed)."""
+        await self.connect()
+        self.dirty = False
+        self.tools = await _list_all_tools(self.session)
+        return self.tools
+
+
+async def _list_all_tools(session: Any) -> list[Any]:
+    """Every page of tools/list."""
+    import mcp_types
+
+    tools: list[Any] = []
+    cursor = None
+    while True:
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+def _http_transport(factory: Any, url: str, client: Any) -> Any:
+    """The streamable HTTP transport with its own httpx client, closed with it."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def transport() -> Any:
+        async with client, factory(url, http_client=client) as streams:
+            yield streams[0], streams[1]
+
+    return transport()
