@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import itertools
+import linecache
 import sys
 import threading
 import traceback
@@ -28,6 +30,7 @@ _MAX_STREAM = 100_000
 
 _private_ns: dict[str, Any] = {"__name__": "__hermes_nb_python__"}
 _session_approved = threading.Event()  # the person said "session"/"always" for python code
+_call_numbers = itertools.count(1)
 _run_lock = threading.RLock()  # one capture of sys.stdout at a time (re-entrant: code may call the tool)
 
 
@@ -118,13 +121,16 @@ def run_code(code: str, namespace: dict[str, Any] | None = None) -> dict[str, An
     ns = _namespace() if namespace is None else namespace
     out, err = io.StringIO(), io.StringIO()
     result: dict[str, Any] = {}
+    filename = f"<python tool #{next(_call_numbers)}>"
+    # so tracebacks (here and later, from functions the code defined) show the source lines
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
     with _run_lock, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            tree = ast.parse(code, "<python tool>", "exec")
+            tree = ast.parse(code, filename, "exec")
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-            exec(compile(tree, "<python tool>", "exec"), ns)
+            exec(compile(tree, filename, "exec"), ns)
             if last is not None:
-                value = eval(compile(ast.Expression(last.value), "<python tool>", "eval"), ns)  # type: ignore[attr-defined]
+                value = eval(compile(ast.Expression(last.value), filename, "eval"), ns)  # type: ignore[attr-defined]
                 if value is not None:
                     result["result"] = _cap(repr(value), _MAX_REPR, "repr")
         except Exception as exc:  # the model's code failing is a result, not a tool failure

@@ -150,36 +150,41 @@ def _save_cache(files: dict[str, list[Any]]) -> None:
 # -- importing --------------------------------------------------------------------------------------
 
 
-def _candidates(directory: Path) -> list[tuple[Path, str]]:
-    """``(file, dotted suffix)`` for ``*.py`` and ``*/tool.py``, sorted for a stable import order."""
+def _candidates(directory: str) -> list[tuple[str, str, os.stat_result]]:
+    """``(file, dotted suffix, stat)`` for ``*.py`` and ``*/tool.py``, sorted for a stable import order."""
     out = []
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
     except OSError as exc:
         log.debug("cannot list %s: %s", directory, exc)
         return []
     for entry in entries:
-        if entry.name.startswith((".", "_")):
+        name = entry.name
+        if name.startswith((".", "_")):
             continue
-        if entry.name.endswith(".py") and entry.is_file():
-            out.append((Path(entry.path), entry.name[:-3]))
-        elif entry.is_dir() and entry.name.isidentifier():
-            tool = Path(entry.path, "tool.py")
-            if tool.is_file():
-                out.append((tool, f"{entry.name}.tool"))
+        try:
+            if name.endswith(".py") and entry.is_file():
+                out.append((entry.path, name[:-3], entry.stat()))
+            elif entry.is_dir() and name.isidentifier():
+                tool = os.path.join(entry.path, "tool.py")
+                if os.path.isfile(tool):
+                    out.append((tool, f"{name}.tool", os.stat(tool)))
+        except OSError:
+            continue  # vanished while we looked
     return out
 
 
-def _is_package_dir(module_prefix: str, directory: Path) -> bool:
+def _is_package_dir(module_prefix: str, directory: str) -> bool:
     """Whether ``module_prefix`` is an importable package rooted at ``directory`` (import by name)."""
     package = sys.modules.get(module_prefix)
     paths = getattr(package, "__path__", None) if package is not None else None
     if paths is None:
         return False
-    return any(os.path.realpath(p) == os.path.realpath(directory) for p in paths)
+    return any(os.path.realpath(p) == directory for p in paths)
 
 
-def _import_by_path(module_name: str, path: Path) -> None:
+def _import_by_path(module_name: str, path: str) -> None:
     parent_name = module_name.rpartition(".")[0]
     for i, part in enumerate(parts := parent_name.split(".")):
         name = ".".join(parts[: i + 1])
@@ -199,11 +204,11 @@ def _import_by_path(module_name: str, path: Path) -> None:
         raise
 
 
-def _import(module_name: str, path: Path, by_name: bool, source_label: str) -> bool:
-    from tools.load_report import clear_failures, record_failure
-
+def _import(module_name: str, path: str, by_name: bool, source_label: str) -> bool:
     if module_name in sys.modules:
         return True
+    from tools.load_report import clear_failures, record_failure
+
     try:
         if by_name:
             importlib.import_module(module_name)
@@ -218,6 +223,11 @@ def _import(module_name: str, path: Path, by_name: bool, source_label: str) -> b
     return True
 
 
+def _is_candidate_of(folder: str, path: str) -> bool:
+    parent, name = os.path.split(path)
+    return parent == folder or (name == "tool.py" and os.path.dirname(parent) == folder)
+
+
 def discover_tool_files(directory: str | os.PathLike[str], *, module_prefix: str, source_label: str) -> list[str]:
     """Import every tool file in ``directory`` that registers at module level; return the module names loaded.
 
@@ -225,22 +235,20 @@ def discover_tool_files(directory: str | os.PathLike[str], *, module_prefix: str
     other prefix → files loaded by path as ``<prefix>.<stem>``). ``source_label`` is the source under
     which import failures are recorded in ``tools.load_report``. Already-imported modules are not re-run.
     """
-    folder = Path(directory).resolve()
+    folder = os.path.realpath(directory)
     by_name = _is_package_dir(module_prefix, folder)
+    skip = _CORE if module_prefix == "tools" else frozenset()
     with _lock:
         cache = _load_cache()
         changed = False
+        seen: set[str] = set()
         loaded: list[str] = []
-        for path, suffix in _candidates(folder):
-            if module_prefix == "tools" and suffix in _CORE:
+        for path, suffix, st in _candidates(folder):
+            if suffix in skip:
                 continue
+            seen.add(path)
             module_name = f"{module_prefix}.{suffix}"
-            key = str(path)
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            hit = cache.get(key)
+            hit = cache.get(path)
             if isinstance(hit, list) and len(hit) == 3 and hit[0] == st.st_mtime_ns and hit[1] == st.st_size:
                 verdict = bool(hit[2])
             else:
@@ -253,15 +261,15 @@ def discover_tool_files(directory: str | os.PathLike[str], *, module_prefix: str
                                    detail=f"{path} could not be parsed")
                     log.warning("tool file %s could not be parsed: %s", path, exc)
                     continue  # not cached: the next start reports it again
-                cache[key] = [st.st_mtime_ns, st.st_size, verdict]
+                cache[path] = [st.st_mtime_ns, st.st_size, verdict]
                 changed = True
             if verdict and _import(module_name, path, by_name, source_label):
                 loaded.append(module_name)
-        # forget files that were deleted from this folder
-        for key in [k for k in cache if os.path.dirname(k) == str(folder) or os.path.dirname(os.path.dirname(k)) == str(folder)]:
-            if not os.path.exists(key):
-                del cache[key]
-                changed = True
+        # forget files deleted from this folder (the cache is shared with other folders)
+        inside = folder + os.sep
+        for key in [k for k in cache if k.startswith(inside) and k not in seen and _is_candidate_of(folder, k)]:
+            del cache[key]
+            changed = True
         if changed:
             _save_cache(cache)
     return loaded

@@ -1,0 +1,65 @@
+"""The clarify tool: an installed prompt, the input() fallback, and no one answering."""
+
+from __future__ import annotations
+
+import builtins
+import json
+
+import pytest
+
+from tools.clarify_tool import set_clarify_callback
+from tools.registry import registry
+
+
+def ask(**args: object) -> dict:
+    return json.loads(registry.dispatch("clarify", args))
+
+
+def test_installed_callback_answers() -> None:
+    seen: list[tuple[str, list[str] | None]] = []
+
+    def prompt(question: str, choices: list[str] | None) -> str:
+        seen.append((question, choices))
+        return "blue"
+
+    undo = set_clarify_callback(prompt)
+    try:
+        assert ask(question="Which colour?", choices=["red", "blue"]) == {"question": "Which colour?",
+                                                                          "answer": "blue"}
+    finally:
+        undo()
+        undo()  # idempotent
+    assert seen == [("Which colour?", ["red", "blue"])]
+
+
+def test_undo_restores_the_previous_callback() -> None:
+    undo_outer = set_clarify_callback(lambda q, c: "outer")
+    undo_inner = set_clarify_callback(lambda q, c: "inner")
+    try:
+        assert ask(question="q?")["answer"] == "inner"
+        undo_inner()
+        assert ask(question="q?")["answer"] == "outer"
+    finally:
+        undo_inner()
+        undo_outer()
+
+
+def test_input_fallback(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    answers = iter(["  2 ", "something else"])
+    monkeypatch.setattr(builtins, "input", lambda prompt="": next(answers))
+    assert ask(question="Pick one", choices=["a", "b"])["answer"] == "b"  # a number picks the choice
+    assert "Pick one\n  1. a\n  2. b" in capsys.readouterr().out
+    assert ask(question="Free text?")["answer"] == "something else"
+
+
+def test_eof_means_no_one_answered(monkeypatch: pytest.MonkeyPatch) -> None:
+    def eof(prompt: str = "") -> str:
+        raise EOFError
+
+    monkeypatch.setattr(builtins, "input", eof)
+    assert ask(question="Anyone?")["error"].startswith("no one answered")
+
+
+def test_registration() -> None:
+    entry = registry.get_entry("clarify")
+    assert entry.interactive and entry.toolset == "clarify" and entry.emoji and not entry.read_only

@@ -1,0 +1,163 @@
+"""File tools through the registry, as the model calls them: reading, writing, patching, searching."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+import tools.file_tools  # noqa: F401  (registers the tools)
+from tools.registry import registry
+from tools.workspace import WorkspaceError, resolve_path, workspace_root
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(root))
+    return root.resolve()
+
+
+def call(name: str, **args: object) -> str:
+    return registry.dispatch(name, args)
+
+
+def error(result: str) -> str:
+    data = json.loads(result)
+    assert isinstance(data, dict) and "error" in data, result
+    return data["error"]
+
+
+def test_read_numbered_with_header_and_footer(ws: Path) -> None:
+    (ws / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    out = call("read_file", path="f.txt", limit=3)
+    lines = out.splitlines()
+    assert lines[0] == "File: f.txt (10 lines total; showing lines 1-3)"
+    assert lines[1:4] == ["     1\tline 1", "     2\tline 2", "     3\tline 3"]
+    assert lines[4] == "[7 more lines. To read more, call read_file with offset=4]"
+
+
+def test_read_offset_to_end(ws: Path) -> None:
+    (ws / "f.txt").write_text("a\nb\nc\n")
+    out = call("read_file", path="f.txt", offset=2)
+    assert out.splitlines() == ["File: f.txt (3 lines total; showing lines 2-3)", "     2\tb", "     3\tc",
+                                "[end of file: 3 lines]"]
+    assert "past the end" in error(call("read_file", path="f.txt", offset=9))
+    assert "'offset' must be >= 1" in error(call("read_file", path="f.txt", offset=0))
+
+
+def test_read_errors_a_model_can_act_on(ws: Path) -> None:
+    assert "file not found: nope.txt" in error(call("read_file", path="nope.txt"))
+    (ws / "d").mkdir()
+    assert "is a directory" in error(call("read_file", path="d"))
+    (ws / "b.bin").write_bytes(b"\x00\x01\x02")
+    assert "binary" in error(call("read_file", path="b.bin"))
+    (ws / "empty.txt").write_text("")
+    assert "0 lines" in call("read_file", path="empty.txt")
+
+
+def test_read_file_registration_flags() -> None:
+    entry = registry.get_entry("read_file")
+    assert entry.read_only and entry.path_params == ("path",) and entry.max_result_size_chars == float("inf")
+    assert registry.get_entry("write_file").path_params == ("path",)
+    assert not registry.get_entry("write_file").read_only
+    assert registry.get_entry("search_files").read_only
+
+
+def test_write_creates_parents(ws: Path) -> None:
+    result = json.loads(call("write_file", path="a/b/c.txt", content="hi\nthere"))
+    assert result == {"path": "a/b/c.txt", "bytes_written": 8, "lines": 2}
+    assert (ws / "a/b/c.txt").read_text() == "hi\nthere"
+
+
+def test_patch_unique_missing_and_replace_all(ws: Path) -> None:
+    f = ws / "p.py"
+    f.write_bytes(b"x = 1\r\ny = 1\r\nz = 2\r\n")
+    assert json.loads(call("patch", path="p.py", old_string="z = 2", new_string="z = 3"))["replacements"] == 1
+    assert f.read_bytes() == b"x = 1\r\ny = 1\r\nz = 3\r\n"  # line endings kept
+    msg = error(call("patch", path="p.py", old_string="= 1", new_string="= 9"))
+    assert "matches 2 places" in msg and "replace_all" in msg
+    assert f.read_bytes() == b"x = 1\r\ny = 1\r\nz = 3\r\n"  # unchanged after a refusal
+    assert "was not found" in error(call("patch", path="p.py", old_string="w = 0", new_string="w = 1"))
+    result = json.loads(call("patch", path="p.py", old_string="= 1", new_string="= 9", replace_all=True))
+    assert result["replacements"] == 2
+    assert f.read_bytes() == b"x = 9\r\ny = 9\r\nz = 3\r\n"
+    assert "empty" in error(call("patch", path="p.py", old_string="", new_string="q"))
+
+
+def test_search_with_glob_and_skips(ws: Path) -> None:
+    (ws / "src").mkdir()
+    (ws / "src/a.py").write_text("import os\ndef hello():\n    pass\n")
+    (ws / "src/b.txt").write_text("def hello in text\n")
+    (ws / "node_modules").mkdir()
+    (ws / "node_modules/c.py").write_text("def hello():\n")
+    (ws / "bin.py").write_bytes(b"def hello\x00")
+    assert call("search_files", pattern=r"def \w+\(", file_glob="*.py") == "src/a.py:2: def hello():"
+    both = call("search_files", pattern="hello", path="src")
+    assert both.splitlines() == ["src/a.py:2: def hello():", "src/b.txt:1: def hello in text"]
+    assert call("search_files", pattern="nothing-here").startswith("No matches")
+    assert "not a valid Python regular expression" in error(call("search_files", pattern="("))
+
+
+def test_search_caps_results(ws: Path) -> None:
+    (ws / "many.txt").write_text("hit\n" * 500)
+    lines = call("search_files", pattern="hit").splitlines()
+    assert len(lines) == 201
+    assert lines[-1].startswith("[results capped at 200 matches")
+
+
+def test_write_outside_via_dotdot_refused(ws: Path) -> None:
+    msg = error(call("write_file", path="../escape.txt", content="x"))
+    assert f"refusing to write outside the workspace root {ws}: ../escape.txt" in msg
+    assert not (ws.parent / "escape.txt").exists()
+    assert "refusing to write outside" in error(call("patch", path="/etc/hostname", old_string="a", new_string="b"))
+
+
+def test_write_through_symlink_refused(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "link").symlink_to(outside)
+    assert "refusing to write outside the workspace root" in error(
+        call("write_file", path="link/x.txt", content="x"))
+    assert not (outside / "x.txt").exists()
+    # a symlinked file too
+    (outside / "target.txt").write_text("old")
+    (ws / "file_link").symlink_to(outside / "target.txt")
+    assert "refusing" in error(call("patch", path="file_link", old_string="old", new_string="new"))
+    assert (outside / "target.txt").read_text() == "old"
+
+
+def test_reads_outside_allowed_unless_strict(ws: Path, tmp_path: Path, hermes_home: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    assert "secret" in call("read_file", path=str(outside))
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"workspace_strict_reads": True}))
+    assert "refusing to read outside the workspace root" in error(call("read_file", path=str(outside)))
+    assert "refusing to read" in error(call("search_files", pattern="s", path=str(tmp_path)))
+
+
+def test_workspace_root_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> None:
+    import tools.workspace as workspace
+
+    monkeypatch.delenv("HERMES_NB_WORKSPACE", raising=False)
+    assert workspace_root() == Path(os.path.realpath(workspace._START_CWD))
+    configured = tmp_path / "configured"
+    configured.mkdir()
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"workspace": str(configured)}))
+    assert workspace_root() == configured.resolve()
+    env_root = tmp_path / "env"
+    env_root.mkdir()
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(env_root))  # the env var wins over the config
+    assert workspace_root() == env_root.resolve()
+    assert resolve_path("new/file.txt", for_write=True) == env_root.resolve() / "new/file.txt"
+    with pytest.raises(WorkspaceError, match="refusing to write outside"):
+        resolve_path(configured / "x", for_write=True)
+
+
+def test_env_override_is_where_tools_write(ws: Path) -> None:
+    call("write_file", path="here.txt", content="x")
+    assert (ws / "here.txt").read_text() == "x"

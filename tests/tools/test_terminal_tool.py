@@ -1,0 +1,111 @@
+"""The terminal tool: output and exit codes, the approval gate, and killing the whole process group."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import tools.terminal_tool as terminal_tool
+from tools.registry import registry
+
+
+@pytest.fixture(autouse=True)
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+    return tmp_path.resolve()
+
+
+def run(**args: object) -> dict:
+    return json.loads(registry.dispatch("terminal", args))
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (a reaped-later child of init still shows briefly)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_output_and_exit_code(ws: Path) -> None:
+    result = run(command="pwd; echo err >&2; cat missing.txt")
+    assert result == {"exit_code": 1, "stdout": f"{ws}\n", "timed_out": False,
+                      "stderr": "err\ncat: missing.txt: No such file or directory\n"}
+    assert terminal_tool.run_command("exit 3")["exit_code"] == 3
+
+
+def test_read_only_command_needs_no_approval(ws: Path) -> None:
+    (ws / "a.txt").write_text("x")
+    assert run(command="ls")["stdout"] == "a.txt\n"
+
+
+def test_dangerous_command_blocked_without_callback(ws: Path) -> None:
+    (ws / "keep.txt").write_text("x")
+    result = run(command="rm keep.txt")
+    assert result["blocked"] is True
+    assert "BLOCKED" in result["error"] and "Do not retry" in result["error"]
+    assert (ws / "keep.txt").exists()
+
+
+def test_dangerous_command_runs_when_approved(ws: Path) -> None:
+    asked: list[tuple[str, str]] = []
+
+    def approve(command: str, key: str, description: str) -> str:
+        asked.append((command, key))
+        return "once"
+
+    (ws / "gone.txt").write_text("x")
+    result = json.loads(registry.dispatch("terminal", {"command": "rm gone.txt"}, approval_callback=approve))
+    assert result["exit_code"] == 0
+    assert [command for command, _ in asked] == ["rm gone.txt"]
+    assert not (ws / "gone.txt").exists()
+
+
+def test_output_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(terminal_tool, "OUTPUT_CAP", 1000)
+    result = terminal_tool.run_command("head -c 5000 /dev/zero | tr '\\0' a")
+    assert result["stdout"].startswith("a" * 1000)
+    assert "[output truncated: 4000 more bytes not shown" in result["stdout"]
+
+
+def test_timeout_kills_the_process_group(ws: Path) -> None:
+    pids_file = ws / "pids"
+    started = time.monotonic()
+    result = terminal_tool.run_command(f"sleep 100 & echo $! > {pids_file}; sleep 100 & echo $! >> {pids_file}; wait",
+                                       timeout=1)
+    assert result["timed_out"] is True
+    assert result["exit_code"] is not None and result["exit_code"] < 0
+    assert "timed out after 1 s" in result["stderr"]
+    assert time.monotonic() - started < 30
+    pids = [int(p) for p in pids_file.read_text().split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_background_leftovers_do_not_hang_the_tool(ws: Path) -> None:
+    pid_file = ws / "pid"
+    result = terminal_tool.run_command(f"sleep 100 & echo $! > {pid_file}; echo done", timeout=30)
+    assert result["stdout"] == "done\n" and result["timed_out"] is False
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def test_registration() -> None:
+    entry = registry.get_entry("terminal")
+    assert entry.toolset == "terminal" and entry.emoji
+    assert not entry.read_only and not entry.interactive and not entry.needs_approval
