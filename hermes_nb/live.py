@@ -245,11 +245,11 @@ class HtmlView(NullView):
     pump_ui = True
 
     def __init__(self, prompt: str, model: str) -> None:
-        from IPython.display import HTML, display
+        from IPython.display import display
 
         super().__init__(prompt, model)
-        self._html = HTML
-        self.handle_ = display(HTML(self.transcript.html()), display_id=True)
+        # raw bundle: HTML for the notebook, the text transcript for converters and text front ends
+        self.handle_ = display(self._bundle(), raw=True, display_id=True)
         self._dirty = False
         self._last = 0.0
         self.updates = 0
@@ -267,7 +267,10 @@ class HtmlView(NullView):
     def _update(self) -> None:
         self._dirty = False
         self.updates += 1
-        self.handle_.update(self._html(self.transcript.html()))
+        self.handle_.update(self._bundle(), raw=True)
+
+    def _bundle(self) -> dict[str, str]:
+        return {"text/html": self.transcript.html(), "text/plain": self.transcript.text()}
 
     def finish(self, result: Any) -> None:
         self.transcript.done = True
@@ -303,8 +306,13 @@ class TextView(NullView):
             card = t.cards.get(data["event"].tool_call_id)
             if card is not None:
                 self._line(_card_text(card))
-        elif kind == "batch" and t.items and t.items[-1][0] == "timeline":
-            self._line(_timeline_text(t.items[-1][1]))
+        elif kind == "batch":
+            for rec in data["records"]:
+                spill = _spill(rec.content)
+                if spill:
+                    self._line(f"  ↳ {rec.name}: {spill['size']:,} chars spilled to {spill['path']}")
+            if t.items and t.items[-1][0] == "timeline":
+                self._line(_timeline_text(t.items[-1][1]))
         elif kind == "notice":
             self._line(f"⚠ {data['message']}")
 

@@ -1,0 +1,111 @@
+"""``python -m hermes_nb.demo``: run the quickstart notebook headless in a real kernel and tell its story.
+
+Executes ``notebooks/quickstart.ipynb`` with nbclient (cwd ``notebooks/``, offline: the model is a
+replay cassette), prints a readable transcript cell by cell, writes the executed notebook as HTML to
+``notebooks/quickstart.html`` and says how to run the same notebook live. Exits non-zero when a cell fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "run_notebook", "transcript"]
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "quickstart.ipynb"
+RULE = "─" * 78
+
+
+def run_notebook(path: Path, timeout: int = 120) -> tuple[Any, BaseException | None]:
+    """Execute ``path`` in a fresh kernel from its own folder; returns (notebook, error or None)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        return nb, exc
+    return nb, None
+
+
+def _output_text(out: Any) -> str:
+    kind = out.get("output_type")
+    if kind == "stream":
+        return str(out.get("text", ""))
+    if kind == "error":
+        return f"{out.get('ename')}: {out.get('evalue')}"
+    data = out.get("data", {})
+    if "text/plain" in data:
+        return str(data["text/plain"])
+    return f"[{', '.join(data)}]"
+
+
+def transcript(nb: Any) -> str:
+    """The executed notebook as text: markdown headings, the code, and text outputs."""
+    lines: list[str] = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    lines += ["", RULE, line.lstrip("# ").upper(), RULE]
+            continue
+        if cell.cell_type != "code":
+            continue
+        lines.append("")
+        lines += [f"In [{cell.get('execution_count') or ' '}]: " + cell.source.splitlines()[0]] + \
+            [" " * 8 + s for s in cell.source.splitlines()[1:]]
+        for out in cell.get("outputs", []):
+            text = _output_text(out).rstrip()
+            if text:
+                lines.append(textwrap.indent(text, "   │ ", lambda _line: True))
+    return "\n".join(lines)
+
+
+def _html(nb: Any, target: Path) -> None:
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    target.write_text(body, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; returns the process exit code."""
+    parser = argparse.ArgumentParser(prog="python -m hermes_nb.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("notebook", nargs="?", default=str(NOTEBOOK), help="notebook to run (default: quickstart)")
+    parser.add_argument("--html", default=None, help="where to write the HTML (default: next to the notebook)")
+    args = parser.parse_args(argv)
+    path = Path(args.notebook).resolve()
+    print(f"hermes_nb demo: running {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
+          "in a real kernel (offline, replayed model)…", flush=True)
+    started = time.perf_counter()
+    nb, error = run_notebook(path)
+    took = time.perf_counter() - started
+    print(transcript(nb))
+    print("", RULE, sep="\n")
+    html_path = Path(args.html) if args.html else path.with_suffix(".html")
+    _html(nb, html_path)
+    if error is not None:
+        print(f"FAILED after {took:.1f} s: a cell raised.\n{error}", file=sys.stderr)
+        print(f"The executed notebook, up to the failure, is in {html_path}", file=sys.stderr)
+        return 1
+    print(f"✓ every cell ran ({took:.1f} s). The executed notebook, with the live agent output as static HTML, "
+          f"is in {html_path}")
+    print(textwrap.dedent(f"""
+        Run the same notebook live:   jupyter lab {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}
+        With a real model: set OPENAI_API_KEY (not needed for a server on 127.0.0.1), OPENAI_BASE_URL
+        (e.g. http://127.0.0.1:11434/v1 for Ollama) and HERMES_NB_MODEL, then change
+        Agent(model="replay:cassettes/quickstart.json") to Agent() or Agent(model="your-model")."""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
