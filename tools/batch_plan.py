@@ -95,12 +95,24 @@ def _object_args(arguments: Any) -> dict[str, Any] | None:
     return arguments if isinstance(arguments, dict) else None
 
 
-def _normalise(path: str, root: str) -> str:
-    # realpath resolves symlinks and ".." and works for files that do not exist yet.
-    return os.path.realpath(os.path.join(root, os.path.expanduser(path)))
+def _normalise(path: str, root: str, folders: dict[str, str]) -> str:
+    """``realpath`` of ``path`` against ``root``; works for files that do not exist yet.
+
+    ``folders`` caches resolved parent folders for one plan, so a batch of calls in the same folder
+    pays the ``lstat`` of each shared component once.
+    """
+    full = os.path.join(root, os.path.expanduser(path))
+    parent, base = os.path.split(full)
+    if base in ("", ".", ".."):
+        return os.path.realpath(full)
+    real_parent = folders.get(parent)
+    if real_parent is None:
+        real_parent = folders[parent] = os.path.realpath(parent)
+    candidate = os.path.join(real_parent, base)
+    return os.path.realpath(candidate) if os.path.islink(candidate) else candidate
 
 
-def _paths(entry: ToolEntry, args: dict[str, Any], root: str) -> tuple[str, ...] | None:
+def _paths(entry: ToolEntry, args: dict[str, Any], root: str, folders: dict[str, str]) -> tuple[str, ...] | None:
     """Normalised paths named by the call, or None when a path argument is missing or not text."""
     out: list[str] = []
     properties = entry.schema.get("parameters", {}).get("properties", {})
@@ -110,35 +122,47 @@ def _paths(entry: ToolEntry, args: dict[str, Any], root: str) -> tuple[str, ...]
         texts = [v for v in values if isinstance(v, str) and v]
         if not values or len(texts) != len(values):
             return None
-        out.extend(_normalise(v, root) for v in texts)
+        out.extend(_normalise(v, root, folders) for v in texts)
     return tuple(out)
 
 
-def _access(entry: ToolEntry | None, args: dict[str, Any], root: str) -> _Access:
+def _access(entry: ToolEntry | None, args: dict[str, Any], root: str, folders: dict[str, str]) -> _Access:
     if entry is None or entry.needs_approval:
         return _ALONE
     if entry.read_only and not entry.path_params:
         return _Access(alone=False)
     if not entry.path_params:
         return _ALONE  # a writer of unknown scope
-    paths = _paths(entry, args, root)
+    paths = _paths(entry, args, root, folders)
     if paths is None:
         return _ALONE  # cannot tell what it touches
     return _Access(alone=False, writes=not entry.read_only, paths=paths)
 
 
 def _overlap(a: str, b: str) -> bool:
-    try:
-        common = os.path.commonpath([a, b])
-    except ValueError:  # different drives
-        return False
-    return common in (a, b)
+    """One path is the other or inside it (both absolute and normalised, so a prefix test is exact)."""
+    if a == b:
+        return True
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return long.startswith(short if short.endswith(os.sep) else short + os.sep)
 
 
-def _conflict(a: _Access, b: _Access) -> bool:
-    if not (a.writes or b.writes):
-        return False
-    return any(_overlap(p, q) for p in a.paths for q in b.paths)
+class _Run:
+    """The calls of the segment being built, with the paths they read and write."""
+
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+        self.reads: list[str] = []
+        self.writes: list[str] = []
+
+    def conflicts(self, access: _Access) -> bool:
+        # Readers only need checking against writers; writers against everything.
+        others = self.writes + self.reads if access.writes else self.writes
+        return any(_overlap(p, q) for p in access.paths for q in others)
+
+    def add(self, index: int, access: _Access) -> None:
+        self.indices.append(index)
+        (self.writes if access.writes else self.reads).extend(access.paths)
 
 
 def _serial(n: int) -> list[BatchSegment]:
@@ -158,23 +182,25 @@ def plan_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None 
     if any(e is not None and e.interactive for e in entries) or any(a is None for a in args):
         return _serial(len(calls))
     root = workspace_root()
+    folders: dict[str, str] = {}
     segments: list[BatchSegment] = []
-    run: list[tuple[int, _Access]] = []
+    run = _Run()
 
     def close() -> None:
-        if run:
-            segments.append(BatchSegment(parallel=len(run) > 1, indices=tuple(i for i, _ in run)))
-            run.clear()
+        nonlocal run
+        if run.indices:
+            segments.append(BatchSegment(parallel=len(run.indices) > 1, indices=tuple(run.indices)))
+            run = _Run()
 
     for call, entry, call_args in zip(calls, entries, args, strict=True):
-        access = _access(entry, call_args or {}, root)
+        access = _access(entry, call_args or {}, root, folders)
         if access.alone:
             close()
             segments.append(BatchSegment(parallel=False, indices=(call.index,)))
             continue
-        if any(_conflict(access, other) for _, other in run):
+        if run.conflicts(access):
             close()
-        run.append((call.index, access))
+        run.add(call.index, access)
     close()
     return segments
 
