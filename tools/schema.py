@@ -88,7 +88,7 @@ def function_schema(fn: Callable[..., Any], *, name: str | None = None,
 
     # 7. Strict mode needs every property required and no keyword it does not support.
     return FunctionSchema(
-        name=name or fn.__name__,
+        name=name or _function_name(fn),
         description=description if description is not None else doc.description,
         parameters=parameters,
         strict_compatible=_strict_ok(parameters),
@@ -97,8 +97,21 @@ def function_schema(fn: Callable[..., Any], *, name: str | None = None,
     )
 
 
+def _function_name(fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ToolSchemaError(f"cannot take a tool name from {fn!r}; pass name=...")
+    return name
+
+
 def _resolved_hints(fn: Callable[..., Any], signature: inspect.Signature) -> dict[str, Any]:
     """``get_type_hints``; when a string annotation does not resolve, an error naming its parameter."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if isinstance(fn, type):
+        fn = vars(fn).get("__init__", fn)  # a class: its own __init__ if it has one
+    elif not (inspect.isfunction(fn) or inspect.ismethod(fn)) and callable(fn):
+        fn = type(fn).__call__  # a callable object
     try:
         return typing.get_type_hints(fn, include_extras=True)
     except (NameError, TypeError, AttributeError, SyntaxError) as exc:
@@ -111,7 +124,7 @@ def _resolved_hints(fn: Callable[..., Any], signature: inspect.Signature) -> dic
             except Exception as exc:  # any failure of user code in an annotation is the same mistake
                 raise ToolSchemaError(f"parameter {param.name!r}: cannot resolve annotation "
                                       f"{param.annotation!r} ({type(exc).__name__}: {exc})") from None
-    raise ToolSchemaError(f"cannot resolve the type hints of {fn.__name__!r}: {problem}")
+    raise ToolSchemaError(f"cannot resolve the type hints of {fn!r}: {problem}")
 
 
 _NO_DEFAULT = object()

@@ -29,7 +29,12 @@ def compile_validator(parameters: dict) -> Callable[[dict], dict]:
     """Compile a JSON-schema object into ``validate(args) -> args`` raising ToolArgumentError."""
     if not isinstance(parameters, dict):
         raise ToolSchemaError(f"parameters schema must be a dict, got {type(parameters).__name__}")
-    check = _Compiler(parameters).compile(parameters, coerce=True)
+    try:
+        check = _Compiler(parameters).compile(parameters, coerce=True)
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a malformed keyword value
+        if isinstance(exc, ToolSchemaError):
+            raise
+        raise ToolSchemaError(f"malformed schema: {type(exc).__name__}: {exc}") from None
 
     def validate(args: dict) -> dict:
         errors: list[str] = []
@@ -184,15 +189,22 @@ def _type_check(kinds: list[str], coerce: bool) -> Check:
         errors.append(f"{_where(path)} must be {want}, got {_got(v)}")
         return v
 
-    if kinds == ["integer"]:  # the hot path: skip the loops for a plain int
-        def check_int(v: Any, path: str, errors: list[str]) -> Any:
-            return v if type(v) is int else check_type(v, path, errors)
-        return check_int
-    if kinds == ["string"]:
-        def check_str(v: Any, path: str, errors: list[str]) -> Any:
-            return v if type(v) is str else check_type(v, path, errors)
-        return check_str
-    return check_type
+    # The hot path: the exact built-in types of the JSON kinds, one set lookup; the rest goes the long way.
+    fast = frozenset(t for kind in kinds for t in _FAST_TYPES[kind])
+    isfinite = math.isfinite
+
+    def check_fast(v: Any, path: str, errors: list[str]) -> Any:
+        t = type(v)
+        if t in fast and (t is not float or isfinite(v)):
+            return v
+        return check_type(v, path, errors)
+
+    return check_fast
+
+
+_FAST_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "array": (list,),
+    "object": (dict,), "null": (type(None),)}
 
 
 class _Compiler:
@@ -212,6 +224,7 @@ class _Compiler:
         steps: list[Check] = []
         if "$ref" in schema:
             steps.append(self._ref(schema["$ref"], coerce))
+        _check_keyword_values(schema)
         kinds = schema.get("type")
         if kinds is not None:
             kinds = [kinds] if isinstance(kinds, str) else list(kinds)
@@ -358,6 +371,28 @@ class _Compiler:
             return v
 
         return check_any
+
+
+_COUNTS = ("minItems", "maxItems", "minLength", "maxLength")
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _check_keyword_values(schema: dict) -> None:
+    """Keyword values the checks rely on, checked once here so that no check can fail at call time."""
+    for word in _COUNTS + _BOUNDS:
+        value = schema.get(word)
+        wanted = int if word in _COUNTS else int | float
+        if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
+            raise ToolSchemaError(f"schema keyword {word!r} must be a number, got {value!r}")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise ToolSchemaError(f"schema keyword 'required' must be a list of names, got {required!r}")
+    for word in ("enum", "anyOf", "oneOf", "allOf", "prefixItems"):
+        if word in schema and not isinstance(schema[word], list):
+            raise ToolSchemaError(f"schema keyword {word!r} must be a list, got {schema[word]!r}")
+    for word in ("properties", "$defs", "definitions"):
+        if word in schema and not isinstance(schema[word], dict):
+            raise ToolSchemaError(f"schema keyword {word!r} must be an object, got {schema[word]!r}")
 
 
 def _accept(v: Any, path: str, errors: list[str]) -> Any:

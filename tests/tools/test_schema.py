@@ -213,6 +213,19 @@ def test_docstring_styles(fn):
     assert_snapshot(f"docstring_{fn.__name__}", fs)
 
 
+def test_a_nameless_callable_needs_a_name():
+    import functools
+
+    def power(base: int, exp: int) -> int:
+        return int(base**exp)
+
+    square = functools.partial(power, exp=2)
+    with pytest.raises(ToolSchemaError, match="pass name="):
+        function_schema(square)
+    fs = function_schema(square, name="square")
+    assert fs.parameters["required"] == ["base"] and fs.parameters["properties"]["exp"]["default"] == 2
+
+
 def test_no_docstring_and_overrides():
     def bare(x: int):
         pass

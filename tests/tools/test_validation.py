@@ -172,7 +172,9 @@ def test_refs_and_recursion():
 
 @pytest.mark.parametrize("schema", [
     "not a dict", one({"type": "text"}), one({"$ref": "http://example.com/s"}), one({"$ref": "#/$defs/None"}),
-    one({"type": "string", "pattern": "("}),
+    one({"type": "string", "pattern": "("}), one({"type": "string", "minLength": "3"}),
+    obj({"a": {}}, required=()) | {"required": "a"}, obj({"a": {}}) | {"properties": ["a"]}, one({"enum": "ab"}),
+    one({"anyOf": {"type": "string"}}), one({"type": "integer", "maximum": True}),
 ])
 def test_bad_schema_is_a_schema_error(schema):
     with pytest.raises(ToolSchemaError):
