@@ -11,6 +11,10 @@ the waiting thread (for timeouts and interrupts) -- never assume the cell's thre
 ``DisplayHandle`` or a widget property from there is safe; ``print`` is not (it lands in whatever cell
 runs last). An exception in ``on_event`` is logged and ignored.
 
+Prompts: while ``run_tool_batch`` waits on the main thread it services ``tools.interaction`` requests, so
+an approval or clarify prompt raised by a handler in a worker thread is shown from the main thread
+(the only one a widget click can reach during a running cell).
+
 Interrupts: a ``KeyboardInterrupt`` while ``run_tool_batch`` waits (a kernel interrupt) stops the
 waiting, cancels what has not started, and raises ``BatchInterrupted`` carrying one result per call
 (finished ones keep their content; the others say they were interrupted). It subclasses
@@ -41,6 +45,7 @@ from tools.batch_plan import (
     unpack_call,
 )
 from tools.errors import BridgeError
+from tools.interaction import main_thread_waiting, service
 from tools.registry import ToolRegistry, tool_error
 
 __all__ = ["BatchEvent", "BatchInterrupted", "BatchSegment", "ToolCallResult", "arun_tool_batch",
@@ -258,6 +263,7 @@ def _run_segment(batch: _Batch, slots: list[_Slot], max_workers: int) -> None:
             if all(s.result is not None for s in slots):
                 return
             batch.cond.wait(wait)
+        service()  # a worker's approval or clarify prompt runs here, where a click can reach it
 
 
 def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None = None,
@@ -277,8 +283,9 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
         registry = registry_
     batch = _Batch(tool_calls, registry, timeout, on_event)
     try:
-        for seg in batch.plan:
-            _run_segment(batch, batch.segment_slots(seg), max(1, max_workers))
+        with main_thread_waiting():
+            for seg in batch.plan:
+                _run_segment(batch, batch.segment_slots(seg), max(1, max_workers))
     except KeyboardInterrupt:
         raise BatchInterrupted(batch.interrupt_all()) from None
     return batch.results()

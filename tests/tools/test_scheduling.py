@@ -397,3 +397,16 @@ def test_arun_async_tools_overlap(reg: ToolRegistry) -> None:
     reg.register("gather", "t", _schema(), gather, read_only=True)
     results = asyncio.run(arun_tool_batch([call("gather", {}, str(i)) for i in range(n)], registry=reg))
     assert _overlap_all(results)
+
+
+def test_a_prompt_from_a_worker_runs_on_the_waiting_main_thread(reg: ToolRegistry) -> None:
+    from tools.interaction import run_on_main
+
+    def ask(args: dict[str, Any], **kw: Any) -> str:
+        # What an approval prompt does: only the main thread can receive a widget click.
+        return run_on_main(lambda: threading.current_thread().name)
+
+    reg.register("ask_main", "t", _schema(), ask, read_only=True)
+    results = run_tool_batch([call("ask_main", {}, "1"), call("ask_main", {}, "2")], registry=reg)
+    assert results[0].parallel
+    assert [r.content for r in results] == [threading.main_thread().name] * 2
