@@ -23,6 +23,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from tools.approval import set_default_approval_callback
+from tools.interaction import run_on_main
 from tools.visible import make_visible
 
 __all__ = ["ApprovalPrompt", "ClarifyPrompt", "approval_prompt", "clarify_prompt", "install"]
@@ -270,7 +271,15 @@ def _clarify_text(question: str, choices: Sequence[str], input_fn: Callable[[str
 
 
 def approval_prompt(command: str, pattern_key: str, description: str) -> str:
-    """Ask the person about a dangerous command: "once", "session", "always" or "deny"."""
+    """Ask the person about a dangerous command: "once", "session", "always" or "deny".
+
+    Asked from a worker thread while the main thread waits for that work, the prompt moves to the
+    main thread (tools.interaction), the only one that can receive a click during a running cell.
+    """
+    return run_on_main(_approval_prompt, command, pattern_key, description)
+
+
+def _approval_prompt(command: str, pattern_key: str, description: str) -> str:
     if not _widgets_available():
         return _ask_text(command, pattern_key, description)
     prompt = ApprovalPrompt(command, pattern_key, description)
@@ -280,6 +289,10 @@ def approval_prompt(command: str, pattern_key: str, description: str) -> str:
 
 def clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
     """Ask the person a question; returns the chosen or typed answer ("" when there is none)."""
+    return run_on_main(_clarify_prompt, question, choices)
+
+
+def _clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
     if not _widgets_available():
         return _clarify_text(question, list(choices or []))
     prompt = ClarifyPrompt(question, choices)

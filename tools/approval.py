@@ -32,6 +32,7 @@ __all__ = [
     "check_dangerous_command",
     "detect_dangerous_command",
     "make_visible",
+    "request_approval",
     "reset_session_approvals",
     "set_default_approval_callback",
 ]
@@ -294,9 +295,25 @@ def check_dangerous_command(command: str, approval_callback: ApprovalCallback | 
     key = findings[0].key
     reasons = list(dict.fromkeys(f.description for f in findings))
     description = " ".join(r[:1].upper() + r[1:] for r in reasons[:3])
+    return _decide(command, key, description, _session_tokens(command, findings), approval_callback)
+
+
+def request_approval(
+    subject: str, pattern_key: str, description: str, approval_callback: ApprovalCallback | None = None
+) -> ApprovalResult:
+    """Ask for a person's yes for something that is not a shell line (Python code, a destructive MCP tool).
+
+    The same once / session / always / deny policy as ``check_dangerous_command``: "session" holds for
+    this ``pattern_key``, "always" for this exact ``subject``.
+    """
+    return _decide(subject, pattern_key, description, {pattern_key}, approval_callback)
+
+
+def _decide(
+    command: str, key: str, description: str, tokens: set[str], approval_callback: ApprovalCallback | None
+) -> ApprovalResult:
     if command in _always_list():
         return {"approved": True, "scope": "always", "pattern_key": key, "message": "Approved earlier (always)."}
-    tokens = _session_tokens(command, findings)
     with _lock:
         if tokens <= _session:
             return {"approved": True, "scope": "session", "pattern_key": key, "message": "Approved for this session."}

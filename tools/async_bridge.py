@@ -13,6 +13,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from tools import interaction
 from tools.errors import BridgeError
 
 __all__ = ["get_loop", "in_loop_thread", "run_async", "run_sync", "submit"]
@@ -119,12 +120,14 @@ def run_sync(
     deadline = None if timeout is None else get_loop().time() + timeout
     try:
         _schedule(coro, future)
-        while True:
-            try:
-                return future.result(timeout=WAIT_SLICE)
-            except concurrent.futures.TimeoutError:
-                if deadline is not None and get_loop().time() >= deadline:
-                    raise TimeoutError(f"timed out after {timeout:g} s") from None
+        with interaction.main_thread_waiting():
+            while True:
+                try:
+                    return future.result(timeout=WAIT_SLICE)
+                except concurrent.futures.TimeoutError:
+                    interaction.service()  # e.g. an approval prompt asked from a worker thread
+                    if deadline is not None and get_loop().time() >= deadline:
+                        raise TimeoutError(f"timed out after {timeout:g} s") from None
     except BaseException:
         future.cancel()
         raise

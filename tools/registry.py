@@ -323,6 +323,8 @@ class ToolRegistry:
         if isinstance(prepared, str):
             return prepared
         entry, call_args = prepared
+        if entry.needs_approval and (denied := _approve(entry, call_args)):
+            return denied
         try:
             if entry.is_async:
                 result = async_bridge.run_sync(lambda: entry.handler(call_args, **kwargs))
@@ -342,6 +344,8 @@ class ToolRegistry:
         if isinstance(prepared, str):
             return prepared
         entry, call_args = prepared
+        if entry.needs_approval and (denied := await asyncio.to_thread(_approve, entry, call_args)):
+            return denied
         try:
             if entry.is_async:
                 result = await entry.handler(call_args, **kwargs)
@@ -352,6 +356,18 @@ class ToolRegistry:
         except Exception as exc:
             return tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
         return serialize_result(result)
+
+
+def _approve(entry: ToolEntry, args: dict[str, Any]) -> str | None:
+    """Ask the person before a tool marked ``needs_approval`` runs; the error result if they say no."""
+    from tools.approval import request_approval
+
+    subject = f"{entry.name} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
+    reason = entry.metadata.get("approval_reason") or f"{entry.name} is marked as needing approval"
+    decision = request_approval(subject, f"tool:{entry.name}", str(reason))
+    if decision["approved"]:
+        return None
+    return tool_error(decision["message"], blocked=True)
 
 
 async def _await(awaitable: Any) -> Any:

@@ -321,3 +321,35 @@ def test_concurrent_register_and_dispatch(fresh_registry):
     for ts, names in fresh_registry.get_toolsets().items():
         assert all(fresh_registry.get_toolset_for_tool(n) == ts for n in names)
     assert sum(len(v) for v in fresh_registry.get_toolsets().values()) == len(fresh_registry)
+
+
+# -- approval of tools marked needs_approval -------------------------------------------------------
+
+
+def test_needs_approval_asks_and_respects_the_answer(reg):
+    from tools import approval
+
+    ran = []
+    reg.register("wipe", "danger", SCHEMA, lambda a, **k: ran.append(a) or "wiped", needs_approval=True,
+                 metadata={"approval_reason": "deletes everything"})
+    asked = []
+    undo = approval.set_default_approval_callback(lambda subject, key, why: asked.append((subject, key, why)) or "deny")
+    try:
+        out = json.loads(reg.dispatch("wipe", {"a": 1, "b": 2}))
+        assert out["blocked"] is True and "denied" in out["error"] and ran == []
+        assert asked == [('wipe {"a": 1, "b": 2}', "tool:wipe", "deletes everything")]
+    finally:
+        undo()
+    undo = approval.set_default_approval_callback(lambda *a: "once")
+    try:
+        assert asyncio.run(reg.dispatch_async("wipe", {"a": 1, "b": 2})) == "wiped"
+        assert reg.dispatch("wipe", {"a": 3, "b": 4}) == "wiped"
+    finally:
+        undo()
+        approval.reset_session_approvals()
+
+
+def test_needs_approval_without_anyone_to_ask_is_blocked(reg):
+    reg.register("wipe", "danger", SCHEMA, lambda a, **k: "wiped", needs_approval=True)
+    out = json.loads(reg.dispatch("wipe", {"a": 1, "b": 2}))
+    assert out["blocked"] is True and "Do not retry" in out["error"]

@@ -1,0 +1,65 @@
+"""Questions from worker threads reach the main thread while it waits, and never get lost."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from tools import async_bridge, interaction
+
+
+def test_runs_in_place_when_nobody_waits():
+    seen = []
+
+    def worker():
+        seen.append(interaction.run_on_main(lambda: threading.current_thread().name))
+
+    t = threading.Thread(target=worker, name="w1")
+    t.start()
+    t.join(10)
+    assert seen == ["w1"]
+
+
+def test_worker_question_runs_on_main_while_main_waits_in_run_sync():
+    answered_on = []
+
+    def ask():
+        answered_on.append(threading.current_thread() is threading.main_thread())
+        return "once"
+
+    async def tool_in_worker():
+        # what a sync tool in the pool does: ask the person from a worker thread
+        return await asyncio.to_thread(interaction.run_on_main, ask)
+
+    assert async_bridge.run_sync(tool_in_worker()) == "once"
+    assert answered_on == [True]
+
+
+def test_errors_come_back_to_the_asker():
+    def ask():
+        raise LookupError("no")
+
+    async def tool_in_worker():
+        try:
+            await asyncio.to_thread(interaction.run_on_main, ask)
+        except LookupError as exc:
+            return str(exc)
+        return "missing"
+
+    assert async_bridge.run_sync(tool_in_worker()) == "no"
+
+
+def test_request_left_when_main_stops_waiting_is_still_answered():
+    release = threading.Event()
+    result = []
+
+    def worker():
+        release.wait(10)
+        result.append(interaction.run_on_main(lambda: "late"))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    with interaction.main_thread_waiting():
+        release.set()
+    t.join(10)
+    assert result == ["late"]

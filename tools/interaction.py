@@ -1,0 +1,98 @@
+"""Questions for the person, asked on the main thread.
+
+A tool running in a worker thread (a parallel batch, the agent loop) may need the person: an
+approval, a clarify question. In a kernel only the main thread can receive a widget click while a
+cell is running, so such a call is handed to the main thread when the main thread is blocked waiting
+for that very work (``main_thread_waiting``), and serviced there between wait slices (``service``).
+When nothing waits on the main thread (top-level ``await``, plain scripts), the call runs where it is.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+__all__ = ["main_thread_waiting", "run_on_main", "service"]
+
+T = TypeVar("T")
+
+_requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+_waiting = 0
+_lock = threading.Lock()
+
+
+class _Request:
+    __slots__ = ("_claim", "args", "done", "error", "fn", "kwargs", "result")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self._claim = threading.Lock()
+
+    def claim(self) -> bool:
+        """Exactly one runner (the main thread or, if it left, the asker) gets the request."""
+        return self._claim.acquire(blocking=False)
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn(*self.args, **self.kwargs)
+        except BaseException as exc:  # handed back to the asking thread, which re-raises it
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+def _on_main() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def main_thread_waiting() -> Iterator[None]:
+    """Mark the main thread as blocked waiting (it promises to call ``service()`` often)."""
+    global _waiting
+    if not _on_main():
+        yield
+        return
+    with _lock:
+        _waiting += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _waiting -= 1
+        if _waiting == 0:
+            service()  # nobody will pick these up any more: run them now
+
+
+def service() -> int:
+    """Run the requests queued for the main thread; returns how many ran. Main thread only."""
+    if not _on_main():
+        return 0
+    count = 0
+    while True:
+        try:
+            request = _requests.get_nowait()
+        except queue.Empty:
+            return count
+        if request.claim():
+            request.run()
+            count += 1
+
+
+def run_on_main(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call ``fn`` on the main thread if it is blocked waiting for us; otherwise call it here."""
+    if _on_main() or _waiting == 0:
+        return fn(*args, **kwargs)
+    request = _Request(fn, args, kwargs)
+    _requests.put(request)
+    while not request.done.wait(0.05):
+        if _waiting == 0 and request.claim():  # the main thread stopped waiting: run it here
+            request.run()
+    if request.error is not None:
+        raise request.error
+    return request.result
