@@ -313,12 +313,16 @@ def make_handler(fn: Callable[..., Any]) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def async_handler(args: dict, **kw: Any) -> Any:
+            if not kw and not positional:
+                return await fn(**(args or {}))
             pos, rest = split(args or {}, kw)
             return await fn(*pos, **rest)
         return async_handler
 
     @functools.wraps(fn)
     def handler(args: dict, **kw: Any) -> Any:
+        if not kw and not positional:  # the common case, kept cheap
+            return fn(**(args or {}))
         pos, rest = split(args or {}, kw)
         return fn(*pos, **rest)
     return handler
