@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import timeit
 
 import pytest
 from hypothesis import given, settings
@@ -189,11 +188,13 @@ def test_validate_arguments_caches():
         validate_arguments(schema, {})
 
 
-def test_hot_path_is_fast():
+def test_valid_arguments_are_not_copied():
+    # Speed lives in bench/bench_validation.py; here only the no-copy contract of the hot path.
     validate = compile_validator(obj({"n": {"type": "integer"}}, ("n",)))
     args = {"n": 3}
-    per_call = min(timeit.repeat(lambda: validate(args), number=20000, repeat=3)) / 20000
-    assert per_call < 20e-6  # measured about 1 us; the bound is loose so a busy CI machine passes
+    assert validate(args) is args
+    coerced = validate({"n": "3"})
+    assert coerced == {"n": 3}
 
 
 JSONISH = st.recursive(
