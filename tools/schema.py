@@ -301,6 +301,9 @@ def make_handler(fn: Callable[..., Any]) -> Callable[..., Any]:
     Keyword arguments from the dispatcher (e.g. ``task_id``) reach ``fn`` only if it accepts them.
     """
     params = inspect.signature(fn).parameters.values()
+    convert = _argument_converters(fn)
+    if convert:
+        fn = _converting(fn, convert)
     takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
     named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     positional = [p.name for p in params if p.kind is p.POSITIONAL_ONLY]
@@ -326,6 +329,61 @@ def make_handler(fn: Callable[..., Any]) -> Callable[..., Any]:
         pos, rest = split(args or {}, kw)
         return fn(*pos, **rest)
     return handler
+
+
+def _argument_converters(fn: Callable[..., Any]) -> dict[str, Callable[[Any], Any]]:
+    """Parameters annotated with a dataclass, pydantic model or Enum get instances, not plain JSON."""
+    import dataclasses
+    import enum
+    import typing
+
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # unresolvable annotations were already reported by function_schema
+        return {}
+    out: dict[str, Callable[[Any], Any]] = {}
+    for pname, tp in hints.items():
+        if pname == "return":
+            continue
+        args = typing.get_args(tp)
+        if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
+            rest = [a for a in args if a is not type(None)]
+            tp = rest[0] if len(rest) == 1 else tp
+        if not isinstance(tp, type):
+            continue
+        if dataclasses.is_dataclass(tp):
+            out[pname] = functools.partial(_from_dict, tp)
+        elif hasattr(tp, "model_validate"):
+            out[pname] = functools.partial(_from_dict, tp.model_validate)
+        elif issubclass(tp, enum.Enum):
+            out[pname] = functools.partial(_to_enum, tp)
+    return out
+
+
+def _from_dict(make: Callable[..., Any], value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    return make(value) if getattr(make, "__name__", "") == "model_validate" else make(**value)
+
+
+def _to_enum(enum_type: Callable[[Any], Any], value: Any) -> Any:
+    return value if value is None else enum_type(value)
+
+
+def _converting(fn: Callable[..., Any], convert: dict[str, Callable[[Any], Any]]) -> Callable[..., Any]:
+    def convert_all(kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {k: convert[k](v) if k in convert else v for k, v in kwargs.items()}
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_converted(*args: Any, **kwargs: Any) -> Any:
+            return await fn(*args, **convert_all(kwargs))
+        return async_converted
+
+    @functools.wraps(fn)
+    def converted(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **convert_all(kwargs))
+    return converted
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, toolset: str = "notebook",

@@ -367,3 +367,32 @@ def test_tool_decorator_bare_uses_default_registry(monkeypatch):
     assert shout("a") == "A"
     assert reg.get_all_tool_names() == ["shout"]
     assert reg.dispatch("shout", {"text": "x"}) == "X"
+
+
+
+@dataclasses.dataclass
+class _Box:
+    w: float
+    h: float
+
+
+class _Point(pydantic.BaseModel):
+    x: int
+    y: int
+
+
+class _Mode(enum.Enum):
+    FAST = "fast"
+    SLOW = "slow"
+
+
+def test_make_handler_builds_dataclass_pydantic_and_enum_arguments():
+    seen = {}
+
+    def place(box: _Box, at: _Point, mode: _Mode, note: _Box | None = None) -> str:
+        seen.update(box=box, at=at, mode=mode, note=note)
+        return "ok"
+
+    handler = make_handler(place)
+    assert handler({"box": {"w": 1.0, "h": 2.0}, "at": {"x": 1, "y": 2}, "mode": "slow"}) == "ok"
+    assert seen == {"box": _Box(1.0, 2.0), "at": _Point(x=1, y=2), "mode": _Mode.SLOW, "note": None}
