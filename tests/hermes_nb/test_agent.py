@@ -1,0 +1,198 @@
+"""The agent loop in plain Python against the scripted server: tools, budget, batches, interrupts."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import threading
+import time
+
+import pytest
+
+import tools.model_tools  # discover built-ins now, so no test's registry cleanup removes them
+from hermes_nb.agent import Agent, AgentResult
+from tests.support.fake_openai import FakeOpenAI, Reply, call
+from tools.registry import registry
+
+OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+@pytest.fixture
+def tools():
+    """Two toolsets: `alpha` (a slow read-only tool, a big one) and `beta` (one more)."""
+    started = threading.Event()
+
+    def slow(args, **kw):
+        started.set()
+        time.sleep(args.get("sleep", 0.2))
+        return f"slow {args['n']}"
+
+    registry.register("slow", "alpha", {"description": "Sleep then answer.", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer"}, "sleep": {"type": "number"}},
+        "required": ["n"]}}, slow, read_only=True, emoji="🐢")
+    registry.register("big", "alpha", {"description": "A large result.", "parameters": OBJ},
+                      lambda a, **kw: "x" * a["n"], read_only=True, max_result_size_chars=1000)
+    registry.register("other", "beta", {"description": "Other.", "parameters": OBJ}, lambda a, **kw: "other")
+    return started
+
+
+def _agent(srv, **kw):
+    kw.setdefault("display", False)
+    kw.setdefault("enabled_toolsets", ["alpha"])
+    return Agent(model="fake", base_url=srv.base_url, **kw)
+
+
+def _tool_names(request):
+    return sorted(t["function"]["name"] for t in request.get("tools", []))
+
+
+def _answers(request):
+    return [m["tool_call_id"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def _call_ids(request):
+    return [c["id"] for m in request["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+
+
+def test_definitions_follow_the_selected_toolsets_afresh_each_turn(tools):
+    import hermes_nb.toolsets as sel
+
+    with FakeOpenAI([Reply(content="a"), Reply(content="b")]) as srv:
+        agent = _agent(srv, enabled_toolsets=None)
+        sel.select(["alpha"])
+        try:
+            agent.run("one")
+            sel.select(["beta"])
+            agent.run("two")
+        finally:
+            sel.select(None)
+    assert _tool_names(srv.requests[0]) == ["big", "slow"]
+    assert _tool_names(srv.requests[1]) == ["other"]
+    assert srv.requests[0]["parallel_tool_calls"] is True
+
+
+def test_parallel_batch_answers_every_call_in_order(tools):
+    script = [Reply(content="both", tool_calls=(call("slow", {"n": 1}, "a"), call("slow", {"n": 2}, "b"))),
+              Reply(content="done")]
+    with FakeOpenAI(script) as srv:
+        result = _agent(srv).run("go")
+    assert _answers(srv.requests[1]) == ["a", "b"]
+    first, second = result.tool_calls
+    assert (first.content, second.content) == ("slow 1", "slow 2")
+    assert first.parallel and second.parallel
+    assert first.started < second.ended and second.started < first.ended  # they overlapped
+    assert result.iterations == 2 and result.text == "done"
+
+
+def test_bad_arguments_and_unknown_tools_go_back_to_the_model(tools):
+    script = [Reply(tool_calls=(call("slow", '{"n": 1', "broken"), call("nope", {}, "unknown"),
+                                call("slow", {"n": "x"}, "invalid"))),
+              Reply(content="sorry")]
+    with FakeOpenAI(script) as srv:
+        result = _agent(srv).run("go")
+    sent = {m["tool_call_id"]: json.loads(m["content"])["error"] for m in srv.requests[1]["messages"]
+            if m["role"] == "tool"}
+    assert "not valid JSON" in sent["broken"]
+    assert "Unknown tool: nope" in sent["unknown"]
+    assert "Invalid arguments for slow" in sent["invalid"]
+    assert all(r.is_error for r in result.tool_calls)
+
+
+def test_big_results_are_spilled_before_the_model_sees_them(tools):
+    from tools.budget import parse_spill_block
+
+    with FakeOpenAI([Reply(tool_calls=(call("big", {"n": 5000}, "c"),)), Reply(content="ok")]) as srv:
+        result = _agent(srv).run("go")
+    sent = [m["content"] for m in srv.requests[1]["messages"] if m["role"] == "tool"][0]
+    info = parse_spill_block(sent)
+    assert info is not None and info["size"] == 5000
+    assert result.tool_calls[0].content == sent
+
+
+def test_max_iterations_stops_with_a_message(tools):
+    script = [Reply(tool_calls=(call("slow", {"n": i, "sleep": 0}, f"c{i}"),)) for i in range(3)]
+    with FakeOpenAI(script) as srv:
+        result = _agent(srv, max_iterations=2).run("loop")
+    assert result.stopped_reason == "max_iterations"
+    assert "max_iterations=2" in result.text
+    assert len(srv.requests) == 2
+    assert result.messages[-1]["role"] == "tool"  # every call answered
+
+
+def test_denied_command_is_an_answer_not_a_crash(tmp_path, monkeypatch):
+    from tools.model_tools import ensure_discovered
+
+    ensure_discovered()
+    monkeypatch.chdir(tmp_path)
+    asked = []
+
+    def deny(command, key, description):
+        asked.append(command)
+        return "deny"
+
+    script = [Reply(tool_calls=(call("terminal", {"command": "rm -rf important"}, "t"),)), Reply(content="ok")]
+    (tmp_path / "important").mkdir()
+    with FakeOpenAI(script) as srv:
+        result = _agent(srv, enabled_toolsets=["terminal"], approval_callback=deny).run("clean")
+    assert asked == ["rm -rf important"]
+    answer = json.loads(result.tool_calls[0].content)
+    assert answer["blocked"] is True
+    assert (tmp_path / "important").exists()
+
+
+def test_conversation_is_kept_until_reset(tools):
+    with FakeOpenAI([Reply(content="1"), Reply(content="2"), Reply(content="3")]) as srv:
+        agent = _agent(srv, system_prompt="Be brief.")
+        agent.run("first")
+        agent.run("second")
+        agent.reset()
+        agent.run("third")
+    assert [m["content"] for m in srv.requests[1]["messages"]] == ["Be brief.", "first", "1", "second"]
+    assert [m["content"] for m in srv.requests[2]["messages"]] == ["Be brief.", "third"]
+
+
+def test_interrupt_mid_batch_answers_every_call_and_next_run_works(tools):
+    """A KeyboardInterrupt in the calling thread (what a kernel interrupt is) while a tool sleeps."""
+    started = tools
+    script = [Reply(tool_calls=(call("slow", {"n": 1, "sleep": 0}, "fast"), call("slow", {"n": 2, "sleep": 3}, "slow"),
+                                call("other", {"n": 3}, "after"))),
+              Reply(content="fresh start")]
+    with FakeOpenAI(script) as srv:
+        agent = _agent(srv, enabled_toolsets=["alpha", "beta"])
+        timer = threading.Thread(target=lambda: (started.wait(5), time.sleep(0.3), _thread.interrupt_main()))
+        timer.start()
+        result = agent.run("go")
+        timer.join()
+        assert result.stopped_reason == "interrupted"
+        again = agent.run("try again")
+    assert again.stopped_reason == "done" and again.text == "fresh start"
+    request = srv.requests[-1]
+    assert _answers(request) == _call_ids(request) == ["fast", "slow", "after"]
+    contents = {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
+    assert contents["fast"] == "slow 1"  # finished results are kept
+    assert "nterrupted" in contents["slow"] and "nterrupted" in contents["after"]
+
+
+def test_result_shows_itself_as_html_and_text(tools):
+    with FakeOpenAI([Reply(content="All <done>.")]) as srv:
+        result = _agent(srv).run("go")
+    assert isinstance(result, AgentResult)
+    bundle = result._repr_mimebundle_()
+    assert "All &lt;done&gt;." in bundle["text/html"]
+    assert "All <done>." in bundle["text/plain"]
+
+
+def test_text_display_prints_from_the_calling_thread(tools, capsys):
+    script = [Reply(content="Looking.", tool_calls=(call("slow", {"n": 1, "sleep": 0}, "a"),)), Reply(content="Done.")]
+    with FakeOpenAI(script) as srv:
+        _agent(srv, display="text").run("go")
+    out = capsys.readouterr().out
+    assert "Looking." in out and "✓ slow" in out and "Done." in out and "■ done after 2 turn(s)" in out
+
+
+def test_arun_from_a_running_loop(tools):
+    import asyncio
+
+    with FakeOpenAI([Reply(tool_calls=(call("slow", {"n": 1, "sleep": 0}, "a"),)), Reply(content="async ok")]) as srv:
+        result = asyncio.run(_agent(srv).arun("go"))
+    assert result.text == "async ok"

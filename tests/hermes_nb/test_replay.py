@@ -1,0 +1,108 @@
+"""Record a live session into a cassette, replay it offline, and catch drift between recording and notebook."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hermes_nb.agent import Agent
+from hermes_nb.replay import ReplayDriftError, load_cassette
+from tests.support.fake_openai import FakeOpenAI, Reply, call
+from tools.registry import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+ADD = {"description": "Add two numbers.", "parameters": {
+    "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}
+
+
+@pytest.fixture
+def add_tool():
+    registry.register("add", "math", ADD, lambda a, **kw: str(a["a"] + a["b"]), read_only=True)
+
+
+@pytest.fixture
+def cassette(tmp_path, add_tool):
+    path = tmp_path / "session.json"
+    script = [Reply(content="Adding.", tool_calls=(call("add", {"a": 2, "b": 3}, "c1"),)),
+              Reply(content="2 + 3 = 5")]
+    with FakeOpenAI(script) as srv:
+        live = Agent(model="gpt-x", base_url=srv.base_url, enabled_toolsets=["math"], record=str(path), display=False)
+        live_result = live.run("What is 2 + 3?")
+    assert live_result.text == "2 + 3 = 5"
+    return path
+
+
+def test_record_writes_every_turn(cassette):
+    data = load_cassette(cassette)
+    assert data["model"] == "gpt-x"
+    assert [t["request"]["tools"] for t in data["turns"]] == [["add"], ["add"]]
+    assert data["turns"][0]["response"]["tool_calls"] == [{"id": "c1", "name": "add", "arguments": '{"a": 2, "b": 3}'}]
+    assert data["turns"][1]["response"]["content"] == "2 + 3 = 5"
+    assert data["turns"][1]["request"]["n_messages"] == 3
+
+
+def test_replay_round_trip_needs_no_network_or_key(cassette, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    streamed = []
+    agent = Agent(model=f"replay:{cassette}", enabled_toolsets=["math"], display=False)
+    agent.model.chunk_delay = 0  # type: ignore[attr-defined]
+    original = agent.model.complete
+
+    async def spy(messages, tools, **kw):
+        on_text = kw["on_text"]
+        kw["on_text"] = lambda d: (streamed.append(d), on_text(d))
+        return await original(messages, tools, **kw)
+
+    agent.model.complete = spy  # type: ignore[method-assign]
+    result = agent.run("What is 2 + 3?")
+    assert result.text == "2 + 3 = 5" and result.stopped_reason == "done"
+    assert [c.content for c in result.tool_calls] == ["5"]  # the tool really ran
+    assert "".join(streamed) == "Adding.2 + 3 = 5"
+
+
+def test_drift_tool_removed(cassette):
+    registry.deregister("add")
+    with pytest.raises(ReplayDriftError, match=r"turn 1, tool 'add': the recording calls a tool that is no longer"):
+        Agent(model=f"replay:{cassette}", enabled_toolsets=None, display=False).run("x")
+
+
+def test_drift_arguments_no_longer_validate(cassette):
+    schema = {"description": "Add.", "parameters": {"type": "object", "properties": {
+        "x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x", "y"], "additionalProperties": False}}
+    registry.register("add", "math", schema, lambda a, **kw: "0")
+    with pytest.raises(ReplayDriftError, match=r"turn 1, tool 'add': the recorded arguments .* no longer validate"):
+        Agent(model=f"replay:{cassette}", enabled_toolsets=["math"], display=False).run("x")
+
+
+def test_drift_tool_not_offered(cassette):
+    registry.register("sub", "other", ADD, lambda a, **kw: "0")
+    with pytest.raises(ReplayDriftError, match="not offered"):
+        Agent(model=f"replay:{cassette}", enabled_toolsets=["other"], display=False).run("x")
+
+
+def test_drift_cassette_exhausted(cassette):
+    agent = Agent(model=f"replay:{cassette}", enabled_toolsets=["math"], display=False)
+    agent.run("first")
+    with pytest.raises(ReplayDriftError, match="has 2 turn.*asked for turn 3"):
+        agent.run("one more")
+    agent.reset()  # rewinds the cassette
+    assert agent.run("again").text == "2 + 3 = 5"
+
+
+def test_missing_or_bad_cassette_is_clear(tmp_path):
+    from tools.errors import HermesNbError
+
+    with pytest.raises(HermesNbError, match="not found"):
+        Agent(model=f"replay:{tmp_path / 'nope.json'}")
+    (tmp_path / "bad.json").write_text(json.dumps({"version": 9}))
+    with pytest.raises(HermesNbError, match="not a version-1 cassette"):
+        Agent(model=f"replay:{tmp_path / 'bad.json'}")
+
+
+def test_shipped_quickstart_cassette_is_well_formed():
+    data = load_cassette(ROOT / "notebooks" / "cassettes" / "quickstart.json")
+    names = [c["name"] for t in data["turns"] for c in t["response"]["tool_calls"]]
+    assert names == ["weather", "weather", "server_log", "terminal"]
+    assert data["turns"][-1]["response"]["tool_calls"] == []
