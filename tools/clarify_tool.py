@@ -18,6 +18,8 @@ __all__ = ["ClarifyCallback", "clarify", "set_clarify_callback"]
 ClarifyCallback = Callable[[str, "list[str] | None"], str]
 """``(question, choices) -> answer text``."""
 
+_CARRY_ON = ("Continue with your best judgement and state the assumption you made, or stop and explain "
+             "what you need.")
 _lock = threading.Lock()
 _callbacks: list[ClarifyCallback] = []  # a stack, so nested installs undo in order
 
@@ -53,10 +55,16 @@ def clarify(question: str, choices: list[str] | None = None) -> dict[str, Any]:
     with _lock:
         callback = _callbacks[-1] if _callbacks else None
     try:
-        answer = callback(question, choices) if callback is not None else _ask_in_terminal(question, choices)
+        if callback is not None:
+            answer = callback(question, choices)
+        else:  # input() only works on the main thread of a kernel: hand it there if it is waiting for us
+            from tools.interaction import run_on_main
+
+            answer = run_on_main(_ask_in_terminal, question, choices)
     except EOFError:
-        return {"error": "no one answered the question (no input available). Continue with your best "
-                         "judgement and state the assumption you made, or stop and explain what you need."}
+        return {"error": "no one answered the question (no input available). " + _CARRY_ON}
+    if answer is None or not str(answer).strip():  # the prompt was dismissed or left empty
+        return {"error": "the person gave no answer. " + _CARRY_ON}
     return {"question": question, "answer": str(answer)}
 
 

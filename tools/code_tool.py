@@ -29,7 +29,6 @@ _MAX_REPR = 20_000
 _MAX_STREAM = 100_000
 
 _private_ns: dict[str, Any] = {"__name__": "__hermes_nb_python__"}
-_session_approved = threading.Event()  # the person said "session"/"always" for python code
 _call_numbers = itertools.count(1)
 _run_lock = threading.RLock()  # one capture of sys.stdout at a time (re-entrant: code may call the tool)
 
@@ -48,68 +47,18 @@ def _code_config() -> dict[str, Any]:
     return section if isinstance(section, dict) else {}
 
 
-def _default_approval_callback() -> Any:
-    # tools.approval has no public "current default callback" getter yet; prefer one if it appears.
-    from tools import approval
-
-    getter = getattr(approval, "get_default_approval_callback", None)
-    if callable(getter):
-        return getter()
-    stack = getattr(approval, "_default_callback", None)
-    return stack[-1] if stack else None
-
-
-def _always_list() -> list[str]:
-    always = _code_config().get("always")
-    return [c for c in always if isinstance(c, str)] if isinstance(always, list) else []
-
-
-def _remember_always(code: str) -> None:
-    from tools.config import update_config
-
-    def add(cfg: dict[str, Any]) -> None:
-        section = cfg.get("code")
-        if not isinstance(section, dict):
-            section = cfg["code"] = {}
-        if not isinstance(section.get("always"), list):
-            section["always"] = []
-        if code not in section["always"]:
-            section["always"].append(code)
-
-    update_config(add)
-
-
 def _request_approval(code: str, callback: Any) -> str | None:
-    """``None`` when the code may run, else the message for the model saying why it did not."""
-    if _code_config().get("require_approval") is False or _session_approved.is_set() or code in _always_list():
+    """``None`` when the code may run, else the message for the model saying why it did not.
+
+    The shared policy of ``tools.approval.request_approval``: "session" approves python code for the rest
+    of the session, "always" remembers this exact code.
+    """
+    if _code_config().get("require_approval") is False:
         return None
-    callback = callback or _default_approval_callback()
-    if callback is None:
-        return ("BLOCKED: running Python needs a person's approval and no one is available to approve it. "
-                "Do not retry; tell the person what you wanted to run.")
-    try:
-        answer = callback(code, PATTERN_KEY, _DESCRIPTION)
-    except Exception:  # the person's side of the boundary: a crash there is a "no"
-        import logging
+    from tools.approval import request_approval
 
-        logging.getLogger(__name__).exception("approval callback failed; denying python code")
-        answer = "deny"
-    if answer == "session":
-        _session_approved.set()
-    elif answer == "always":
-        try:
-            _remember_always(code)
-        except OSError:
-            _session_approved.set()  # could not save: hold for this session at least
-    elif answer != "once":
-        return ("BLOCKED: the person denied running this code. Do not run it again and do not try to reach "
-                "the same effect another way; ask the person how to proceed.")
-    return None
-
-
-def reset_session_approval() -> None:
-    """Forget a "for this session" approval of python code."""
-    _session_approved.clear()
+    decision = request_approval(code, PATTERN_KEY, _DESCRIPTION, approval_callback=callback)
+    return None if decision["approved"] else decision["message"]
 
 
 def _cap(text: str, limit: int, what: str) -> str:

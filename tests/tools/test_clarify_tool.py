@@ -60,6 +60,14 @@ def test_eof_means_no_one_answered(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ask(question="Anyone?")["error"].startswith("no one answered")
 
 
+def test_empty_answer_is_no_answer() -> None:
+    undo = set_clarify_callback(lambda q, c: "  ")
+    try:
+        assert ask(question="Anything?")["error"].startswith("the person gave no answer")
+    finally:
+        undo()
+
+
 def test_registration() -> None:
     entry = registry.get_entry("clarify")
     assert entry.interactive and entry.toolset == "clarify" and entry.emoji and not entry.read_only

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import tools.code_tool as code_tool
-from tools.approval import set_default_approval_callback
+from tools.approval import reset_session_approvals, set_default_approval_callback
 from tools.config import load_config
 from tools.registry import registry
 
@@ -21,9 +21,9 @@ def no_shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     import IPython
 
     monkeypatch.setattr(IPython, "get_ipython", lambda: None)
-    code_tool.reset_session_approval()
+    reset_session_approvals()
     yield
-    code_tool.reset_session_approval()
+    reset_session_approvals()
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_default_callback_is_asked_with_the_code() -> None:
 def test_always_is_remembered_in_the_config() -> None:
     result = py("5 + 5", approval_callback=lambda c, k, d: "always")
     assert result["result"] == "10"
-    assert load_config()["code"]["always"] == ["5 + 5"]
+    assert "5 + 5" in load_config()["approval"]["always"]
     assert py("5 + 5")["result"] == "10"  # no callback now: allowed by the remembered text
     assert py("6 + 6")["blocked"] is True
 
