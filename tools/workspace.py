@@ -3,7 +3,8 @@
 The root is ``$HERMES_NB_WORKSPACE``, else ``workspace:`` in ``config.yaml``, else the working directory
 when the tools were loaded (captured at import, so a later ``%cd`` does not move where the model writes).
 Writes outside the root are refused, symlinks included (paths are compared after ``realpath``); reads
-outside are allowed unless the config says ``workspace_strict_reads: true``.
+outside are allowed unless the config says ``workspace_strict_reads: true`` (spilled tool results under
+``<hermes home>/cache/spillover`` stay readable even then).
 """
 
 from __future__ import annotations
@@ -63,10 +64,18 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
     if for_write:
         raise WorkspaceError(f"refusing to write outside the workspace root {root}: {text}"
                              + (f" (resolves to {real})" if str(real) != text else ""))
-    if _config().get("workspace_strict_reads") is True:
+    if _config().get("workspace_strict_reads") is True and not _is_spill_file(real):
         raise WorkspaceError(f"refusing to read outside the workspace root {root}: {text}"
                              " (workspace_strict_reads is on)")
     return real
+
+
+def _is_spill_file(path: Path) -> bool:
+    """Spilled tool results live under the home folder; the model must always be able to read them back."""
+    from tools.config import hermes_home
+
+    spill = Path(os.path.realpath(hermes_home() / "cache" / "spillover"))
+    return path.is_relative_to(spill)
 
 
 def display_path(path: Path) -> str:

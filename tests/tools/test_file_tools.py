@@ -138,6 +138,10 @@ def test_reads_outside_allowed_unless_strict(ws: Path, tmp_path: Path, hermes_ho
     (hermes_home / "config.yaml").write_text(yaml.safe_dump({"workspace_strict_reads": True}))
     assert "refusing to read outside the workspace root" in error(call("read_file", path=str(outside)))
     assert "refusing to read" in error(call("search_files", pattern="s", path=str(tmp_path)))
+    spilled = hermes_home / "cache" / "spillover" / "result.txt"  # spilled results stay readable
+    spilled.parent.mkdir(parents=True)
+    spilled.write_text("big result\n")
+    assert "big result" in call("read_file", path=str(spilled))
 
 
 def test_workspace_root_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> None:
