@@ -271,7 +271,7 @@ class Agent:
         from tools.budget import enforce_turn_budget, maybe_persist_tool_result
         from tools.scheduling import BatchEvent, arun_tool_batch
 
-        _refresh_mcp()
+        await _refresh_mcp()
 
         def on_event(event: BatchEvent) -> None:  # worker threads: only queue it
             if event.kind == "end" and event.result is not None:
@@ -336,13 +336,13 @@ def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
         interrupted=result.interrupted, parallel=result.parallel, segment=result.segment)
 
 
-def _refresh_mcp() -> None:
+async def _refresh_mcp() -> None:
     """Let MCP servers apply pending list_changed updates between batches (never during one)."""
-    try:
-        from tools.mcp_tool import refresh_pending_mcp_servers
-    except ImportError:  # MCP support not installed or not written yet
-        return
-    refresh_pending_mcp_servers()
+    import sys
+
+    module = sys.modules.get("tools.mcp_tool")  # not imported yet: no server runs, nothing to refresh
+    if module is not None:
+        await module.arefresh_pending_mcp_servers()  # the async twin: the sync one would block this very loop
 
 
 def _drain(events: queue.Queue[tuple[str, dict[str, Any]]], view: Any) -> None:
