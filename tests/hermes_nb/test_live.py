@@ -1,0 +1,164 @@
+"""The live display: transcript state from agent events, HTML/text rendering, throttled in-place updates;
+and the %%agent magics in a plain InteractiveShell (load, unload, load again)."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+from hermes_nb import live
+from tools.scheduling import BatchEvent, ToolCallResult
+
+
+def _result(call_id: str, name: str, content: str, started: float, ended: float, **kw) -> ToolCallResult:
+    return ToolCallResult(index=0, tool_call_id=call_id, name=name, arguments={}, content=content, started=started,
+                          ended=ended, duration=ended - started, parallel=True, **kw)
+
+
+def _record(r: ToolCallResult, content: str | None = None):
+    from hermes_nb.agent import ToolCallRecord
+
+    return ToolCallRecord(id=r.tool_call_id, name=r.name, arguments="{}", content=content or r.content, iteration=1,
+                          started=r.started, ended=r.ended, duration=r.duration, is_error=r.is_error, parallel=True)
+
+
+def _feed(t: live.Transcript) -> None:
+    t.handle("text", {"delta": "Looking "})
+    t.handle("text", {"delta": "<now>."})
+    for cid in ("a", "b"):
+        t.handle("tool_call", {"index": 0, "id": cid, "name": "probe", "arguments": '{"x": 1}'})
+    t.handle("tool_start", {"event": BatchEvent(kind="start", index=0, tool_call_id="a", name="probe", time=1.0)})
+    ok = _result("a", "probe", "fine", 1.0, 2.0)
+    bad = _result("b", "probe", '{"error": "boom"}', 1.5, 3.0, is_error=True)
+    for r in (ok, bad):
+        t.handle("tool_end", {"event": BatchEvent(kind="end", index=0, tool_call_id=r.tool_call_id, name="probe",
+                                                  time=r.ended, result=r, parallel=True)})
+    t.handle("batch", {"records": [_record(ok), _record(bad)]})
+    t.handle("usage", {"usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+
+
+def test_transcript_renders_text_cards_timeline_and_usage():
+    t = live.Transcript(prompt="go", model="m")
+    _feed(t)
+    html = t.html()
+    assert "Looking &lt;now&gt;." in html  # streamed deltas joined and escaped
+    assert html.count("<details") == 2 and "✗" in html and "#c62828" in html  # the error card is red
+    assert "batch of 2 calls, in parallel: 2.00 s" in html
+    assert "left:25.0%" in html  # b's bar starts 0.5 s into a 2 s batch
+    assert "tokens: 3 prompt + 2 completion = 5" in html
+    assert "running…" in html
+    t.done = True
+    assert "running…" not in t.html()
+    text = t.text()
+    assert "✓ probe 1.00 s → fine" in text and "batch of 2 ran in parallel" in text
+
+
+def test_spilled_result_shows_size_and_path(tmp_path):
+    from tools.budget import maybe_persist_tool_result
+
+    block = maybe_persist_tool_result("y" * 5000, "probe", "a", threshold=100)
+    t = live.Transcript(prompt="go", model="m")
+    t.handle("tool_call", {"index": 0, "id": "a", "name": "probe", "arguments": "{}"})
+    r = _result("a", "probe", "y" * 5000, 0.0, 0.1)
+    t.handle("batch", {"records": [_record(r, block)]})
+    assert "spilled 5,000 chars →" in t.html()
+
+
+class _Handle:
+    def __init__(self) -> None:
+        self.updates: list[dict[str, str]] = []
+
+    def update(self, obj, raw=False):
+        self.updates.append(obj)
+
+
+def test_html_view_throttles_and_ends_static(monkeypatch):
+    import IPython.display
+
+    shown = []
+    handle = _Handle()
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: (shown.append(obj), handle)[1])
+    clock = [100.0]
+    monkeypatch.setattr(live, "_clock", lambda: clock[0])
+    view = live.make_view("html", prompt="go", model="m")
+    assert isinstance(view, live.HtmlView) and len(shown) == 1
+    for i in range(50):  # a burst within the same instant: one update
+        view.handle("text", {"delta": str(i)})
+        view.tick()
+    assert len(handle.updates) == 1
+    clock[0] += 1.01 / live.MAX_UPDATES_PER_S
+    view.tick()
+    assert len(handle.updates) == 2
+    view.tick()  # nothing new: no update
+    assert len(handle.updates) == 2
+
+    class Result:
+        stopped_reason, iterations, usage = "done", 1, {}
+
+    view.finish(Result())
+    final = handle.updates[-1]
+    assert "running…" not in final["text/html"] and "0123" in final["text/plain"]
+
+
+def test_make_view_defaults_to_text_outside_a_kernel(capsys):
+    assert isinstance(live.make_view(None, prompt="p", model="m"), live.TextView)
+    assert isinstance(live.make_view(False, prompt="p", model="m"), live.NullView)
+    assert "You: p" in capsys.readouterr().out
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    return InteractiveShell.instance()
+
+
+def test_agent_magics_load_unload_load(shell):
+    from hermes_nb import agent_magics
+
+    for _ in range(2):
+        undo = agent_magics.load(shell)
+        assert "agent" in shell.magics_manager.magics["cell"] and "agent" in shell.magics_manager.magics["line"]
+        undo()
+        undo()  # idempotent
+        assert "agent" not in shell.magics_manager.magics["cell"]
+        assert "agent" not in shell.magics_manager.magics["line"]
+
+
+def test_agent_magic_usage_errors(shell):
+    from hermes_nb import agent_magics
+
+    undo = agent_magics.load(shell)
+    try:
+        with pytest.raises(UsageError, match="cell is empty"):
+            shell.run_cell_magic("agent", "", "   ")
+        with pytest.raises(UsageError, match="unknown toolset 'zzz'"):
+            shell.run_cell_magic("agent", "--toolsets zzz", "hi")
+        with pytest.raises(UsageError, match="takes 'reset'"):
+            shell.run_line_magic("agent", "")
+        shell.run_line_magic("agent", "reset")  # before any agent exists: fine
+    finally:
+        undo()
+
+
+def test_agent_magic_replay_with_out(shell, tmp_path):
+    import json
+
+    from hermes_nb import agent_magics
+
+    cassette = tmp_path / "c.json"
+    cassette.write_text(json.dumps({"version": 1, "model": "m", "turns": [
+        {"request": {}, "response": {"content": "one", "tool_calls": [], "usage": {}}},
+        {"request": {}, "response": {"content": "two", "tool_calls": [], "usage": {}}}]}))
+    undo = agent_magics.load(shell)
+    try:
+        first = shell.run_cell_magic("agent", f"--model replay:{cassette} --out got", "hello")
+        assert first.text == "one" and shell.user_ns["got"] is first
+        second = shell.run_cell_magic("agent", "", "and again")
+        assert second.text == "two"
+        assert [m["content"] for m in agent_magics.current_agent().messages] == ["hello", "one", "and again", "two"]
+        shell.run_line_magic("agent", "reset")
+        assert agent_magics.current_agent().messages == []
+    finally:
+        undo()
+    assert agent_magics.current_agent() is None
