@@ -100,6 +100,7 @@ class ServerConnection:
         self._stop = asyncio.Event()
         ready: asyncio.Future[None] = loop.create_future()
         self._starting = ready
+        ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if nobody waits
         self._task = loop.create_task(self._own(ready), name=f"mcp-owner-{self.name}")
         try:
             await asyncio.wait_for(asyncio.shield(ready), timeout=self.config.connect_timeout)
@@ -170,7 +171,8 @@ class ServerConnection:
             if not ready.done():
                 ready.set_exception(MCPServerError(self._failure_text()))
         else:
-            self.status = "stopped"
+            if self.status != "failed":
+                self.status = "stopped"
         finally:
             self.session = None
             if self.status == "ready":
@@ -193,7 +195,11 @@ class ServerConnection:
         self._close_errlog()
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         params = StdioServerParameters(
-            command=cfg.command or "", args=list(cfg.args), env=dict(cfg.env) or None, cwd=cfg.cwd
+            command=cfg.command or "",
+            args=list(cfg.args),
+            env=dict(cfg.env) or None,
+            cwd=cfg.cwd,
+            encoding_error_handler="replace",  # junk bytes on stdout must not end the session
         )
         return stdio_client(params, errlog=self._errlog)
 

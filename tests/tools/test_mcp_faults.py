@@ -1,0 +1,129 @@
+"""MCP faults: each gives an error result or a recorded failure, spares the other servers, leaves no process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+
+import pytest
+
+from tests.tools.test_mcp_tool import FIXTURES, TIME_SERVER, descendants, dynamic_config, wait_until
+from tools import mcp_tool
+from tools.load_report import clear_failures, failures
+from tools.mcp_config import parse_server
+from tools.mcp_tool import add_mcp_server, discover_mcp_tools, mcp_status, shutdown_mcp_servers
+from tools.registry import registry
+
+pytestmark = pytest.mark.mcp
+
+
+@pytest.fixture(autouse=True)
+def _clean_mcp():
+    before = descendants(os.getpid())
+    clear_failures("mcp")
+    yield
+    shutdown_mcp_servers()
+    clear_failures("mcp")
+    wait_until(lambda: not (descendants(os.getpid()) - before), what="MCP server processes to end")
+
+
+def _time_ok() -> bool:
+    return (
+        json.loads(registry.dispatch("mcp__time__get_current_time", {"timezone": "UTC"})).get("timezone")
+        == "UTC"
+    )
+
+
+def _failure(name: str):
+    return next(f for f in failures() if f.source == "mcp" and f.name == name)
+
+
+def test_server_killed_mid_call_gives_an_error_result_and_the_next_call_reconnects():
+    discover_mcp_tools([dynamic_config(), parse_server("time", {"command": TIME_SERVER})])
+    pid = int(registry.dispatch("mcp__dyn__pid", {}))
+    results: list[str] = []
+    worker = threading.Thread(
+        target=lambda: results.append(registry.dispatch("mcp__dyn__slow", {"seconds": 30}))
+    )
+    worker.start()
+    wait_until(lambda: mcp_tool._in_flight.get("mcp__dyn__slow"), what="call in flight")
+    os.kill(pid, signal.SIGKILL)
+    worker.join(10)
+    error = json.loads(results[0])
+    assert "'dyn'" in error["error"] and error["server"] == "dyn"
+    assert _time_ok()  # the other server is unaffected
+    # reconnects on demand, no more often than the backoff allows
+    wait_until(lambda: '"error"' not in registry.dispatch("mcp__dyn__pid", {}), timeout=20, what="reconnect")
+    new_pid = int(registry.dispatch("mcp__dyn__pid", {}))
+    assert new_pid != pid
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def test_call_timeout_is_an_error_result_and_the_server_stays_usable():
+    add_mcp_server(dynamic_config(timeout=0.5))
+    error = json.loads(registry.dispatch("mcp__dyn__slow", {"seconds": 5}))
+    assert "timed out after 0.5 s" in error["error"]
+    assert registry.dispatch("mcp__dyn__echo", {"text": "after"}) == "after"
+
+
+def test_hanging_server_times_out_with_its_stderr_and_others_work():
+    found = discover_mcp_tools(
+        [
+            parse_server(
+                "hang",
+                {
+                    "command": sys.executable,
+                    "args": [str(FIXTURES / "hanging_server.py")],
+                    "connect_timeout": 1.5,
+                },
+            ),
+            parse_server("time", {"command": TIME_SERVER}),
+        ]
+    )
+    assert found["hang"] == [] and len(found["time"]) == 2
+    failure = _failure("hang")
+    assert "did not start within 1.5 s" in failure.message
+    assert "hanging server: reading forever" in failure.detail
+    assert {s.name: s.status for s in mcp_status()} == {"hang": "failed", "time": "ready"}
+    assert _time_ok()
+
+
+def test_server_writing_junk_to_stdout_still_serves():
+    found = add_mcp_server(
+        parse_server("junk", {"command": sys.executable, "args": [str(FIXTURES / "junk_server.py")]})
+    )
+    assert found == ["mcp__junk__noisy"]
+    assert registry.dispatch("mcp__junk__noisy", {}) == "still here"
+    assert registry.dispatch("mcp__junk__noisy", {}) == "still here"
+
+
+def test_command_that_does_not_exist_is_recorded_and_retried_on_demand(tmp_path):
+    script = tmp_path / "later_server.py"
+    cfg = parse_server("later", {"command": sys.executable, "args": [str(script)]})
+    found = discover_mcp_tools([cfg, parse_server("nope", {"command": "no-such-mcp-server-xyz"})])
+    assert found == {"later": [], "nope": []}
+    assert "can't open file" in _failure("later").detail  # python's own stderr, kept
+    assert "No such file" in _failure("nope").message
+    shutil.copy(FIXTURES / "dynamic_server.py", script)
+    assert "mcp__later__echo" in discover_mcp_tools([cfg])["later"]  # retried: works now
+    assert not any(f.name == "later" for f in failures())
+
+
+def test_http_server_not_listening():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    found = discover_mcp_tools(
+        [
+            parse_server("down", {"url": f"http://127.0.0.1:{port}/mcp", "connect_timeout": 10}),
+            parse_server("time", {"command": TIME_SERVER}),
+        ]
+    )
+    assert found["down"] == []
+    assert _failure("down").message.startswith("MCP server 'down' failed")
+    assert _time_ok()

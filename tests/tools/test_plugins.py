@@ -1,0 +1,167 @@
+"""Plugins: user and project folders, entry points (a real installed package), tool files, isolation."""
+
+from __future__ import annotations
+
+import textwrap
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from tools import plugins
+from tools.load_report import clear_failures, failures
+from tools.plugins import discover_plugins, loaded_plugins
+from tools.registry import registry
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    clear_failures("plugin")
+    plugins._loaded.clear()
+    yield
+    clear_failures("plugin")
+    plugins._loaded.clear()
+
+
+def write_plugin(root: Path, folder: str, body: str, manifest: str | None = None) -> Path:
+    path = root / folder
+    path.mkdir(parents=True)
+    (path / "__init__.py").write_text(textwrap.dedent(body), encoding="utf-8")
+    if manifest is not None:
+        (path / "plugin.yaml").write_text(textwrap.dedent(manifest), encoding="utf-8")
+    return path
+
+
+TOOL = """
+    def register(ctx):
+        ctx.register_tool(
+            "{tool}", "{toolset}",
+            {{"name": "{tool}", "description": "d", "parameters": {{"type": "object", "properties": {{}}}}}},
+            lambda args, **kw: "{answer}",
+        )
+"""
+
+
+def _plugin_failures() -> dict[str, str]:
+    return {f.name: f.message for f in failures() if f.source == "plugin"}
+
+
+def test_user_plugin_loads_with_manifest_and_source(hermes_home):
+    write_plugin(
+        hermes_home / "plugins",
+        "hello",
+        TOOL.format(tool="say_hello", toolset="hello", answer="hi"),
+        "name: hello\nversion: 1.2\ndescription: Says hello\n",
+    )
+    assert "hello" in discover_plugins()
+    entry = registry.get_entry("say_hello")
+    assert (entry.source, entry.origin, entry.toolset) == ("plugin", "hello", "hello")
+    assert registry.dispatch("say_hello", {}) == "hi"
+    info = next(p for p in loaded_plugins() if p.name == "hello")
+    assert (info.kind, info.version, info.description, info.tools) == (
+        "user",
+        "1.2",
+        "Says hello",
+        ("say_hello",),
+    )
+
+
+def test_reload_picks_up_edits_and_drops_removed_tools(hermes_home):
+    folder = write_plugin(hermes_home / "plugins", "p", TOOL.format(tool="p_one", toolset="p", answer="v1"))
+    discover_plugins()
+    assert registry.dispatch("p_one", {}) == "v1"
+    (folder / "__init__.py").write_text(textwrap.dedent(TOOL.format(tool="p_two", toolset="p", answer="v2")))
+    discover_plugins()
+    assert "p_one" not in registry and registry.dispatch("p_two", {}) == "v2"
+
+
+def test_broken_plugins_are_isolated_and_recorded(hermes_home):
+    root = hermes_home / "plugins"
+    write_plugin(root, "a_syntax", "def register(ctx:\n")
+    write_plugin(root, "b_raises", "def register(ctx):\n    raise RuntimeError('boom')\n")
+    write_plugin(root, "c_noregister", "X = 1\n")
+    write_plugin(root, "d_badyaml", TOOL.format(tool="d", toolset="d", answer="d"), "- not a mapping\n")
+    write_plugin(root, "e_good", TOOL.format(tool="e_tool", toolset="e", answer="e"))
+    loaded = discover_plugins()
+    assert "e_good" in loaded and registry.dispatch("e_tool", {}) == "e"
+    bad = _plugin_failures()
+    assert "SyntaxError" in bad["a_syntax"]
+    assert "boom" in bad["b_raises"]
+    assert "no register(ctx)" in bad["c_noregister"]
+    assert "plugin.yaml" in bad["d_badyaml"]
+
+
+def test_plugin_never_replaces_a_builtin_or_another_plugin(hermes_home):
+    registry.register(
+        "taken", "file", {"name": "taken", "description": "b", "parameters": {"type": "object", "properties": {}}},
+        lambda args, **kw: "builtin",
+    )  # fmt: skip
+    root = hermes_home / "plugins"
+    write_plugin(root, "thief", TOOL.format(tool="taken", toolset="file", answer="stolen"))
+    write_plugin(root, "x_first", TOOL.format(tool="shared", toolset="s", answer="first"))
+    write_plugin(root, "y_second", TOOL.format(tool="shared", toolset="s", answer="second"))
+    discover_plugins()
+    assert registry.dispatch("taken", {}) == "builtin"
+    assert registry.dispatch("shared", {}) == "first"
+    bad = _plugin_failures()
+    assert "builtin" in bad["thief/taken"] and "plugin tool x_first" in bad["y_second/shared"]
+
+
+def test_project_plugins_need_the_opt_in(hermes_home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_plugin(
+        tmp_path / ".hermes" / "plugins", "proj", TOOL.format(tool="proj_tool", toolset="proj", answer="p")
+    )
+    monkeypatch.delenv("HERMES_ENABLE_PROJECT_PLUGINS", raising=False)
+    assert "proj" not in discover_plugins() and "proj_tool" not in registry
+    monkeypatch.setenv("HERMES_ENABLE_PROJECT_PLUGINS", "1")
+    assert "proj" in discover_plugins()
+    assert registry.get_entry("proj_tool").origin == "proj"
+
+
+def test_disabled_by_name_in_config(hermes_home):
+    write_plugin(
+        hermes_home / "plugins", "quiet", TOOL.format(tool="quiet_tool", toolset="quiet", answer="x")
+    )
+    (hermes_home / "tools").mkdir()
+    (hermes_home / "tools" / "offfile.py").write_text(_tool_file("offfile_tool"))
+    (hermes_home / "config.yaml").write_text("plugins:\n  disabled: [quiet, example_ep, offfile]\n")
+    loaded = discover_plugins()
+    assert not {"quiet", "example_ep", "offfile"} & set(loaded)
+    assert not {"quiet_tool", "ep_greet", "offfile_tool"} & set(registry.get_all_tool_names())
+
+
+def test_entry_point_plugin_is_installed_and_loads():
+    assert any(ep.name == "example_ep" for ep in entry_points(group="hermes_nb.plugins")), (
+        "run: .venv/bin/pip install -e tests/fixtures/entry_point_plugin"
+    )
+    assert "example_ep" in discover_plugins()
+    entry = registry.get_entry("ep_greet")
+    assert (entry.source, entry.origin, entry.emoji) == ("plugin", "example_ep", "👋")
+    assert registry.dispatch("ep_greet", {"who": "Ada"}) == "hello, Ada"
+    info = next(p for p in loaded_plugins() if p.name == "example_ep")
+    assert info.kind == "entry-point" and info.version == "0.1.0"
+
+
+def _tool_file(name: str) -> str:
+    return textwrap.dedent(
+        f"""
+        from tools.registry import registry
+
+        registry.register(
+            name="{name}", toolset="home-tools",
+            schema={{"name": "{name}", "description": "d", "parameters": {{"type": "object", "properties": {{}}}}}},
+            handler=lambda args, **kw: "from a tool file",
+        )
+        """
+    )
+
+
+def test_hermes_style_tool_files_in_home(hermes_home):
+    folder = hermes_home / "tools"
+    folder.mkdir()
+    (folder / "mytool.py").write_text(_tool_file("home_tool"))
+    (folder / "helper.py").write_text("def not_a_tool():\n    return 1\n")
+    assert "mytool" in discover_plugins()
+    assert registry.dispatch("home_tool", {}) == "from a tool file"
+    assert "helper" not in [p.name for p in loaded_plugins()]

@@ -1,0 +1,267 @@
+"""Plugins: user and project plugin folders, Python entry points, and plain Hermes-style tool files.
+
+- ``$HERMES_NB_HOME/plugins/<name>/`` with ``plugin.yaml`` (name, version, description) and an
+  ``__init__.py`` defining ``register(ctx)``;
+- ``./.hermes/plugins/<name>/``, the same, only when ``HERMES_ENABLE_PROJECT_PLUGINS`` is set;
+- entry points in the groups ``hermes_agent.plugins`` and ``hermes_nb.plugins`` (a ``register(ctx)``
+  function, or a module that has one);
+- ``$HERMES_NB_HOME/tools/*.py`` that call ``registry.register(...)`` at module level (AST scan).
+
+``plugins: {disabled: [name, ...]}`` in config.yaml switches any of them off. Each failure is isolated
+and recorded with ``record_failure("plugin", name, ...)``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+import traceback
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.config import hermes_home
+from tools.errors import ConfigError
+from tools.load_report import clear_failures, record_failure
+from tools.registry import ToolEntry, registry
+
+__all__ = ["ENTRY_POINT_GROUPS", "PluginContext", "PluginInfo", "discover_plugins", "loaded_plugins"]
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUPS = ("hermes_agent.plugins", "hermes_nb.plugins")
+MODULE_PREFIX = "hermes_nb_plugins"
+TOOL_FILE_PREFIX = "hermes_nb_home_tools"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PluginInfo:
+    """A loaded plugin and the tools it registered."""
+
+    name: str
+    kind: str  # user / project / entry-point / tool-file
+    version: str = ""
+    description: str = ""
+    location: str = ""
+    tools: tuple[str, ...] = ()
+
+
+_loaded: dict[str, PluginInfo] = {}
+
+
+def loaded_plugins() -> list[PluginInfo]:
+    """The plugins loaded by the last ``discover_plugins()``."""
+    return sorted(_loaded.values(), key=lambda p: p.name)
+
+
+class PluginContext:
+    """What ``register(ctx)`` receives: ``ctx.register_tool(...)`` takes ``registry.register``'s arguments."""
+
+    def __init__(self, plugin: str) -> None:
+        self.plugin = plugin
+        self.tools: list[str] = []
+
+    def register_tool(self, name: str, toolset: str, schema: dict[str, Any], handler: Callable[..., Any],
+                      *args: Any, **kwargs: Any) -> ToolEntry | None:  # fmt: skip
+        """Register a tool as ``source="plugin"``, ``origin=<plugin>``.
+
+        A name held by a built-in, notebook or MCP tool, or by another plugin, is never taken: that one
+        tool is recorded as a failure and skipped (``None``).
+        """
+        kwargs.pop("source", None)
+        kwargs.pop("origin", None)
+        kwargs.pop("override", None)
+        existing = registry.get_entry(name)
+        if existing is not None and (existing.source != "plugin" or existing.origin != self.plugin):
+            record_failure(
+                "plugin",
+                f"{self.plugin}/{name}",
+                f"tool {name!r} not registered: the name belongs to {existing.source} tool "
+                f"{existing.origin or ''} (toolset {existing.toolset!r})".replace("  ", " "),
+            )
+            return None
+        try:
+            entry = registry.register(
+                name, toolset, schema, handler, *args, source="plugin", origin=self.plugin, **kwargs
+            )
+        except ValueError as exc:
+            record_failure("plugin", f"{self.plugin}/{name}", f"tool {name!r} not registered: {exc}")
+            return None
+        self.tools.append(name)
+        return entry
+
+
+def _disabled_names() -> set[str]:
+    from tools.config import load_config
+
+    try:
+        section = load_config().get("plugins") or {}
+    except ConfigError as exc:
+        record_failure("plugin", "config.yaml", str(exc))
+        return set()
+    disabled = section.get("disabled") if isinstance(section, dict) else None
+    return {str(n) for n in disabled} if isinstance(disabled, list) else set()
+
+
+def _read_manifest(folder: Path) -> dict[str, Any]:
+    import yaml
+
+    path = folder / "plugin.yaml"
+    if not path.exists():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must be a mapping with name, version, description")
+    return data
+
+
+def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
+    init = folder / "__init__.py"
+    if not init.exists():
+        raise ImportError(f"{folder} has no __init__.py")
+    if MODULE_PREFIX not in sys.modules:
+        namespace = types.ModuleType(MODULE_PREFIX)
+        namespace.__path__ = []
+        sys.modules[MODULE_PREFIX] = namespace
+    spec = importlib.util.spec_from_file_location(module_name, init, submodule_search_locations=[str(folder)])
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {init}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # fresh on every discovery, so a reload picks up edits
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module
+
+
+def _forget(name: str) -> None:
+    """Remove what an earlier load of this plugin registered (before loading it again)."""
+    old = _loaded.pop(name, None)
+    for tool in old.tools if old else ():
+        entry = registry.get_entry(tool)
+        if entry is not None and entry.source == "plugin" and entry.origin == name:
+            registry.deregister(tool)
+
+
+def _run_register(name: str, kind: str, target: Any, meta: dict[str, Any], location: str) -> bool:
+    register = (
+        target
+        if callable(target) and not isinstance(target, types.ModuleType)
+        else getattr(target, "register", None)
+    )
+    if not callable(register):
+        raise TypeError(f"plugin {name!r} has no register(ctx) function")
+    ctx = PluginContext(name)
+    try:
+        register(ctx)
+    finally:
+        _loaded[name] = PluginInfo(
+            name=name,
+            kind=kind,
+            version=str(meta.get("version", "")),
+            description=str(meta.get("description", "")),
+            location=location,
+            tools=tuple(ctx.tools),
+        )
+    return True
+
+
+def _load_one(name: str, kind: str, loader: Callable[[], tuple[Any, dict[str, Any], str]]) -> bool:
+    _forget(name)
+    try:
+        target, meta, location = loader()
+        _run_register(name, kind, target, meta, location)
+    except Exception as exc:  # boundary: one broken plugin never stops the others
+        log.warning("plugin %s failed to load: %s: %s", name, type(exc).__name__, exc)
+        detail = "".join(traceback.format_exception(exc)[-8:])
+        record_failure("plugin", name, f"{type(exc).__name__}: {exc}", detail=detail)
+        return False
+    clear_failures("plugin", name)
+    return True
+
+
+def _folder_plugins(root: Path, kind: str, disabled: set[str]) -> list[str]:
+    if not root.is_dir():
+        return []
+    out = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        try:
+            meta = _read_manifest(folder)
+        except Exception as exc:  # boundary: a bad manifest is that plugin's failure
+            record_failure("plugin", folder.name, f"plugin.yaml: {type(exc).__name__}: {exc}")
+            continue
+        name = str(meta.get("name") or folder.name)
+        if name in disabled or folder.name in disabled:
+            continue
+        module_name = f"{MODULE_PREFIX}.{kind}_{''.join(c if c.isalnum() else '_' for c in folder.name)}"
+
+        def loader(folder: Path = folder, meta: dict[str, Any] = meta, module_name: str = module_name) -> Any:
+            return _import_folder(module_name, folder), meta, str(folder)
+
+        if _load_one(name, kind, loader):
+            out.append(name)
+    return out
+
+
+def _entry_point_plugins(disabled: set[str]) -> list[str]:
+    from importlib.metadata import entry_points
+
+    out = []
+    for group in ENTRY_POINT_GROUPS:
+        for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+            if ep.name in disabled:
+                continue
+            dist = getattr(ep, "dist", None)
+            meta = {"version": getattr(dist, "version", "") or ""}
+
+            def loader(ep: Any = ep, meta: dict[str, Any] = meta, group: str = group) -> Any:
+                return ep.load(), meta, f"{group}: {ep.value}"
+
+            if _load_one(ep.name, "entry-point", loader):
+                out.append(ep.name)
+    return out
+
+
+def _tool_files(disabled: set[str]) -> list[str]:
+    from tools.discovery import discover_tool_files
+
+    folder = hermes_home() / "tools"
+    if not folder.is_dir():
+        return []
+    # discover_tool_files never re-runs a module already in sys.modules: a placeholder switches a
+    # disabled file off without reading it
+    placeholders = [
+        f"{TOOL_FILE_PREFIX}.{n}" for n in disabled if f"{TOOL_FILE_PREFIX}.{n}" not in sys.modules
+    ]
+    for module_name in placeholders:
+        sys.modules[module_name] = types.ModuleType(module_name)
+    try:
+        loaded = discover_tool_files(folder, module_prefix=TOOL_FILE_PREFIX, source_label="plugin")
+    finally:
+        for module_name in placeholders:
+            sys.modules.pop(module_name, None)
+    names = [m.removeprefix(f"{TOOL_FILE_PREFIX}.") for m in loaded if m not in placeholders]
+    for name in names:
+        _loaded.setdefault(name, PluginInfo(name=name, kind="tool-file", location=str(folder / f"{name}.py")))
+    return names
+
+
+def discover_plugins() -> list[str]:
+    """Load every enabled plugin (user, project, entry points, tool files); the names loaded."""
+    disabled = _disabled_names()
+    for name in [n for n in _loaded if n in disabled]:
+        _forget(name)
+    loaded = _folder_plugins(hermes_home() / "plugins", "user", disabled)
+    if os.environ.get("HERMES_ENABLE_PROJECT_PLUGINS"):
+        loaded += _folder_plugins(Path.cwd() / ".hermes" / "plugins", "project", disabled)
+    loaded += _entry_point_plugins(disabled)
+    loaded += _tool_files(disabled)
+    return loaded
