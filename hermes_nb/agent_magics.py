@@ -10,6 +10,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from tools.errors import HermesNbError
+
 __all__ = ["AgentMagics", "current_agent", "load"]
 
 #: The kernel's agent (module state: survives ``%reload_ext``, cleared by unload).
@@ -54,7 +56,6 @@ class AgentMagics(Magics):
         The result (an AgentResult) is the cell's value, so it lands in ``_``. ``%agent reset`` starts a
         new conversation. One agent per kernel; ``--model`` or ``--toolsets`` reconfigure it.
         """
-        global _agent
         try:
             args = parse_argstring(self.agent, line)
         except UsageError:
@@ -74,26 +75,35 @@ class AgentMagics(Magics):
         if not prompt:
             raise UsageError("%%agent: the cell is empty; write the prompt below the %%agent line")
         toolsets = _toolsets(args.toolsets)
-        from hermes_nb.agent import Agent
-
-        if _agent is None or args.model is not None:
-            old = _agent
-            if old is not None and args.toolsets is None:
-                toolsets = old.enabled_toolsets
-            _agent = Agent(model=args.model, enabled_toolsets=toolsets)
-            if old is not None and not args.new:
-                _agent.messages = old.messages  # a new model continues the same conversation
-        elif args.toolsets is not None:
-            _agent.enabled_toolsets = toolsets
-        if args.new:
-            _agent.reset()
-        result = _agent.run(prompt)
+        try:
+            result = _run(prompt, args, toolsets)
+        except HermesNbError as exc:  # no key, replay drift, unknown model setting: one line, no traceback
+            raise UsageError(f"%%agent: {exc}") from None
         if args.out:
             if not args.out.isidentifier():
                 raise UsageError(f"--out needs a Python variable name, got {args.out!r}")
             assert self.shell is not None
             self.shell.user_ns[args.out] = result
         return result
+
+
+def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:
+    """Create or reconfigure the kernel's agent, then run the prompt."""
+    global _agent
+    from hermes_nb.agent import Agent
+
+    if _agent is None or args.model is not None:
+        old = _agent
+        if old is not None and args.toolsets is None:
+            toolsets = old.enabled_toolsets
+        _agent = Agent(model=args.model, enabled_toolsets=toolsets)
+        if old is not None and not args.new:
+            _agent.messages = old.messages  # a new model continues the same conversation
+    elif args.toolsets is not None:
+        _agent.enabled_toolsets = toolsets
+    if args.new:
+        _agent.reset()
+    return _agent.run(prompt)
 
 
 def load(ip: Any) -> Callable[[], None]:

@@ -162,3 +162,16 @@ def test_agent_magic_replay_with_out(shell, tmp_path):
     finally:
         undo()
     assert agent_magics.current_agent() is None
+
+
+def test_agent_magic_reports_missing_model_in_one_line(shell, tmp_path):
+    from hermes_nb import agent_magics
+
+    undo = agent_magics.load(shell)
+    try:
+        with pytest.raises(UsageError, match="no model configured"):
+            shell.run_cell_magic("agent", "--model some-model", "hi")
+        with pytest.raises(UsageError, match="replay cassette not found"):
+            shell.run_cell_magic("agent", f"--model replay:{tmp_path / 'none.json'}", "hi")
+    finally:
+        undo()
