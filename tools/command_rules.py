@@ -74,7 +74,7 @@ _SAFE: dict[str, _Rule] = {name: _PLAIN for name in (
     "paste", "join", "comm", "diff", "cmp", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
     "b2sum", "cksum", "base64", "base32", "od", "hexdump", "strings", "seq", "sleep", "expr", "yes", "ps", "uptime",
     "nproc", "free", "tty", "locale", "arch", "cal", "jq", "cd", ":", "zcat", "zgrep", "lsblk", "lscpu", "getconf",
-    "read",
+    "read", "exit", "return",
 )}
 _SAFE.update({
     "sort": _Rule(deny_short={"o": _WRITE}, deny_long={"--output": _WRITE, "--compress-program": "runs-program"},

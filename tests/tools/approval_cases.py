@@ -309,6 +309,7 @@ CASES: list[tuple[str, bool, str]] = [
     ("", S, "empty command"),
     ("ls -la ~ | head -n 3", S, "tilde and pipe"),
     ("git log --oneline | grep 'rm -rf'", S, "git log piped to grep"),
+    ("ls missing || exit 3", S, "exit only ends the shell the tool started"),
     # Harmless commands the classifier still flags: they keep the false-positive figure honest.
     ("x=1; echo $x", S, "known false positive: any assignment needs approval"),
     ("python3 --version", S, "known false positive: interpreters need approval whatever the flags"),
