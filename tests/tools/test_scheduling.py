@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tools import async_bridge
 from tools.errors import BridgeError
@@ -122,6 +124,44 @@ def test_plan_uses_the_global_registry_by_default() -> None:
 
     registry.register("sched_probe", "sched_test", _schema(), lambda a, **k: "ok", read_only=True)
     assert plan_tool_batch([call("sched_probe"), call("sched_probe")]) == [BatchSegment(parallel=True, indices=(0, 1))]
+
+
+_KINDS = ["read", "write", "look", "mutate", "shell"]
+_PATHS = ["a", "./a", "a/b", "b", "sub/../a", "real", "real/x", "link/x", "ab"]
+
+
+def _oracle_conflict(a: tuple[str, str], b: tuple[str, str], root: Path) -> bool:
+    """An independent statement of the rule, with pathlib instead of the planner's helpers."""
+    writes = {"write"}
+    if a[0] not in writes and b[0] not in writes:
+        return False
+    if "look" in (a[0], b[0]):
+        return False
+    pa, pb = (root / a[1]).resolve(), (root / b[1]).resolve()
+    return pa == pb or pa.is_relative_to(pb) or pb.is_relative_to(pa)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_KINDS), st.sampled_from(_PATHS)), max_size=8))
+def test_plan_properties(planning: ToolRegistry, tmp_path: Path, calls: list[tuple[str, str]]) -> None:
+    batch = [call(kind, {"path": path} if kind in ("read", "write") else {}, f"c{i}")
+             for i, (kind, path) in enumerate(calls)]
+    plan = plan_tool_batch(batch, registry=planning)
+    assert [i for seg in plan for i in seg.indices] == list(range(len(calls))), "every call once, in order"
+    for seg in plan:
+        assert seg.parallel == (len(seg.indices) > 1)
+        members = [calls[i] for i in seg.indices]
+        if seg.parallel:
+            assert not any(kind in ("mutate", "shell") for kind, _ in members), "those run alone"
+            for x in range(len(members)):
+                for y in range(x + 1, len(members)):
+                    assert not _oracle_conflict(members[x], members[y], tmp_path), (members, plan)
+    # Greedy: a segment only ends where the next call could not have joined it.
+    for seg, nxt in zip(plan, plan[1:], strict=False):
+        first = calls[nxt.indices[0]]
+        if first[0] in ("mutate", "shell") or calls[seg.indices[-1]][0] in ("mutate", "shell"):
+            continue
+        assert any(_oracle_conflict(calls[i], first, tmp_path) for i in seg.indices), (calls, plan)
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -410,3 +450,59 @@ def test_a_prompt_from_a_worker_runs_on_the_waiting_main_thread(reg: ToolRegistr
     results = run_tool_batch([call("ask_main", {}, "1"), call("ask_main", {}, "2")], registry=reg)
     assert results[0].parallel
     assert [r.content for r in results] == [threading.main_thread().name] * 2
+
+
+# -- in a real kernel: a cell on the kernel's running loop, and a real kernel interrupt -----------
+
+KERNEL_CELL = '''
+import json, threading, time
+from tools.registry import registry
+from tools.scheduling import BatchInterrupted, run_tool_batch
+
+S = {"description": "t", "parameters": {"type": "object", "properties": {}}}
+def doze(args, **kw):
+    for _ in range(600):
+        time.sleep(0.05)
+    return "woke"
+registry.register("quick", "k", S, lambda a, **k: "quick", read_only=True)
+registry.register("doze", "k", S, doze, read_only=True)
+registry.register("later", "k", S, lambda a, **k: "later")
+
+def on_event(event):
+    if event.kind == "end" and event.name == "quick":
+        print("go", flush=True)  # tells the test to interrupt now
+
+calls = [{"id": n, "type": "function", "function": {"name": n, "arguments": "{}"}} for n in ("quick", "doze", "later")]
+try:
+    run_tool_batch(calls, on_event=on_event)
+except BatchInterrupted as exc:
+    print("INTERRUPTED", json.dumps([[r.tool_call_id, r.interrupted, r.content] for r in exc.results]))
+'''
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(120)
+def test_kernel_interrupt_mid_batch_answers_every_call(tmp_path: Path) -> None:
+    from tests.support.kernel import KernelSession
+
+    with KernelSession(cwd=tmp_path, env={"HERMES_NB_HOME": str(tmp_path)}) as k:
+        assert k.run("import asyncio; print(asyncio.get_running_loop().is_running())").stdout.strip() == "True"
+        msg_id = k.kc.execute(KERNEL_CELL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = k.kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream" \
+                    and "go" in msg["content"]["text"]:
+                break
+        started = time.monotonic()
+        k.interrupt()
+        result = k.collect(msg_id, timeout=60, allow_error=True)
+        assert time.monotonic() - started < 20
+        assert result.error is None, result.error
+        line = next(x for x in result.stdout.splitlines() if x.startswith("INTERRUPTED"))
+        rows = json.loads(line.split(" ", 1)[1])
+        assert [r[0] for r in rows] == ["quick", "doze", "later"]
+        assert rows[0][1:] == [False, "quick"]
+        assert rows[1][1] is True and rows[2][1] is True
+        assert "Interrupted by the user" in rows[2][2]
+        assert k.run("print('after')").stdout.strip() == "after"
