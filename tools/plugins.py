@@ -29,7 +29,14 @@ from tools.errors import ConfigError
 from tools.load_report import clear_failures, record_failure
 from tools.registry import ToolEntry, registry
 
-__all__ = ["ENTRY_POINT_GROUPS", "PluginContext", "PluginInfo", "discover_plugins", "loaded_plugins"]
+__all__ = [
+    "ENTRY_POINT_GROUPS",
+    "PluginContext",
+    "PluginInfo",
+    "discover_plugins",
+    "loaded_plugins",
+    "unload_plugins",
+]
 
 log = logging.getLogger(__name__)
 
@@ -265,3 +272,9 @@ def discover_plugins() -> list[str]:
     loaded += _entry_point_plugins(disabled)
     loaded += _tool_files(disabled)
     return loaded
+
+
+def unload_plugins() -> None:
+    """Remove the tools every loaded plugin registered (tool files stay imported). Idempotent."""
+    for name in list(_loaded):
+        _forget(name)

@@ -1,0 +1,271 @@
+"""``%mcp``: MCP servers live in the kernel (status, add, remove, reload, approve), and the extension hook.
+
+``load(ip)`` registers the magic, loads plugins (fast, synchronous) and starts the configured MCP
+servers in the background, so ``%load_ext`` returns at once. ``mcp`` itself is imported only when a
+server starts, on the background loop.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from hermes_nb.display import Table
+from tools.approval import make_visible
+
+__all__ = ["MCPMagics", "load"]
+
+log = logging.getLogger(__name__)
+
+_ACTIONS = ("add", "remove", "reload", "approve", "show")
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    text = make_visible(text, keep="")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def status_table() -> Table:
+    """Every server: transport, status, tool count, last error (HTML with a text fallback)."""
+    from tools.mcp_tool import mcp_status
+
+    rows = tuple(
+        (s.name, s.transport, s.status, str(s.tool_count), _one_line(s.target, 60), _one_line(s.last_error))
+        for s in mcp_status()
+    )
+    return Table(
+        headers=("server", "transport", "status", "tools", "target", "last error"),
+        rows=rows,
+        title="MCP servers",
+        empty="No MCP servers. Add one with %mcp add NAME -- COMMAND ARGS... or %mcp add NAME --url URL",
+    )
+
+
+def tools_table(server: str) -> Table:
+    """A server's registered tools with their descriptions, hidden characters made visible."""
+    from tools.mcp_tool import _registered
+    from tools.registry import registry
+
+    rows = []
+    for name in sorted(_registered.get(server, {})):
+        entry = registry.get_entry(name)
+        if entry is None:
+            continue
+        state = "needs %mcp approve" if entry.disabled_reason else "ok"
+        flags = ", ".join(
+            f for f, on in (("read-only", entry.read_only), ("needs approval", entry.needs_approval)) if on
+        )
+        rows.append((name, state, flags, _one_line(entry.description, 200)))
+    return Table(
+        headers=("tool", "state", "scheduling", "description"), rows=tuple(rows), title=f"MCP server {server}"
+    )
+
+
+@magics_class
+class MCPMagics(Magics):
+    """Connect MCP servers to the kernel's tool registry."""
+
+    @magic_arguments()
+    @argument(
+        "action", nargs="?", default="", help="add, remove, reload, approve or show (none: the status table)"
+    )
+    @argument("name", nargs="?", default=None, help="server name (approve: a tool name or a server name)")
+    @argument("--url", default=None, help="add: a streamable HTTP server at this URL (instead of -- COMMAND)")
+    @argument(
+        "--header", action="append", default=[], metavar="K=V", help="add --url: an HTTP header (repeatable)"
+    )
+    @argument(
+        "--env", action="append", default=[], metavar="K=V", help="add: an environment variable (repeatable)"
+    )
+    @argument("--timeout", type=float, default=None, help="add: seconds per call (default 120)")
+    @argument("--trusted", action="store_true", help="add: let this server's annotations relax scheduling")
+    @argument("--save", action="store_true", help="add/remove: also write the change to config.yaml")
+    @line_magic
+    def mcp(self, line: str) -> Any:
+        """Show or change the MCP servers of this kernel.
+
+        %mcp                                   status of every server
+        %mcp add NAME -- COMMAND [ARGS...]     start a stdio server now (no restart needed)
+        %mcp add NAME --url URL                connect a streamable HTTP server
+        %mcp remove NAME                       stop it and remove its tools
+        %mcp reload [NAME]                     restart from config.yaml (or retry a failed server)
+        %mcp approve NAME                      accept a tool's changed definition (or all of a server's)
+        %mcp show NAME                         a server's tools and descriptions
+        """
+        head, dashes, tail = f" {line} ".partition(" -- ")
+        args = parse_argstring(self.mcp, head.strip())
+        command = shlex.split(tail) if dashes else []
+        action = args.action
+        if action == "":
+            return status_table()
+        if action not in _ACTIONS:
+            raise UsageError(f"%mcp: unknown action {action!r}; use {', '.join(_ACTIONS)} (see %mcp?)")
+        if action == "reload":
+            return _reload(args.name)
+        if not args.name:
+            raise UsageError(f"%mcp {action}: a NAME is needed")
+        if action == "add":
+            return _add(args, command)
+        if action == "remove":
+            return _remove(args.name, args.save)
+        if action == "approve":
+            return _approve(args.name)
+        return tools_table(args.name)
+
+
+def _pairs(values: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for value in values:
+        key, eq, val = value.partition("=")
+        if not eq or not key:
+            raise UsageError(f"%mcp add: {what} must look like KEY=VALUE, got {value!r}")
+        out[key] = val
+    return out
+
+
+def _add(args: Any, command: list[str]) -> Table:
+    from tools.config import update_config
+    from tools.errors import ConfigError
+    from tools.mcp_config import parse_server
+    from tools.mcp_tool import add_mcp_server, server_config
+
+    if bool(command) == bool(args.url):
+        raise UsageError("%mcp add: give either -- COMMAND [ARGS...] or --url URL")
+    raw: dict[str, Any] = {"url": args.url} if args.url else {"command": command[0], "args": command[1:]}
+    if args.header:
+        raw["headers"] = _pairs(args.header, "--header")
+    if args.env:
+        raw["env"] = _pairs(args.env, "--env")
+    if args.timeout is not None:
+        raw["timeout"] = args.timeout
+    if args.trusted:
+        raw["trusted"] = True
+    try:
+        cfg = parse_server(args.name, raw)
+    except ConfigError as exc:
+        raise UsageError(f"%mcp add: {exc}") from None
+    if args.save:
+        update_config(lambda c: c.setdefault("mcp_servers", {}).__setitem__(args.name, raw))
+    add_mcp_server(cfg)
+    if server_config(args.name) is not None:
+        return _server_report(args.name)
+    return status_table()
+
+
+def _server_report(name: str) -> Table:
+    from tools.load_report import failures
+
+    failure = next((f for f in failures() if f.source == "mcp" and f.name == name), None)
+    if failure is not None:
+        text = failure.message + (f"\n{failure.detail}" if failure.detail else "")
+        return Table(
+            headers=("server", "error"), rows=((name, _one_line(text, 2000)),), title="MCP server failed"
+        )
+    return tools_table(name)
+
+
+def _remove(name: str, save: bool) -> str:
+    from tools.config import update_config
+    from tools.mcp_tool import remove_mcp_server
+
+    known = remove_mcp_server(name)
+    if save:
+        update_config(
+            lambda c: [
+                c.get(k, {}).pop(name, None)
+                for k in ("mcp_servers", "mcpServers")
+                if isinstance(c.get(k), dict)
+            ]
+        )
+    elif not known:
+        raise UsageError(f"%mcp remove: no MCP server named {name!r}")
+    return f"removed MCP server {name!r}"
+
+
+def _reload(name: str | None) -> Table:
+    from tools.mcp_config import load_mcp_server_configs
+    from tools.mcp_tool import (
+        add_mcp_server,
+        discover_mcp_tools,
+        mcp_status,
+        refresh_pending_mcp_servers,
+        server_config,
+    )
+
+    configured = {c.name: c for c in load_mcp_server_configs()}
+    if name is not None:
+        cfg = configured.get(name) or server_config(name)
+        if cfg is None:
+            raise UsageError(
+                f"%mcp reload: no MCP server named {name!r} (in config.yaml or added with %mcp add)"
+            )
+        add_mcp_server(cfg)
+        return _server_report(name)
+    discover_mcp_tools(list(configured.values()))
+    for status in mcp_status():  # retry live-added servers that failed
+        cfg = server_config(status.name)
+        if status.status == "failed" and status.name not in configured and cfg is not None:
+            add_mcp_server(cfg)
+    refresh_pending_mcp_servers()
+    return status_table()
+
+
+def _approve(name: str) -> str:
+    from tools.mcp_tool import approve_mcp_tool
+
+    try:
+        approved = approve_mcp_tool(name)
+    except KeyError:
+        raise UsageError(f"%mcp approve: no MCP tool or server named {name!r}") from None
+    return "approved: " + ", ".join(approved)
+
+
+def _start_background_discovery() -> concurrent.futures.Future[Any] | None:
+    """Start the configured servers on the background loop; None when none are configured."""
+    from tools import async_bridge
+    from tools.mcp_config import load_mcp_server_configs
+    from tools.mcp_tool import adiscover_mcp_tools
+
+    configs = load_mcp_server_configs()
+    if not any(c.enabled for c in configs):
+        return None
+    future = async_bridge.submit(adiscover_mcp_tools(configs))
+
+    def report(done: concurrent.futures.Future[Any]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            log.error("hermes_nb: MCP discovery failed", exc_info=done.exception())
+
+    future.add_done_callback(report)
+    return future
+
+
+def load(ip: Any) -> Callable[[], None]:
+    """Register ``%mcp``, load plugins, start MCP servers in the background; returns the undo."""
+    from tools.mcp_tool import shutdown_mcp_servers
+    from tools.plugins import discover_plugins, unload_plugins
+
+    magics = MCPMagics(shell=ip)
+    ip.register_magics(magics)
+    discover_plugins()
+    discovery = _start_background_discovery()
+
+    def undo() -> None:
+        if discovery is not None:
+            discovery.cancel()
+        table = ip.magics_manager.magics.get("line", {})
+        if getattr(table.get("mcp"), "__self__", None) is magics:
+            del table["mcp"]
+        if ip.magics_manager.registry.get(type(magics).__name__) is magics:
+            del ip.magics_manager.registry[type(magics).__name__]
+        ip.configurables[:] = [c for c in ip.configurables if c is not magics]
+        shutdown_mcp_servers()
+        unload_plugins()
+
+    return undo
