@@ -23,6 +23,12 @@ def main() -> None:
             small = "y" * 50_000
             t_small = per_call(lambda: maybe_persist_tool_result(small, "t", "s", threshold=100_000), min_time=0.3)
             print(f"result under the threshold: {fmt(t_small)} per call (target <= 50 µs): {verdict(t_small <= 50e-6)}")
+            from tools.config import save_config
+
+            save_config({"budget": {"result_size_chars": 100_000, "tools": {"other": 5}}})
+            t_cfg = per_call(lambda: maybe_persist_tool_result(small, "unregistered", "s"), min_time=0.3)
+            print(f"result under a threshold read from config.yaml: {fmt(t_cfg)} per call "
+                  f"({t_cfg / t_small:.0f}x the explicit threshold; target <= 1 ms): {verdict(t_cfg <= 1e-3)}")
 
             tracemalloc.start()
             start = time.perf_counter()
@@ -41,6 +47,8 @@ def main() -> None:
                   f"{fmt(baseline)}); peak extra memory {peak / len(content):.2f}x the result "
                   f"(target <= 3x): {verdict(peak <= 3 * len(content))}")
 
+            enforce_turn_budget([])  # warm: the first config read imports yaml
+            enforce_turn_budget([{"role": "tool", "tool_call_id": "w", "content": "w"}], budget=None)
             messages = [{"role": "tool", "tool_call_id": f"m{i}", "content": line * (400 * (i + 1))} for i in range(8)]
             start = time.perf_counter()
             out = enforce_turn_budget(messages)

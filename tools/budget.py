@@ -9,7 +9,8 @@
 3. Per turn (``enforce_turn_budget``): the largest tool messages of a turn are spilled first until the
    turn fits ``DEFAULT_TURN_BUDGET_CHARS``.
 
-Config overrides (``config.yaml``): ``budget: {result_size_chars: N, turn_chars: N, tools: {NAME: N}}``.
+Config overrides (``config.yaml``): ``budget: {result_size_chars: N, turn_chars: N, tools: {NAME: N}}``,
+re-read whenever the file changes (``${VAR}`` values are expanded when it is read).
 """
 
 from __future__ import annotations
@@ -62,16 +63,32 @@ def spill_dir() -> Path:
     return hermes_home() / "cache" / "spillover"
 
 
+_config_cache: tuple[tuple[str, int, int], Mapping[str, Any]] | None = None
+
+
 def _budget_config() -> Mapping[str, Any]:
-    from tools.config import load_config
+    """The ``budget:`` block of config.yaml, re-read only when the file changes (one stat per call)."""
+    global _config_cache
+    from tools.config import config_path, load_config
     from tools.errors import ConfigError
 
+    path = config_path()
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    cached = _config_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
     try:
         budget = load_config().get("budget")
     except ConfigError as exc:
         log.warning("budget: ignoring the config: %s", exc)
-        return {}
-    return budget if isinstance(budget, dict) else {}
+        budget = None
+    value: Mapping[str, Any] = budget if isinstance(budget, dict) else {}
+    _config_cache = (key, value)
+    return value
 
 
 def _number(value: Any) -> float | None:

@@ -60,7 +60,10 @@ _WAIT_SLICE = async_bridge.WAIT_SLICE
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallResult:
-    """The answer to one tool call; ``started``/``ended`` are ``time.perf_counter()`` values."""
+    """The answer to one tool call; ``started``/``ended`` are ``time.perf_counter()`` values.
+
+    A call that never started (interrupted first) has ``started == ended``, the moment it was settled.
+    """
 
     index: int
     tool_call_id: str

@@ -228,3 +228,14 @@ def test_spilled_result_reads_back_with_read_file(monkeypatch: pytest.MonkeyPatc
     page = registry.dispatch("read_file", {"path": info["path"], "offset": 501, "limit": 500})
     assert "000500 " in page and "000999 " in page and "001000 " not in page
     assert maybe_persist_tool_result(page, "read_file", "rb2") == page
+
+
+def test_config_changes_are_seen_on_the_next_call() -> None:
+    save_config({"budget": {"result_size_chars": 50}})
+    assert result_threshold("cfg_tool") == 50
+    save_config({"budget": {"result_size_chars": 5000, "padding": "so the size differs too"}})
+    assert result_threshold("cfg_tool") == 5000
+    from tools.config import config_path
+
+    config_path().unlink()
+    assert result_threshold("cfg_tool") == DEFAULT_RESULT_SIZE_CHARS
