@@ -107,6 +107,13 @@ class BatchInterrupted(KeyboardInterrupt):
         self.results = results
 
 
+def _seconds(value: Any) -> float | None:
+    """A tool's ``metadata["timeout"]`` when it is a positive number, else no timeout."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    return float(value)
+
+
 def _is_error(content: str) -> bool:
     if not content.startswith("{"):
         return False
@@ -163,7 +170,7 @@ class _Batch:
         for seg_no, seg in enumerate(self.plan):
             for i in seg.indices:
                 entry = registry.get_entry(calls[i].name)
-                limit = timeout if timeout is not None else (entry.metadata.get("timeout") if entry else None)
+                limit = timeout if timeout is not None else _seconds(entry.metadata.get("timeout") if entry else None)
                 self.slots[i] = _Slot(calls[i], bool(entry and entry.is_async), limit, seg_no, seg.parallel)
 
     def segment_slots(self, seg: BatchSegment) -> list[_Slot]:
@@ -241,7 +248,6 @@ async def _run_async_call(batch: _Batch, slot: _Slot) -> None:
 # -- sync entry point -----------------------------------------------------------------------------
 
 def _run_segment(batch: _Batch, slots: list[_Slot], max_workers: int) -> None:
-    pool = _shared_pool(max_workers)
     waiting = deque(s for s in slots if not s.is_async)
     running: list[_Slot] = []
     for slot in slots:
@@ -251,7 +257,7 @@ def _run_segment(batch: _Batch, slots: list[_Slot], max_workers: int) -> None:
         running = [s for s in running if s.result is None]
         while waiting and len(running) < max_workers:  # the batch's own window on the shared pool
             slot = waiting.popleft()
-            slot.future = pool.submit(_run_sync_call, batch, slot)
+            slot.future = _shared_pool(max_workers).submit(_run_sync_call, batch, slot)
             running.append(slot)
         now = time.perf_counter()
         wait = _WAIT_SLICE

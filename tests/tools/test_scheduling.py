@@ -506,3 +506,10 @@ def test_kernel_interrupt_mid_batch_answers_every_call(tmp_path: Path) -> None:
         assert rows[1][1] is True and rows[2][1] is True
         assert "Interrupted by the user" in rows[2][2]
         assert k.run("print('after')").stdout.strip() == "after"
+
+
+@pytest.mark.parametrize("bad", ["soon", -1, 0, True, None])
+def test_a_malformed_metadata_timeout_means_no_timeout(reg: ToolRegistry, bad: Any) -> None:
+    reg.register("fine", "t", _schema(), lambda a, **k: "fine", read_only=True, metadata={"timeout": bad})
+    (result,) = run_tool_batch([call("fine")], registry=reg)
+    assert result.content == "fine" and not result.timed_out
