@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage, resolve_model
 from tools import async_bridge
+from tools.errors import BridgeError
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
 
@@ -130,22 +131,28 @@ class Agent:
 
     def run(self, prompt: str) -> AgentResult:
         """Run until the model answers without tool calls; safe in a cell and in plain Python."""
+        if async_bridge.in_loop_thread():
+            raise BridgeError("Agent.run() was called on the hermes_nb background loop; await agent.arun() instead")
         self._check_config()
         events: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
         view = self._make_view(prompt)
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
-        with _ui_pump(view) as pump:
-            while True:
-                try:
-                    result = future.result(timeout=async_bridge.WAIT_SLICE)
-                    break
-                except TimeoutError:
-                    pass
-                except KeyboardInterrupt:
-                    result = self._stop(future, events, view)
-                    break
-                _drain(events, view)
-                pump()
+        try:
+            with _ui_pump(view) as pump:
+                while True:
+                    try:
+                        result = future.result(timeout=async_bridge.WAIT_SLICE)
+                        break
+                    except TimeoutError:
+                        _drain(events, view)
+                        pump()
+                    except KeyboardInterrupt:
+                        result = self._stop(future, events, view)
+                        break
+        except Exception as exc:  # replay drift, an unknown toolset...: the display says so, then it raises
+            _drain(events, view)
+            view.abort(f"{type(exc).__name__}: {exc}")
+            raise
         return self._finish(result, events, view)
 
     async def arun(self, prompt: str) -> AgentResult:
@@ -162,6 +169,10 @@ class Agent:
             result = waiter.result()
         except (KeyboardInterrupt, asyncio.CancelledError):
             result = self._stop(future, events, view)
+        except Exception as exc:
+            _drain(events, view)
+            view.abort(f"{type(exc).__name__}: {exc}")
+            raise
         return self._finish(result, events, view)
 
     # -- plumbing between the calling thread and the core -----------------------------------------

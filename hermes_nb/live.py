@@ -239,6 +239,11 @@ class NullView:
     def finish(self, result: Any) -> None:
         self.transcript.done = True
 
+    def abort(self, message: str) -> None:
+        """The run raised: show why and end the display (the exception is re-raised by the caller)."""
+        self.transcript.handle("notice", {"message": message, "level": "error"})
+        self.transcript.done = True
+
 
 class HtmlView(NullView):
     """One output in the cell, updated in place (throttled), static HTML at the end."""
@@ -269,6 +274,10 @@ class HtmlView(NullView):
         self._dirty = False
         self.updates += 1
         self.handle_.update(self._bundle(), raw=True)
+
+    def abort(self, message: str) -> None:
+        super().abort(message)
+        self._update()
 
     def _bundle(self) -> dict[str, str]:
         return {"text/html": self.transcript.html(), "text/plain": self.transcript.text()}
@@ -316,6 +325,10 @@ class TextView(NullView):
                 self._line(_timeline_text(t.items[-1][1]))
         elif kind == "notice":
             self._line(f"⚠ {data['message']}")
+
+    def abort(self, message: str) -> None:
+        super().abort(message)
+        self._line(f"✗ {message}")
 
     def finish(self, result: Any) -> None:
         self.transcript.done = True

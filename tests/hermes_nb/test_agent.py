@@ -196,3 +196,16 @@ def test_arun_from_a_running_loop(tools):
     with FakeOpenAI([Reply(tool_calls=(call("slow", {"n": 1, "sleep": 0}, "a"),)), Reply(content="async ok")]) as srv:
         result = asyncio.run(_agent(srv).arun("go"))
     assert result.text == "async ok"
+
+
+def test_run_on_the_background_loop_is_refused(tools):
+    from tools import async_bridge
+    from tools.errors import BridgeError
+
+    agent = Agent(model="m", api_key="k", display=False)
+
+    async def inside():
+        agent.run("x")
+
+    with pytest.raises(BridgeError, match="await agent.arun"):
+        async_bridge.run_sync(inside())

@@ -106,3 +106,10 @@ def test_shipped_quickstart_cassette_is_well_formed():
     names = [c["name"] for t in data["turns"] for c in t["response"]["tool_calls"]]
     assert names == ["weather", "weather", "server_log", "terminal"]
     assert data["turns"][-1]["response"]["tool_calls"] == []
+
+
+def test_drift_is_shown_in_the_display_before_it_raises(cassette, capsys):
+    registry.deregister("add")
+    with pytest.raises(ReplayDriftError):
+        Agent(model=f"replay:{cassette}", enabled_toolsets=None, display="text").run("x")
+    assert "✗ ReplayDriftError: replay" in capsys.readouterr().out
