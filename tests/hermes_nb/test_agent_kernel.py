@@ -125,3 +125,21 @@ def test_mcp_tool_through_the_agent(kernel):
         assert "It is now." in r.stdout
     tool_msg = [m for m in srv.requests[-1]["messages"] if m["role"] == "tool"][0]
     assert '"timezone": "UTC"' in tool_msg["content"] and "datetime" in tool_msg["content"]
+
+
+def test_demo_runs_a_notebook_and_fails_loudly(tmp_path, capsys):
+    import nbformat
+
+    from hermes_nb import demo
+
+    good = tmp_path / "good.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# A heading"), nbformat.v4.new_code_cell("print('hello from the demo')")]), good)
+    assert demo.main([str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "A HEADING" in out and "In [1]: print('hello from the demo')" in out and "│ hello from the demo" in out
+    assert (tmp_path / "good.html").exists()
+    bad = tmp_path / "bad.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")]), bad)
+    assert demo.main([str(bad)]) == 1
+    assert "ZeroDivisionError" in capsys.readouterr().err
