@@ -97,6 +97,7 @@ class ServerConnection:
             )
         await self._join_owner()
         self.status, self.last_error, self.stderr_tail = "starting", "", ""
+        await _import_mcp()
         self._stop = asyncio.Event()
         ready: asyncio.Future[None] = loop.create_future()
         self._starting = ready
@@ -299,6 +300,20 @@ class ServerConnection:
         self.dirty = False
         self.tools = await _list_all_tools(self.session)
         return self.tools
+
+
+async def _import_mcp() -> None:
+    """Import the SDK in a worker thread the first time: about a second that must not freeze the loop."""
+    import sys
+
+    if "mcp.client.streamable_http" not in sys.modules:
+        await asyncio.to_thread(_import_modules)
+
+
+def _import_modules() -> None:
+    import mcp
+    import mcp.client.stdio
+    import mcp.client.streamable_http  # noqa: F401
 
 
 async def _list_all_tools(session: Any) -> list[Any]:
