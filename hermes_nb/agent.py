@@ -219,7 +219,7 @@ class Agent:
         iterations, text, reason, error = 0, "", "done", None
         pending: tuple[ToolCallSpec, ...] = ()
         finished: dict[str, Any] = {}
-        undo = self._install_approval()
+        undo = self._install_approval(emit)
         try:
             while True:
                 if iterations >= self.max_iterations:
@@ -270,12 +270,20 @@ class Agent:
             enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
         return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
 
-    def _install_approval(self) -> Callable[[], None]:
-        if self.approval_callback is None:
-            return lambda: None
+    def _install_approval(self, emit: Callable[[tuple[str, dict[str, Any]]], None]) -> Callable[[], None]:
+        """Put this agent's approval callback on top for the run; its answers show in the transcript."""
+        callback = self.approval_callback
+        if callback is None:
+            return lambda: None  # the default (the inline prompt) shows its own record
         from tools.approval import set_default_approval_callback
 
-        return set_default_approval_callback(self.approval_callback)
+        def answer(command: str, key: str, description: str) -> str:
+            choice = callback(command, key, description)
+            emit(("notice", {"message": f"approval for `{command}` ({description}): {choice}",
+                             "level": "info" if choice != "deny" else "warning"}))
+            return choice
+
+        return set_default_approval_callback(answer)
 
     async def _run_batch(self, calls: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
                          emit: Callable[[tuple[str, dict[str, Any]]], None]) -> list[ToolCallRecord]:

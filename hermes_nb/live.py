@@ -110,7 +110,8 @@ class Transcript:
                 parts.append(_timeline_html(item[1]))
             else:
                 color = _RED if item[2] == "error" else "#ef6c00" if item[2] in ("warning", "retry") else _GREY
-                parts.append(f'<div style="color:{color};margin:4px 0">⚠ {_e(item[1])}</div>')
+                icon = "ℹ" if item[2] == "info" else "⚠"
+                parts.append(f'<div style="color:{color};margin:4px 0">{icon} {_e(item[1])}</div>')
         if not self.done:
             parts.append(f'<div style="color:{_GREY}">⏳ running…</div>')
         if self.usage:
@@ -130,7 +131,7 @@ class Transcript:
             elif item[0] == "timeline":
                 lines.append(_timeline_text(item[1]))
             else:
-                lines.append(f"⚠ {item[1]}")
+                lines.append(f"{'ℹ' if item[2] == 'info' else '⚠'} {item[1]}")
         if self.usage:
             lines.append(_usage_text(self.usage))
         return "\n".join(lines)
@@ -324,7 +325,7 @@ class TextView(NullView):
             if t.items and t.items[-1][0] == "timeline":
                 self._line(_timeline_text(t.items[-1][1]))
         elif kind == "notice":
-            self._line(f"⚠ {data['message']}")
+            self._line(f"{'ℹ' if data.get('level') == 'info' else '⚠'} {data['message']}")
 
     def abort(self, message: str) -> None:
         super().abort(message)

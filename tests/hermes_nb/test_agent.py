@@ -138,6 +138,7 @@ def test_denied_command_is_an_answer_not_a_crash(tmp_path, monkeypatch):
     answer = json.loads(result.tool_calls[0].content)
     assert answer["blocked"] is True
     assert (tmp_path / "important").exists()
+    assert "approval for `rm -rf important`" in result.transcript.text() and ": deny" in result.transcript.text()
 
 
 def test_conversation_is_kept_until_reset(tools):
