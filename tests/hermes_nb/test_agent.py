@@ -210,3 +210,12 @@ def test_run_on_the_background_loop_is_refused(tools):
 
     with pytest.raises(BridgeError, match="await agent.arun"):
         async_bridge.run_sync(inside())
+
+
+def test_a_timed_out_tool_is_an_answer(tools):
+    script = [Reply(tool_calls=(call("slow", {"n": 1, "sleep": 2}, "late"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        result = _agent(srv, tool_timeout=0.1).run("go")
+    [record] = result.tool_calls
+    assert record.timed_out and "timed out after 0.1 s" in record.content
+    assert _answers(srv.requests[1]) == ["late"]
