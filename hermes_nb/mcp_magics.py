@@ -24,7 +24,7 @@ __all__ = ["MCPMagics", "load"]
 
 log = logging.getLogger(__name__)
 
-_ACTIONS = ("add", "remove", "reload", "approve", "show")
+_ACTIONS = ("add", "remove", "reload", "approve", "show", "attachment")
 
 
 def _one_line(text: str, limit: int = 120) -> str:
@@ -98,11 +98,14 @@ class MCPMagics(Magics):
         %mcp reload [NAME]                     restart from config.yaml (or retry a failed server)
         %mcp approve NAME                      accept a tool's changed definition (or all of a server's)
         %mcp show NAME                         a server's tools and descriptions
+        %mcp attachment ID                     an image or resource from a result ("id=..." in its text)
         """
         head, dashes, tail = f" {line} ".partition(" -- ")
         args = parse_argstring(self.mcp, head.strip())
         command = shlex.split(tail) if dashes else []
         action = args.action
+        if action in ("", "show"):
+            _refresh_between_batches()
         if action == "":
             return status_table()
         if action not in _ACTIONS:
@@ -117,6 +120,8 @@ class MCPMagics(Magics):
             return _remove(args.name, args.save)
         if action == "approve":
             return _approve(args.name)
+        if action == "attachment":
+            return _attachment(args.name)
         return tools_table(args.name)
 
 
@@ -225,6 +230,30 @@ def _approve(name: str) -> str:
     except KeyError:
         raise UsageError(f"%mcp approve: no MCP tool or server named {name!r}") from None
     return "approved: " + ", ".join(approved)
+
+
+def _refresh_between_batches() -> None:
+    """A person running a magic is between batches: apply pending tools/list_changed now."""
+    from tools.mcp_tool import refresh_pending_mcp_servers
+
+    refresh_pending_mcp_servers()
+
+
+def _attachment(attachment_id: str) -> Any:
+    from IPython.display import Image, Pretty
+
+    from tools.mcp_tool import get_mcp_attachment
+
+    found = get_mcp_attachment(attachment_id)
+    if found is None:
+        raise UsageError(
+            f"%mcp attachment: no attachment {attachment_id!r} (only the most recent ones are kept)"
+        )
+    if found.kind == "image" and found.mime_type in ("image/png", "image/jpeg"):
+        return Image(data=found.data, format=found.mime_type.split("/")[1])
+    if found.mime_type.startswith("text/") or found.mime_type in ("application/json", ""):
+        return Pretty(found.data.decode("utf-8", "replace"))
+    return f"{found.kind}: {found.mime_type}, {len(found.data)} bytes from {found.server}/{found.tool} {found.uri}".strip()
 
 
 def _start_background_discovery() -> concurrent.futures.Future[Any] | None:

@@ -88,6 +88,35 @@ def test_importing_the_extension_modules_does_not_import_mcp():
     assert out.stdout.strip() == "False"
 
 
+def test_attachment_magic_shows_an_image(shell):
+    import base64
+
+    import mcp_types as t
+    from IPython.display import Image
+
+    from hermes_nb import mcp_magics
+    from tools.mcp_results import convert_result
+
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    )
+    text = convert_result(
+        t.CallToolResult(
+            content=[t.ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png")]
+        ),
+        server="s",
+        tool="x",
+    )
+    undo = mcp_magics.load(shell)
+    try:
+        shown = shell.run_line_magic("mcp", f"attachment {text.rsplit('id=', 1)[1][:-1]}")
+        assert isinstance(shown, Image) and shown.data == png
+        with pytest.raises(UsageError, match="no attachment"):
+            shell.run_line_magic("mcp", "attachment nope")
+    finally:
+        undo()
+
+
 @pytest.mark.mcp
 def test_add_show_approve_remove_and_save(shell, hermes_home):
     from hermes_nb import mcp_magics

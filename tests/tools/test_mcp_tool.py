@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -108,6 +109,68 @@ def test_long_names_are_clamped_with_a_hash_and_stay_distinct():
     b = mcp_tool_name("server", "x" * 80 + "b")
     assert len(a) == len(b) == 64 and a != b
     assert a.startswith("mcp__server__xxx")
+
+
+# -- results --------------------------------------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 20
+
+
+def _result(*content, structured=None, is_error=False):
+    import mcp_types
+
+    return mcp_types.CallToolResult(content=list(content), structured_content=structured, is_error=is_error)
+
+
+def test_results_text_structured_images_resources_and_errors():
+    import base64
+
+    import mcp_types as t
+
+    from tools.mcp_results import convert_result
+
+    text = t.TextContent(type="text", text="hello")
+    assert (
+        convert_result(_result(text, t.TextContent(type="text", text="world")), server="s", tool="x")
+        == "hello\nworld"
+    )
+    # the SDK's {"result": ...} wrapper around a plain value, repeated as text: said once
+    assert convert_result(_result(text, structured={"result": "hello"}), server="s", tool="x") == "hello"
+    as_json = t.TextContent(type="text", text='{"a": 1}')
+    assert convert_result(_result(as_json, structured={"a": 1}), server="s", tool="x") == '{"a": 1}'
+    assert convert_result(_result(structured={"a": [1, 2]}), server="s", tool="x") == '{"a": [1, 2]}'
+    image = t.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")
+    out = convert_result(_result(text, image), server="s", tool="x")
+    line = out.splitlines()[1]
+    assert line.startswith(f"[image: image/png, {len(PNG)} bytes, id=")
+    kept = get_mcp_attachment(line.rsplit("id=", 1)[1][:-1])
+    assert kept is not None and kept.data == PNG and (kept.server, kept.tool) == ("s", "x")
+    res = t.EmbeddedResource(
+        type="resource",
+        resource=t.TextResourceContents(uri="file:///a.txt", mime_type="text/plain", text="inside"),
+    )
+    out = convert_result(_result(res), server="s", tool="x")
+    assert re.fullmatch(r"\[resource: text/plain, file:///a.txt, 6 bytes, id=[0-9a-f]{8}\]\ninside", out)
+    error = json.loads(
+        convert_result(
+            _result(t.TextContent(type="text", text="bad input"), is_error=True), server="s", tool="x"
+        )
+    )
+    assert error["error"] == "MCP tool 'x' on server 's' reported an error: bad input"
+
+
+def test_attachments_are_bounded():
+    import base64
+
+    import mcp_types as t
+
+    from tools import mcp_results
+
+    image = t.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")
+    first = mcp_results.convert_result(_result(image), server="s", tool="x").rsplit("id=", 1)[1][:-1]
+    for _ in range(mcp_results.MAX_ATTACHMENTS):
+        mcp_results.convert_result(_result(image), server="s", tool="x")
+    assert get_mcp_attachment(first) is None
 
 
 # -- mcp-server-time ------------------------------------------------------------------------------
