@@ -250,6 +250,22 @@ def test_list_changed_refresh_changed_definition_guard_and_approve(hermes_home):
 
 
 @pytest.mark.mcp
+def test_concurrent_calls_from_other_tasks_share_one_session():
+    import asyncio
+
+    add_mcp_server(dynamic_config())
+    pid = registry.dispatch("mcp__dyn__pid", {})
+
+    async def many() -> list[str]:
+        calls = [registry.dispatch_async("mcp__dyn__echo", {"text": f"call {i}"}) for i in range(8)]
+        return await asyncio.gather(*calls, registry.dispatch_async("mcp__dyn__slow", {"seconds": 0.2}))
+
+    results = asyncio.run(many())  # another loop, other tasks: each crosses to the owner's loop
+    assert results == [f"call {i}" for i in range(8)] + ["slept 0.2"]
+    assert registry.dispatch("mcp__dyn__pid", {}) == pid  # the same server process throughout
+
+
+@pytest.mark.mcp
 def test_changed_definition_stays_disabled_across_restarts(hermes_home):
     (hermes_home / "mcp_approved.json").write_text(json.dumps({"mcp__dyn__echo": "an-older-definition"}))
     add_mcp_server(dynamic_config())
