@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +28,6 @@ DEFAULT_MAX_CHARS = 20_000
 _COLLAPSE_LINES = 20
 
 _esc = html.escape
-_SPILL_RE = re.compile(r"(/\S*spillover/\S+)")
 
 
 def _mimebundle(text: str, html_text: str) -> dict[str, str]:
@@ -55,10 +53,18 @@ class ResultView:
         return isinstance(data, dict) and "error" in data
 
     @property
+    def spill(self) -> dict[str, Any] | None:
+        """What the budget layer's spill block says (path, size, lines, tool), or None."""
+        from tools.budget import parse_spill_block
+
+        info = parse_spill_block(self.content)
+        return dict(info) if info is not None else None
+
+    @property
     def spill_path(self) -> str | None:
-        """The spill file named by the budget layer, if the result was spilled."""
-        match = _SPILL_RE.search(self.content)
-        return match.group(1).rstrip(".,;:)\"'`") if match else None
+        """The file holding the full result, if the budget layer spilled it."""
+        spill = self.spill
+        return str(spill["path"]) if spill else None
 
     def _body(self) -> tuple[str, bool]:
         """The text to show (pretty JSON when it parses) and whether it was cut."""
@@ -72,8 +78,10 @@ class ResultView:
         label = f"{self.name} → " if self.name else ""
         size = len(self.content)
         kind = "error" if self.is_error else "result"
-        spill = f", spilled to {self.spill_path}" if self.spill_path else ""
-        return f"{label}{kind} ({size:,} chars{spill})"
+        spill = self.spill
+        if spill:
+            return f"{label}{kind} spilled: {spill['size']:,} chars saved to {spill['path']} (the model sees {size:,})"
+        return f"{label}{kind} ({size:,} chars)"
 
     def __str__(self) -> str:
         return self.content

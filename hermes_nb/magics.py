@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import shlex
+import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -22,6 +22,9 @@ from tools.registry import registry
 __all__ = ["ToolMagics", "load", "parse_call_args"]
 
 
+_KEY_VALUE = re.compile(r"""\s*([A-Za-z_][\w.-]*)=("(?:\\.|[^"\\])*"|'[^']*'|\S+)\s*""")
+
+
 def parse_call_args(text: str) -> dict[str, Any]:
     """``{json}`` or ``key=value ...`` (values parsed as JSON when they parse, else strings)."""
     text = text.strip()
@@ -36,15 +39,28 @@ def parse_call_args(text: str) -> dict[str, Any]:
             raise UsageError("%tools call: arguments must be a JSON object")
         return value
     out: dict[str, Any] = {}
-    for token in shlex.split(text):
-        key, sep, raw = token.partition("=")
-        if not sep or not key:
-            raise UsageError(f"%tools call: expected key=value, got {token!r}")
-        try:
+    pos = 0
+    while pos < len(text):
+        match = _KEY_VALUE.match(text, pos)
+        if match is None:
+            raise UsageError(f"%tools call: expected key=value, got {text[pos:].split()[0]!r}")
+        key, raw = match.group(1), match.group(2)
+        pos = match.end()
+        if len(raw) >= 2 and raw[0] == raw[-1] == "'":  # single quotes: a plain string
+            out[key] = raw[1:-1]
+            continue
+        try:  # JSON when it parses ("1" stays a string, 1 is a number), else the raw text
             out[key] = json.loads(raw)
         except ValueError:
             out[key] = raw
     return out
+
+
+def _unquote(value: Any) -> Any:
+    """magic_arguments keeps shell quotes (``--check 'a and b'``); drop one matching pair."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
 
 
 @magics_class
@@ -77,6 +93,7 @@ class ToolMagics(Magics):
         Re-running the cell replaces the tool (and moves it when --toolset changed).
         """
         args = parse_argstring(self.tool, line)
+        args.name = _unquote(args.name)
         shell = self.shell
         assert shell is not None
         python = shell.transform_cell(cell)
@@ -90,10 +107,10 @@ class ToolMagics(Magics):
         if not callable(fn):
             raise UsageError(f"%%tool: after running the cell, {fname!r} is not a function")
         options = CellToolOptions(
-            name=args.name, toolset=args.toolset or self.default_toolset, emoji=args.emoji,
-            description=args.description, requires_env=tuple(args.requires_env), check=args.check,
-            max_chars=args.max_chars, read_only=args.read_only, interactive=args.interactive,
-            path_params=tuple(args.path_param),
+            name=args.name, toolset=_unquote(args.toolset) or self.default_toolset, emoji=_unquote(args.emoji),
+            description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
+            check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
+            interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)),
         )
         loop = _kernel_loop() if _state.nest_asyncio_enabled else None
         entry = register_function(fn, options, reg=registry, namespace=shell.user_ns, kernel_loop=loop)
@@ -211,13 +228,9 @@ def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
 
 
 def _budget(content: str, name: str, call_id: str) -> str:
-    import importlib.util
+    from tools.budget import maybe_persist_tool_result
 
-    if importlib.util.find_spec("tools.budget") is None:  # the budget layer is optional until it lands
-        return content
-    from tools.budget import maybe_persist_tool_result  # type: ignore[import-not-found,unused-ignore]
-
-    return str(maybe_persist_tool_result(content, name, call_id))
+    return maybe_persist_tool_result(content, name, call_id)
 
 
 def load(ip: Any) -> Callable[[], None]:

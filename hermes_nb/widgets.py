@@ -104,6 +104,10 @@ class ToolsetPicker:
     def __init__(self, selection: Selection | None = None, reg: ToolRegistry | None = None) -> None:
         import ipywidgets as w
 
+        from tools.model_tools import ensure_discovered
+
+        # Discover first: discovery holds a lock while it registers, and our listener counts definitions.
+        ensure_discovered()
         self._w = w
         self.selection = selection if selection is not None else global_selection
         self.registry = reg or global_registry
