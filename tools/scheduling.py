@@ -29,6 +29,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import sys
 import threading
 import time
 from collections import deque
@@ -290,6 +291,7 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
     if registry is None:
         from tools.registry import registry as registry_
         registry = registry_
+    _refresh_mcp()
     batch = _Batch(tool_calls, registry, timeout, on_event)
     try:
         with main_thread_waiting():
@@ -298,6 +300,17 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
     except KeyboardInterrupt:
         raise BatchInterrupted(batch.interrupt_all()) from None
     return batch.results()
+
+
+def _refresh_mcp() -> None:
+    """Apply MCP ``tools/list_changed`` between batches, never during one (only if MCP is in use)."""
+    if "tools.mcp_tool" in sys.modules:
+        sys.modules["tools.mcp_tool"].refresh_pending_mcp_servers()
+
+
+async def _arefresh_mcp() -> None:
+    if "tools.mcp_tool" in sys.modules:
+        await sys.modules["tools.mcp_tool"].arefresh_pending_mcp_servers()
 
 
 # -- async entry point ----------------------------------------------------------------------------
@@ -332,6 +345,7 @@ async def arun_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry |
     if registry is None:
         from tools.registry import registry as registry_
         registry = registry_
+    await _arefresh_mcp()
     batch = _Batch(tool_calls, registry, timeout, on_event)
     pool = _shared_pool(max_workers)
     limit = asyncio.Semaphore(max(1, max_workers))

@@ -513,3 +513,24 @@ def test_a_malformed_metadata_timeout_means_no_timeout(reg: ToolRegistry, bad: A
     reg.register("fine", "t", _schema(), lambda a, **k: "fine", read_only=True, metadata={"timeout": bad})
     (result,) = run_tool_batch([call("fine")], registry=reg)
     assert result.content == "fine" and not result.timed_out
+
+
+def test_mcp_list_changed_is_applied_before_a_batch_not_during(monkeypatch, fresh_registry):
+    import tools.mcp_tool as mcp_tool
+    from tools.scheduling import arun_tool_batch as arun
+
+    order: list[str] = []
+    monkeypatch.setattr(mcp_tool, "refresh_pending_mcp_servers", lambda: order.append("refresh"))
+
+    async def arefresh() -> None:
+        order.append("arefresh")
+
+    monkeypatch.setattr(mcp_tool, "arefresh_pending_mcp_servers", arefresh)
+    fresh_registry.register("probe", "t", {"parameters": {"type": "object"}}, lambda a, **k: order.append("call") or "ok",
+                            read_only=True)
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "probe", "arguments": "{}"}} for i in range(2)]
+    run_tool_batch(calls, registry=fresh_registry)
+    assert order == ["refresh", "call", "call"]
+    order.clear()
+    asyncio.run(arun(calls, registry=fresh_registry))
+    assert order == ["arefresh", "call", "call"]
