@@ -237,13 +237,13 @@ def load(ip: Any) -> Callable[[], None]:
     """Register the magics (and their config) on ``ip``; returns the undo."""
     magics = ToolMagics(shell=ip)
     ip.register_magics(magics)  # Magics.__init__ already put it in ip.configurables, so %config works
-    added = {kind: [n for n, f in table.items() if getattr(f, "__self__", None) is magics]
-             for kind, table in ip.magics_manager.magics.items()}
+    added = {kind: list(names) for kind, names in magics.magics.items()}  # what this instance provides
 
     def undo() -> None:
         for kind, names in added.items():
             table = ip.magics_manager.magics.get(kind, {})
             for n in names:
+                # only if still ours (a later extension may have taken the name); never resolve lazy magics
                 if getattr(table.get(n), "__self__", None) is magics:
                     del table[n]
         registry_ = ip.magics_manager.registry
