@@ -1,0 +1,98 @@
+"""The toolset picker in a real JupyterLab and Chromium: rendered, clicked, read back by the kernel."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.support.jupyterlab import ROOT, JupyterLab
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+ARTIFACTS = ROOT / "test-artifacts"
+
+CELLS = [
+    "%load_ext hermes_nb",
+    '%%tool --toolset geometry --emoji 📐\ndef area(width: float, height: float = 1.0) -> dict:\n'
+    '    """Area of a rectangle."""\n    return {"area": width * height}',
+    '%%tool --toolset text --emoji 🔤 --read-only\ndef word_count(text: str) -> dict:\n'
+    '    """Count the words in a text."""\n    return {"words": len(text.split())}',
+    "%toolsets",
+    'import hermes_nb\nprint("SELECTION", hermes_nb.toolsets.enabled_toolsets())',
+]
+
+
+def _require_chromium() -> None:
+    if shutil.which(CHROMIUM) is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing (apt-get install -y chromium fonts-noto-color-emoji)")
+        pytest.skip(f"{CHROMIUM} is not installed")
+
+
+def _write_notebook(path: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+    # kernelspec metadata, so JupyterLab starts python3 without asking
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def _wait_for(page: object, js: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if page.evaluate(js):  # type: ignore[attr-defined]
+            return
+        page.wait_for_timeout(200)  # type: ignore[attr-defined]  (polling with a deadline)
+    raise TimeoutError(f"not true after {timeout} s: {js}")
+
+
+def test_picker_renders_and_a_click_reaches_the_kernel(tmp_path: Path) -> None:
+    _require_chromium()
+    from playwright.sync_api import expect, sync_playwright
+
+    _write_notebook(tmp_path / "picker.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with JupyterLab(tmp_path, env={"HERMES_NB_HOME": str(tmp_path / "home")}) as lab, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(lab.url("lab/tree/picker.ipynb"))
+            _wait_for(page, "() => !!(window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                            " && window.jupyterapp.shell.currentWidget.sessionContext"
+                            " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+                            " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel)", 90)
+            dialog = page.locator(".jp-Dialog .jp-mod-accept")
+            if dialog.count():  # a kernel-choice dialog: accept the default
+                dialog.first.click()
+            page.evaluate("window.jupyterapp.commands.execute('runmenu:run-all')")
+
+            geometry = page.get_by_text("geometry (1 tool)", exact=True)
+            text_box = page.get_by_text("text (1 tool)", exact=True)
+            expect(geometry).to_be_visible(timeout=90_000)
+            expect(text_box).to_be_visible()
+            expect(page.get_by_text("SELECTION None")).to_be_visible(timeout=60_000)  # Run All finished
+
+            text_box.click()  # untick the text toolset
+            expect(page.get_by_text("the model sees", exact=False).first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "toolset-picker.png"), full_page=True)
+
+            last = len(CELLS) - 1
+            page.evaluate(f"""() => {{
+                const panel = window.jupyterapp.shell.currentWidget;
+                panel.content.activeCellIndex = {last};
+                return window.jupyterapp.commands.execute('notebook:run-cell');
+            }}""")
+            out = page.locator(".jp-OutputArea-output", has_text="SELECTION [")
+            expect(out).to_be_visible(timeout=60_000)
+            selection = out.inner_text()
+            page.screenshot(path=str(ARTIFACTS / "toolset-picker-after-click.png"), full_page=True)
+        finally:
+            browser.close()
+    assert "'geometry'" in selection and "'text'" not in selection, selection

@@ -1,0 +1,80 @@
+"""A throwaway JupyterLab server for browser tests: random token, free port, 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class JupyterLab:
+    """``with JupyterLab(root_dir) as lab: lab.url("lab/tree/x.ipynb")``; stopped (and waited for) on exit."""
+
+    def __init__(self, root_dir: Path, env: dict[str, str] | None = None, timeout: float = 60) -> None:
+        self.root_dir = Path(root_dir)
+        self.token = secrets.token_hex(16)
+        self.port = _free_port()
+        self.env = {**os.environ, **(env or {})}
+        self.timeout = timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = self.root_dir / ".jupyterlab.log"
+
+    def url(self, path: str = "lab") -> str:
+        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?token={self.token}"
+
+    def __enter__(self) -> JupyterLab:
+        jupyter = Path(sys.executable).with_name("jupyter")
+        cmd = [
+            str(jupyter), "lab", "--no-browser", "--allow-root",
+            f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1", f"--port={self.port}",
+            f"--ServerApp.root_dir={self.root_dir}", "--ServerApp.open_browser=False",
+            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run commands without menu clicks
+        ]
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env, cwd=self.root_dir)
+        deadline = time.monotonic() + self.timeout
+        status = f"http://127.0.0.1:{self.port}/api/status?token={self.token}"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(status, timeout=2) as resp:
+                    json.load(resp)
+                    return self
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.2)  # polling with a deadline, not a fixed wait
+        self.__exit__()
+        raise TimeoutError(f"jupyter lab did not answer /api/status in {self.timeout} s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
