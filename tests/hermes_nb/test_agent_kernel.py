@@ -86,17 +86,37 @@ def test_agent_magic_returns_the_result(kernel):
     assert srv.requests[0]["messages"] == [{"role": "user", "content": "Say hello."}]
 
 
-def test_interrupt_mid_batch_then_a_valid_next_run(kernel):
-    script = [Reply(tool_calls=(call("nap", {"seconds": 0}, "quick"), call("nap", {"seconds": 30}, "long"))),
+MARKED_NAP = '''%%tool --toolset naps --read-only
+def marked_nap(seconds: float, marker: str) -> str:
+    """Create the marker file, then sleep.
+
+    Args:
+        seconds: How long to sleep.
+        marker: A file to create first.
+    """
+    import pathlib, time
+    pathlib.Path(marker).touch()
+    time.sleep(seconds)
+    return f"slept {seconds}"
+'''
+
+
+def test_interrupt_mid_batch_then_a_valid_next_run(kernel, tmp_path):
+    marker = tmp_path / "long-nap-started"
+    kernel.run(MARKED_NAP)
+    # not read-only, so it runs alone, before the nap: when the marker exists, "quick" has finished
+    kernel.run('%%tool --toolset naps\ndef note(text: str) -> str:\n    """Note it."""\n    return text\n')
+    script = [Reply(tool_calls=(call("note", {"text": "noted"}, "quick"),
+                                call("marked_nap", {"seconds": 30, "marker": str(marker)}, "long"))),
               Reply(content="Back again.")]
     with FakeOpenAI(script) as srv:
         kernel.run(f"from hermes_nb import Agent\nagent = Agent(model='m', base_url={srv.base_url!r}, "
                    "enabled_toolsets=['naps'])")
         msg_id = kernel.kc.execute("result = agent.run('nap')\nprint('STOPPED', result.stopped_reason)")
         deadline = time.monotonic() + 30
-        while len(srv.requests) < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # let the batch start: the long nap is running now
+        while not marker.exists() and time.monotonic() < deadline:  # the long call is running now
+            time.sleep(0.02)
+        assert marker.exists(), "the long tool call never started"
         kernel.interrupt()
         r = kernel.collect(msg_id, timeout=60)
         assert "STOPPED interrupted" in r.stdout
@@ -105,7 +125,7 @@ def test_interrupt_mid_batch_then_a_valid_next_run(kernel):
     request = srv.requests[-1]
     assert _answers(request) == _call_ids(request) == ["quick", "long"]
     contents = {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
-    assert contents["quick"] == "slept 0"
+    assert contents["quick"] == "noted"  # finished results are kept
     assert "nterrupted" in contents["long"]
 
 
