@@ -6,6 +6,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -44,12 +45,12 @@ def _write_notebook(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def _wait_for(page: object, js: str, timeout: float = 60) -> None:
+def _wait_for(page: Any, js: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if page.evaluate(js):  # type: ignore[attr-defined]
+        if page.evaluate(js):
             return
-        page.wait_for_timeout(200)  # type: ignore[attr-defined]  (polling with a deadline)
+        page.wait_for_timeout(200)  # polling with a deadline, not a fixed sleep
     raise TimeoutError(f"not true after {timeout} s: {js}")
 
 

@@ -16,7 +16,7 @@ from hermes_nb import _state
 
 @pytest.fixture
 def ip() -> Iterator[Any]:
-    shell = InteractiveShell.instance()
+    shell: Any = InteractiveShell.instance()
     yield shell
     if "hermes_nb" in shell.extension_manager.loaded:
         shell.run_line_magic("unload_ext", "hermes_nb")
