@@ -161,9 +161,9 @@ class Table:
 
 def availability_text(entry: ToolEntry) -> str:
     """``available``, or ``unavailable: <reason>`` (names of missing variables, never values)."""
-    status = registry.availability(entry.name) if registry.get_entry(entry.name) is entry else None
-    if status is None:  # an entry not (or no longer) in the global registry
+    if registry.get_entry(entry.name) is None:  # removed since, or from another registry
         return "not registered"
+    status = registry.availability(entry.name)  # the live entry: set_disabled replaces the record
     return "available" if status.available else f"unavailable: {status.reason}"
 
 

@@ -161,3 +161,12 @@ def test_toolsets_in_terminal_prints_text(ip: Any, capsys: pytest.CaptureFixture
     select(None)
     with pytest.raises(UsageError, match="unknown toolset"):
         ip.run_line_magic("toolsets", "nosuchset")
+
+
+def test_tool_magic_documents_its_options() -> None:
+    from hermes_nb.magics import ToolMagics
+
+    doc = ToolMagics.tool.__doc__ or ""
+    for option in ("--name", "--toolset", "--emoji", "--description", "--requires-env", "--check",
+                   "--max-chars", "--read-only", "--interactive", "--path-param"):
+        assert option in doc, option
