@@ -74,8 +74,14 @@ def toolset_rows(reg: ToolRegistry | None = None) -> list[ToolsetRow]:
 
 def _model_tool_count(sel: Selection) -> int:
     from tools.model_tools import get_tool_definitions
+    from tools.toolsets import validate_toolset
 
-    return len(get_tool_definitions(sel.enabled_toolsets(), sel.disabled or None, quiet_mode=True))
+    # A selected toolset can vanish (its last tool removed); count what is left rather than fail.
+    enabled = sel.enabled_toolsets()
+    if enabled is not None:
+        enabled = [n for n in enabled if validate_toolset(n)]
+    disabled = [n for n in sel.disabled if validate_toolset(n)]
+    return len(get_tool_definitions(enabled, disabled or None, quiet_mode=True))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

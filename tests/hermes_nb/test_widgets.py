@@ -130,3 +130,11 @@ def test_unload_closes_live_pickers() -> None:
     assert len(registry._listeners) == listeners + 1
     ip.run_line_magic("unload_ext", "hermes_nb")
     assert len(registry._listeners) == listeners and not _state.live
+
+
+def test_selected_toolset_that_vanishes_does_not_break_the_picker(picker: ToolsetPicker) -> None:
+    picker.selection.select(["w_colour", "w_geometry"])
+    registry.deregister("w_paint")  # w_colour is now empty and gone from the registry
+    assert "w_colour" not in picker.checkboxes
+    assert picker.model_tool_count() == 2
+    assert "the model sees 2 tools" in picker.count_label.value
