@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage, resolve_model
-from tools import async_bridge
+from tools import async_bridge, interaction
 from tools.errors import BridgeError
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
@@ -138,14 +138,16 @@ class Agent:
         view = self._make_view(prompt)
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
         try:
-            with _ui_pump(view) as pump:
+            # Approval and clarify prompts asked by tools in worker threads are shown from here, the
+            # main thread, which is the only one that can receive a widget click while the cell runs.
+            with interaction.main_thread_waiting():
                 while True:
                     try:
                         result = future.result(timeout=async_bridge.WAIT_SLICE)
                         break
                     except TimeoutError:
                         _drain(events, view)
-                        pump()
+                        interaction.service()
                     except KeyboardInterrupt:
                         result = self._stop(future, events, view)
                         break
@@ -373,30 +375,3 @@ def _drain(events: queue.Queue[tuple[str, dict[str, Any]]], view: Any) -> None:
         view.handle(kind, data)
     view.tick()
 
-
-class _ui_pump:
-    """In a kernel, pump widget messages while waiting so approval/clarify buttons can be clicked."""
-
-    def __init__(self, view: Any) -> None:
-        self._ctx: Any = None
-        self._poll: Callable[[int], Any] | None = None
-        self._enabled = getattr(view, "pump_ui", False)
-
-    def __enter__(self) -> Callable[[], None]:
-        if self._enabled:
-            try:
-                from jupyter_ui_poll import ui_events
-
-                self._ctx = ui_events()
-                self._poll = self._ctx.__enter__()
-            except Exception:  # boundary: no pumping is a degraded prompt, never a failed run
-                import logging
-
-                logging.getLogger(__name__).debug("widget pumping unavailable", exc_info=True)
-                self._ctx = None
-        poll = self._poll
-        return (lambda: poll(10)) if poll is not None else (lambda: None)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._ctx is not None:
-            self._ctx.__exit__(*exc)

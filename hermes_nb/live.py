@@ -226,7 +226,6 @@ def _usage_text(u: dict[str, int]) -> str:
 class NullView:
     """Shows nothing (``display=False``); still keeps the transcript for the result."""
 
-    pump_ui = False
 
     def __init__(self, prompt: str, model: str) -> None:
         self.transcript = Transcript(prompt=prompt, model=model)
@@ -249,7 +248,6 @@ class NullView:
 class HtmlView(NullView):
     """One output in the cell, updated in place (throttled), static HTML at the end."""
 
-    pump_ui = True
 
     def __init__(self, prompt: str, model: str) -> None:
         from IPython.display import display
