@@ -120,6 +120,8 @@ def load(ip: Any) -> Callable[[], None]:
         for kind in ("line", "cell"):
             ip.magics_manager.magics[kind].pop("agent", None)
         ip.magics_manager.registry.pop("AgentMagics", None)
+        # Magics.__init__ adds the instance to shell.configurables (for %config); take it back out.
+        ip.configurables[:] = [c for c in ip.configurables if not isinstance(c, AgentMagics)]
         _agent = None
 
     return undo

@@ -18,9 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
-
-import ipywidgets as widgets
+from typing import TYPE_CHECKING, Any
 
 from tools.approval import set_default_approval_callback
 from tools.interaction import run_on_main
@@ -105,6 +103,16 @@ def _kernel7_events(kernel: Any, socket: Any) -> Iterator[Callable[[int], None]]
         for raw in deferred:  # execute requests queued meanwhile run after this cell, in order
             asyncio.ensure_future(kernel.shell_main(None, raw))
 
+if TYPE_CHECKING:
+    import ipywidgets as widgets
+
+
+def _widgets() -> Any:
+    """ipywidgets, imported on first prompt: it costs ~100 ms, too much for ``%load_ext``."""
+    import ipywidgets
+
+    return ipywidgets
+
 
 class _Prompt:
     """Shared machinery: a widget box, a display handle, and a wait loop that pumps widget messages."""
@@ -115,7 +123,7 @@ class _Prompt:
         self._ui_events = ui_events or _default_ui_events
         self._answered = threading.Event()
         self._handle: Any = None
-        self.box = widgets.VBox()
+        self.box = _widgets().VBox()
         self.record_html = ""
 
     @property
@@ -130,7 +138,7 @@ class _Prompt:
 
     def _finish(self, record_html: str) -> None:
         self.record_html = record_html
-        self.box.children = (widgets.HTML(record_html),)
+        self.box.children = (_widgets().HTML(record_html),)
         if self._handle is not None:
             from IPython.display import HTML
 
@@ -171,14 +179,14 @@ class ApprovalPrompt(_Prompt):
         self.choice: str | None = None
         self.buttons: dict[str, widgets.Button] = {}
         for choice, label in _APPROVAL_LABELS.items():
-            button = widgets.Button(description=label, button_style=_APPROVAL_STYLES[choice],
+            button = _widgets().Button(description=label, button_style=_APPROVAL_STYLES[choice],
                                     tooltip=f"{label}: {pattern_key}")
             button.on_click(lambda _b, c=choice: self.choose(c))
             self.buttons[choice] = button
-        header = widgets.HTML(
+        header = _widgets().HTML(
             f"<b>Approve this command?</b> <code>{html.escape(pattern_key)}</code>: {html.escape(description)}"
             f"<pre style='white-space:pre-wrap'>{html.escape(make_visible(command))}</pre>")
-        self.box.children = (header, widgets.HBox(list(self.buttons.values())))
+        self.box.children = (header, _widgets().HBox(list(self.buttons.values())))
 
     def _buttons(self) -> list[widgets.Widget]:
         return list(self.buttons.values())
@@ -212,14 +220,14 @@ class ClarifyPrompt(_Prompt):
         super().__init__(timeout=timeout, poll_interval=poll_interval, ui_events=ui_events)
         self.question, self.choices = question, list(choices or [])
         self.answer: str | None = None
-        self.choice_buttons = [widgets.Button(description=c[:40], tooltip=c) for c in self.choices]
+        self.choice_buttons = [_widgets().Button(description=c[:40], tooltip=c) for c in self.choices]
         for button, choice in zip(self.choice_buttons, self.choices, strict=True):
             button.on_click(lambda _b, c=choice: self.choose(c))
-        self.text = widgets.Text(placeholder="Type an answer")
-        self.submit_button = widgets.Button(description="Submit", button_style="primary")
+        self.text = _widgets().Text(placeholder="Type an answer")
+        self.submit_button = _widgets().Button(description="Submit", button_style="primary")
         self.submit_button.on_click(lambda _b: self.submit())
-        header = widgets.HTML(f"<b>{html.escape(make_visible(question))}</b>")
-        self.box.children = (header, widgets.HBox(self.choice_buttons), widgets.HBox([self.text, self.submit_button]))
+        header = _widgets().HTML(f"<b>{html.escape(make_visible(question))}</b>")
+        self.box.children = (header, _widgets().HBox(self.choice_buttons), _widgets().HBox([self.text, self.submit_button]))
 
     def _buttons(self) -> list[widgets.Widget]:
         return [*self.choice_buttons, self.text, self.submit_button]

@@ -17,7 +17,7 @@ __all__ = ["check_tool_availability", "ensure_discovered", "get_tool_definitions
 
 log = logging.getLogger(__name__)
 _discovered = False
-_discover_lock = threading.Lock()
+_discover_lock = threading.RLock()  # a registry listener may ask for definitions mid-discovery
 
 
 def ensure_discovered() -> None:
