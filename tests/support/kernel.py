@@ -60,7 +60,8 @@ class KernelSession:
         self.km.start_kernel(
             cwd=str(self.cwd),
             env=self.env,
-            extra_arguments=[],
+            # the TCP-without-encryption warning on every start is noise on 127.0.0.1
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
         self.kc = self.km.client()
         self.kc.start_channels()
