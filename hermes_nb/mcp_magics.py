@@ -95,7 +95,8 @@ class MCPMagics(Magics):
         %mcp add NAME -- COMMAND [ARGS...]     start a stdio server now (no restart needed)
         %mcp add NAME --url URL                connect a streamable HTTP server
         %mcp remove NAME                       stop it and remove its tools
-        %mcp reload [NAME]                     restart from config.yaml (or retry a failed server)
+        %mcp reload [NAME]                     restart from config.yaml (or retry a failed server);
+                                               without NAME, plugins and tool files reload too
         %mcp approve NAME                      accept a tool's changed definition (or all of a server's)
         %mcp show NAME                         a server's tools and descriptions
         %mcp attachment ID                     an image or resource from a result ("id=..." in its text)
@@ -213,6 +214,9 @@ def _reload(name: str | None) -> Table:
             )
         add_mcp_server(cfg)
         return _server_report(name)
+    from tools.plugins import discover_plugins
+
+    discover_plugins()  # edited plugins and tool files run again; deleted ones' tools leave
     discover_mcp_tools(list(configured.values()))
     for status in mcp_status():  # retry live-added servers that failed
         cfg = server_config(status.name)

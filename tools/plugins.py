@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUPS = ("hermes_agent.plugins", "hermes_nb.plugins")
 MODULE_PREFIX = "hermes_nb_plugins"
-TOOL_FILE_PREFIX = "hermes_nb_home_tools"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +57,7 @@ class PluginInfo:
 
 
 _loaded: dict[str, PluginInfo] = {}
+_file_digests: dict[str, str] = {}  # tool-file name -> digest of the content that loaded
 
 
 def loaded_plugins() -> list[PluginInfo]:
@@ -68,13 +68,14 @@ def loaded_plugins() -> list[PluginInfo]:
 class PluginContext:
     """What ``register(ctx)`` receives: ``ctx.register_tool(...)`` takes ``registry.register``'s arguments."""
 
-    def __init__(self, plugin: str) -> None:
+    def __init__(self, plugin: str, origin: str | None = None) -> None:
         self.plugin = plugin
+        self.origin = origin or plugin  # a tool file's tools name the file
         self.tools: list[str] = []
 
     def register_tool(self, name: str, toolset: str, schema: dict[str, Any], handler: Callable[..., Any],
                       *args: Any, **kwargs: Any) -> ToolEntry | None:  # fmt: skip
-        """Register a tool as ``source="plugin"``, ``origin=<plugin>``.
+        """Register a tool as ``source="plugin"``, ``origin=<plugin>`` (a tool file: its path).
 
         A name held by a built-in, notebook or MCP tool, or by another plugin, is never taken: that one
         tool is recorded as a failure and skipped (``None``).
@@ -83,7 +84,7 @@ class PluginContext:
         kwargs.pop("origin", None)
         kwargs.pop("override", None)
         existing = registry.get_entry(name)
-        if existing is not None and (existing.source != "plugin" or existing.origin != self.plugin):
+        if existing is not None and (existing.source != "plugin" or existing.origin != self.origin):
             record_failure(
                 "plugin",
                 f"{self.plugin}/{name}",
@@ -93,7 +94,7 @@ class PluginContext:
             return None
         try:
             entry = registry.register(
-                name, toolset, schema, handler, *args, source="plugin", origin=self.plugin, **kwargs
+                name, toolset, schema, handler, *args, source="plugin", origin=self.origin, **kwargs
             )
         except ValueError as exc:
             record_failure("plugin", f"{self.plugin}/{name}", f"tool {name!r} not registered: {exc}")
@@ -152,9 +153,13 @@ def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
 def _forget(name: str) -> None:
     """Remove what an earlier load of this plugin registered (before loading it again)."""
     old = _loaded.pop(name, None)
-    for tool in old.tools if old else ():
+    _file_digests.pop(name, None)
+    if old is None:
+        return
+    origin = old.location if old.kind == "tool-file" else name
+    for tool in old.tools:
         entry = registry.get_entry(tool)
-        if entry is not None and entry.source == "plugin" and entry.origin == name:
+        if entry is not None and entry.source == "plugin" and entry.origin == origin:
             registry.deregister(tool)
 
 
@@ -166,7 +171,7 @@ def _run_register(name: str, kind: str, target: Any, meta: dict[str, Any], locat
     )
     if not callable(register):
         raise TypeError(f"plugin {name!r} has no register(ctx) function")
-    ctx = PluginContext(name)
+    ctx = PluginContext(name, origin=location if kind == "tool-file" else None)
     try:
         register(ctx)
     finally:
@@ -190,6 +195,7 @@ def _load_one(name: str, kind: str, loader: Callable[[], tuple[Any, dict[str, An
         log.warning("plugin %s failed to load: %s: %s", name, type(exc).__name__, exc)
         detail = "".join(traceback.format_exception(exc)[-8:])
         record_failure("plugin", name, f"{type(exc).__name__}: {exc}", detail=detail)
+        _forget(name)  # a half-run register(ctx) leaves nothing behind
         return False
     clear_failures("plugin", name)
     return True
@@ -238,27 +244,43 @@ def _entry_point_plugins(disabled: set[str]) -> list[str]:
 
 
 def _tool_files(disabled: set[str]) -> list[str]:
-    from tools.discovery import discover_tool_files
+    """Load new and edited tool files, drop the tools of deleted or disabled ones; the names loaded."""
+    from tools.plugin_files import load_tool_file, scan_tool_folder
 
-    folder = hermes_home() / "tools"
-    if not folder.is_dir():
-        return []
-    # discover_tool_files never re-runs a module already in sys.modules: a placeholder switches a
-    # disabled file off without reading it
-    placeholders = [
-        f"{TOOL_FILE_PREFIX}.{n}" for n in disabled if f"{TOOL_FILE_PREFIX}.{n}" not in sys.modules
-    ]
-    for module_name in placeholders:
-        sys.modules[module_name] = types.ModuleType(module_name)
-    try:
-        loaded = discover_tool_files(folder, module_prefix=TOOL_FILE_PREFIX, source_label="plugin")
-    finally:
-        for module_name in placeholders:
-            sys.modules.pop(module_name, None)
-    names = [m.removeprefix(f"{TOOL_FILE_PREFIX}.") for m in loaded if m not in placeholders]
-    for name in names:
-        _loaded.setdefault(name, PluginInfo(name=name, kind="tool-file", location=str(folder / f"{name}.py")))
-    return names
+    found, unreadable = scan_tool_folder(hermes_home() / "tools")
+    current = {f.name: f for f in found if f.registers and f.name not in disabled}
+    for name in [n for n, info in _loaded.items() if info.kind == "tool-file" and n not in current]:
+        _forget(name)  # deleted, disabled, unreadable, or no longer registers anything
+    for name, message in unreadable.items():
+        record_failure("plugin", name, message)
+    out = []
+    for name, tool_file in current.items():
+        old = _loaded.get(name)
+        if old is not None and old.kind != "tool-file":
+            record_failure("plugin", name, f"tool file {tool_file.path} not loaded: plugin {name!r} exists")
+            continue
+        if old is not None and _file_digests.get(name) == tool_file.digest:
+            out.append(name)  # unchanged since it loaded: its tools stay as they are
+            continue
+
+        def loader(tool_file: Any = tool_file) -> Any:
+            return _ToolFileTarget(tool_file=tool_file, run=load_tool_file), {}, str(tool_file.path)
+
+        if _load_one(name, "tool-file", loader):
+            _file_digests[name] = tool_file.digest
+            out.append(name)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ToolFileTarget:
+    """A tool file as a ``register(ctx)``: running the file registers through ``ctx``."""
+
+    tool_file: Any
+    run: Callable[..., Any]
+
+    def __call__(self, ctx: PluginContext) -> None:
+        self.run(self.tool_file, ctx.register_tool)
 
 
 def discover_plugins() -> list[str]:
@@ -275,6 +297,6 @@ def discover_plugins() -> list[str]:
 
 
 def unload_plugins() -> None:
-    """Remove the tools every loaded plugin registered (tool files stay imported). Idempotent."""
+    """Remove the tools every loaded plugin (tool files included) registered. Idempotent."""
     for name in list(_loaded):
         _forget(name)

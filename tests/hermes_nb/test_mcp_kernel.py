@@ -221,3 +221,34 @@ def test_configured_servers_start_in_the_background_on_load(tmp_path):
         assert "ready" in k.run("%mcp").text
         k.run("%unload_ext hermes_nb")
         wait_until(lambda: not descendants(k.pid), timeout=20, what="the server to end with the extension")
+
+
+def test_mcp_reload_reruns_edited_tool_files_and_drops_deleted_ones(shell, hermes_home):
+    from hermes_nb import mcp_magics
+
+    folder = hermes_home / "tools"
+    folder.mkdir()
+    tool_file = textwrap.dedent(
+        """
+        from tools.registry import registry
+
+        registry.register(
+            name="{name}", toolset="home-tools",
+            schema={{"name": "{name}", "description": "d", "parameters": {{"type": "object", "properties": {{}}}}}},
+            handler=lambda args, **kw: "{answer}",
+        )
+        """
+    )
+    (folder / "edited.py").write_text(tool_file.format(name="home_edit", answer="before"))
+    (folder / "deleted.py").write_text(tool_file.format(name="home_gone", answer="x"))
+    undo = mcp_magics.load(shell)
+    try:
+        assert registry.dispatch("home_edit", {}) == "before" and "home_gone" in registry
+        (folder / "edited.py").write_text(tool_file.format(name="home_edit", answer="after!"))
+        (folder / "deleted.py").unlink()
+        shell.run_line_magic("mcp", "reload")
+        assert registry.dispatch("home_edit", {}) == "after!"
+        assert "home_gone" not in registry
+    finally:
+        undo()
+    assert "home_edit" not in registry  # %unload_ext removes tool-file tools too
