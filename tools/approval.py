@@ -68,8 +68,9 @@ _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c"})
 class _Walker:
     """Collects findings in source order; the first one names the command's pattern key."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: str) -> None:
         self.findings: list[_Finding] = []
+        self.source = source  # the parsed text, to see which characters of a word were quoted
 
     def add(self, key: str, description: str) -> None:
         self.findings.append(_Finding(key, description))
@@ -128,14 +129,29 @@ class _Walker:
         name = words[0].word
         folder, _, base = name.rpartition("/")
         verdict = check_program(base, [w.word for w in words[1:]]) if base else ("unknown-program", "")
-        if verdict is None and flag_sensitive(base) and any(_has_parameter(w) for w in words[1:]):
-            verdict = ("indirection", f"a variable in the arguments of `{base}` could become an option that writes "
-                                      "or runs something.")
+        if verdict is None and flag_sensitive(base):
+            verdict = self.expanding_arguments(base, words[1:])
         if verdict is not None:
             key, sentence = verdict
             self.add(key, sentence or f"`{name}` is not a known read-only program.")
         elif "/" in name and (folder or "/") not in _TRUSTED_DIRS:
             self.add("unknown-program", f"`{name}` runs a program from outside the system folders.")
+
+    def expanding_arguments(self, program: str, args: list[Any]) -> tuple[str, str] | None:
+        """For a program whose safety depends on its flags: an argument the shell turns into other words."""
+        for w in args:
+            if _has_parameter(w):
+                return ("indirection", f"a variable in the arguments of `{program}` could become an option that "
+                                       "writes or runs something.")
+            raw = self.source[w.pos[0]:w.pos[1]]
+            braces, globs = _unquoted_expansions(raw)
+            if braces:
+                return ("indirection", f"the brace expansion `{raw}` could give `{program}` an option that writes "
+                                       "or runs something.")
+            if globs and w.word[:1] in ("*", "?", "["):
+                return ("indirection", f"the pattern `{raw}` could match a file named like an option of `{program}` "
+                                       "(for example `--pre=sh`).")
+        return None
 
     def word(self, w: Any, *, command_position: bool) -> None:
         for part in getattr(w, "parts", None) or []:
@@ -161,9 +177,36 @@ class _Walker:
         if isinstance(target, int):
             return  # fd duplication such as 2>&1
         self.word(target, command_position=False)
+        if target.word.startswith(("/dev/tcp/", "/dev/udp/")):
+            self.add("network", f"the redirection `{r.type} {target.word}` opens a network connection.")
+            return
         if r.type in _WRITE_REDIRECTS and target.word not in _SAFE_TARGETS and not (
                 r.type == ">&" and (target.word.isdigit() or target.word == "-")):
             self.add("redirect-write", f"the command writes to the file `{target.word}` with `{r.type}`.")
+
+
+def _unquoted_expansions(raw: str) -> tuple[bool, bool]:
+    """(has an unquoted brace expansion, has an unquoted glob character) in one word's source text."""
+    quote, escaped, depth = "", False, 0
+    braces = globs = False
+    for i, ch in enumerate(raw):
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        elif depth and (ch == "," or raw.startswith("..", i)):
+            braces = True
+        elif ch in "*?[":
+            globs = True
+    return braces, globs
 
 
 def _has_parameter(w: Any) -> bool:
@@ -196,7 +239,7 @@ def _analyse(command: str) -> list[_Finding]:
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError and others: all mean "unknown"
         log.debug("bashlex cannot parse %r: %s", command, exc)
         return [_Finding("unparseable", "the command uses syntax the bash parser cannot read, so it cannot be checked.")]
-    walker = _Walker()
+    walker = _Walker(text)
     for tree in trees:
         walker.node(tree)
     return walker.findings

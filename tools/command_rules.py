@@ -230,24 +230,39 @@ def _check_sed(program: str, args: Sequence[str]) -> Verdict:
 
 
 def _check_awk(program: str, args: Sequence[str]) -> Verdict:
-    i, text = 0, None
+    texts: list[str] = []  # every program text: `-e X`, `-eX`, `--source[=]X`, else the first operand
+    first_operand: str | None = None
+    i = 0
     while i < len(args):
         word = args[i]
-        if word in ("-f", "--file") or word.startswith("--file=") or word in ("-l", "--load", "-E", "--exec"):
-            return "script-file", _sentence("script-file", program)
-        if word in ("-i", "--include") or word.startswith("-i"):
-            return "in-place-edit", _sentence("in-place-edit", program)
-        if word in ("-v", "-F", "--assign", "--field-separator"):
-            i += 2
-            continue
-        if not word.startswith("-") and text is None:
-            text = word
         i += 1
-    if text is None:
-        return None
-    body = text.replace("||", " ")
-    if "system" in body or "|" in body or "@load" in body or re.search(r"\bprintf?\b[^;{}\n]*>", body):
-        return "awk-program", _sentence("awk-program", program)
+        name, eq, value = word.partition("=")
+        if word == "--":
+            if first_operand is None and i < len(args):
+                first_operand = args[i]
+            break
+        if word.startswith(("-f", "-l", "-E", "--file", "--load", "--exec")):  # also attached: -fprog.awk
+            return "script-file", _sentence("script-file", program)
+        if word.startswith("-i") or name in ("--include",):
+            return "in-place-edit", _sentence("in-place-edit", program)
+        if word.startswith("-e") or name == "--source":
+            text = word[2:] if word.startswith("-e") else value
+            if not (eq or word[2:]) and i < len(args):
+                text, i = args[i], i + 1
+            texts.append(text)
+            continue
+        if word in ("-v", "-F", "--assign", "--field-separator"):
+            i += 1
+            continue
+        if not word.startswith("-") and first_operand is None:
+            first_operand = word
+    if not texts and first_operand is not None:
+        texts.append(first_operand)
+    for text in texts:
+        body = text.replace("||", " ")
+        # system(), pipes to or from commands, gawk's @load and indirect calls (`@f()`), /inet network files
+        if any(s in body for s in ("system", "|", "@", "/inet")) or re.search(r"\bprintf?\b[^;{}\n]*>", body):
+            return "awk-program", _sentence("awk-program", program)
     return None
 
 
@@ -279,10 +294,12 @@ def _check_git(program: str, args: Sequence[str]) -> Verdict:
     sub, rest = args[i], list(args[i + 1:])
     destructive = ("git-destructive", _sentence("git-destructive", "git"))
     write = ("git-write", _sentence("git-write", "git"))
-    if sub in ("diff", "log", "show", "whatchanged") and any(a.startswith("--output") for a in rest):
+    if any(a.startswith("--ou") for a in rest):  # --output; git may accept abbreviations
         return _WRITE, _sentence(_WRITE, "git " + sub)
-    if sub in ("diff", "log", "show") and any(a in ("--ext-diff", "--textconv") for a in rest):
+    if any(a.startswith(("--ext-diff", "--textconv", "--filters")) for a in rest):
         return "runs-program", _sentence("runs-program", "git " + sub)
+    if sub == "help" and any(a in ("-w", "--web") for a in rest):
+        return "runs-program", _sentence("runs-program", "git help")
     if sub == "grep" and any(a.startswith(("-O", "--open-files-in-pager")) for a in rest):
         return "runs-program", _sentence("runs-program", "git grep")
     if sub == "reflog" and rest and rest[0] in ("expire", "delete"):
@@ -298,11 +315,13 @@ def _check_git(program: str, args: Sequence[str]) -> Verdict:
             return None
         return write
     if sub in ("tag", "remote", "stash", "config", "worktree", "notes", "submodule"):
-        listing_ok = {"tag": ({"-l", "--list"}, True), "remote": ({"-v", "--verbose", "show", "get-url"}, True),
+        listing_ok = {"tag": ({"-l", "--list"}, True), "remote": ({"-v", "--verbose", "get-url"}, True),
                       "stash": ({"list", "show"}, False), "config": ({"--get", "--list", "-l", "--get-all"}, False),
                       "worktree": ({"list"}, False), "notes": ({"list", "show"}, False),
                       "submodule": ({"status"}, False)}[sub]
-        if (not rest and listing_ok[1]) or (rest and rest[0] in listing_ok[0]):
+        changes = {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "-e",
+                   "--edit"}  # git refuses two actions today; do not rely on it
+        if ((not rest and listing_ok[1]) or (rest and rest[0] in listing_ok[0])) and not changes & set(rest):
             return None
         if sub == "stash" and rest and rest[0] in ("drop", "clear"):
             return destructive
@@ -338,6 +357,9 @@ def check_program(program: str, args: Sequence[str]) -> Verdict:
         return key, sentence.format(p=program)
     if program == "env":
         return None
+    if (program == "printf" and any(a.startswith("-v") for a in args)) or (program == "read" and any(
+            a != "-r" for a in args)):
+        return "assignment", f"`{program}` with these arguments sets a shell variable (it could be PATH or IFS)."
     rule = _SAFE.get(program)
     if rule is None:
         return "unknown-program", f"`{program}` is not a known read-only program."
