@@ -8,6 +8,8 @@ or removed, possibly from background threads: it only sets widget traits then).
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,47 @@ from tools.registry import registry as global_registry
 __all__ = ["ToolsetPicker", "ToolsetRow", "SelectionSummary", "show_picker", "toolset_rows"]
 
 log = logging.getLogger(__name__)
+
+#: Registry events closer together than this (MCP registering 30 tools) cause one picker refresh.
+REFRESH_DELAY = 0.05
+
+
+class _Coalesce:
+    """Call ``fn`` once, ``delay`` seconds after the first of a burst of ``trigger()`` calls (any thread)."""
+
+    def __init__(self, fn: Callable[[], None], delay: float) -> None:
+        self._fn, self.delay = fn, delay
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def trigger(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                return  # a refresh is already on its way and will see this change too
+            self._timer = timer = threading.Timer(self.delay, lambda: self._fire(timer))
+            timer.daemon = True
+            timer.start()
+
+    def _fire(self, timer: threading.Timer) -> None:
+        with self._lock:
+            if self._timer is not timer:  # flushed or cancelled meanwhile
+                return
+            self._timer = None
+        self._fn()
+
+    def flush(self) -> None:
+        """Run a pending call now (tests, and before reading the widgets)."""
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            self._fn()
+
+    def cancel(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,26 +129,56 @@ def _model_tool_count(sel: Selection) -> int:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SelectionSummary:
-    """A static one-line record of the selection (survives in a saved notebook without widgets)."""
+    """A static record of the selection: one text line, and in HTML the line over a collapsed table.
+
+    It is what a saved notebook keeps of the picker (nbconvert HTML cannot run widgets offline).
+    """
 
     enabled: tuple[str, ...] | None
     count: int
+    rows: tuple[ToolsetRow, ...] = ()
+    note: str = ""
 
     def text(self) -> str:
         what = "all toolsets" if self.enabled is None else (", ".join(self.enabled) or "no toolsets")
-        return f"toolsets: {what} — the model sees {self.count} tool{'s' if self.count != 1 else ''}"
+        line = f"toolsets: {what} — the model sees {self.count} tool{'s' if self.count != 1 else ''}"
+        return f"{line} ({self.note})" if self.note else line
+
+    def table(self) -> Table:
+        on = lambda r: self.enabled is None or r.name in self.enabled  # noqa: E731
+        return Table(headers=("", "toolset", "notes"), title="toolsets",
+                     rows=tuple(("[x]" if on(r) else "[ ]", r.label, r.note) for r in self.rows))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/plain": self.text(), "text/html": f"<code>{_esc(self.text())}</code>"}
+        line = f"<code style='color:#555'>{_esc(self.text())}</code>"
+        if not self.rows:
+            return {"text/plain": self.text(), "text/html": line}
+        html_text = f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{self.table().html()}</details>'
+        return {"text/plain": self.text(), "text/html": html_text}
 
     @classmethod
-    def of(cls, sel: Selection) -> SelectionSummary:
+    def of(cls, sel: Selection, rows: list[ToolsetRow] | tuple[ToolsetRow, ...] = (), note: str = "") -> SelectionSummary:
         enabled = sel.enabled_toolsets()
-        return cls(enabled=None if enabled is None else tuple(enabled), count=_model_tool_count(sel))
+        return cls(enabled=None if enabled is None else tuple(enabled), count=_model_tool_count(sel),
+                   rows=tuple(rows), note=note)
+
+
+def _close_all(widgets: list[Any], undos: list[Callable[[], None]]) -> None:
+    """Drop listeners and close widgets; references nothing of the picker, so it can run as its finalizer."""
+    while undos:
+        undos.pop()()
+    while widgets:
+        widgets.pop().close()
 
 
 class ToolsetPicker:
-    """Checkboxes over the toolsets; the selection is the state, the widgets follow it."""
+    """Checkboxes over the toolsets; the selection is the state, the widgets follow it.
+
+    The registry and the selection hold the picker only weakly, and registry events are coalesced into
+    one refresh (``REFRESH_DELAY``), so a burst of registrations costs one rebuild and a picker nobody
+    holds any more stops listening. A displayed picker is kept (in ``_state.live``) until it is closed,
+    replaced by a later ``%toolsets`` or the extension unloads.
+    """
 
     def __init__(self, selection: Selection | None = None, reg: ToolRegistry | None = None) -> None:
         import ipywidgets as w
@@ -122,18 +195,25 @@ class ToolsetPicker:
         self.count_label = w.HTML()
         self.all_button = w.Button(description="all", layout=w.Layout(width="auto"))
         self.none_button = w.Button(description="none", layout=w.Layout(width="auto"))
-        self.all_button.on_click(lambda _b: self.select_all())
-        self.none_button.on_click(lambda _b: self.select_none())
+        ref = weakref.ref(self)
+        self.all_button.on_click(lambda _b: _call(ref, "select_all"))
+        self.none_button.on_click(lambda _b: _call(ref, "select_none"))
         self.box = w.VBox()
         self.rows: list[ToolsetRow] = []
+        self.refreshes = 0  # how many times the widgets were rebuilt from the registry (for tests)
+        self._lock = threading.RLock()  # refreshes come from the timer thread and from clicks
         self._syncing = False
         self._status: Any = None  # a DisplayHandle showing SelectionSummary
+        self._pending = _Coalesce(lambda: _call(ref, "refresh"), REFRESH_DELAY)
+        # Everything the finalizer needs lives in these lists, never in `self`.
+        self._widgets: list[Any] = [self.count_label, self.all_button, self.none_button, self.box]
         self._undos: list[Callable[[], None]] = [
-            self.registry.add_listener(self._on_registry),
-            self.selection.on_change(self.refresh),
+            self._pending.cancel,
+            self.registry.add_listener(lambda _event, _name: _call(ref, "_on_registry")),
+            self.selection.on_change(lambda: _call(ref, "refresh")),
         ]
+        self._finalizer = weakref.finalize(self, _close_all, self._widgets, self._undos)
         self.refresh()
-
     # -- what a click does ------------------------------------------------------------------------
 
     def checked(self) -> list[str]:
@@ -167,7 +247,16 @@ class ToolsetPicker:
 
     def refresh(self) -> None:
         """Rebuild rows from the registry and set every widget from the selection."""
-        w = self._w
+        with self._lock:
+            if self._finalizer.alive:
+                self._refresh()
+
+    def flush(self) -> None:
+        """Apply a coalesced registry refresh now, if one is pending."""
+        self._pending.flush()
+
+    def _refresh(self) -> None:
+        self.refreshes += 1
         rows = toolset_rows(self.registry)
         if [r.name for r in rows] != [r.name for r in self.rows]:
             self._build([r.name for r in rows])
@@ -183,63 +272,82 @@ class ToolsetPicker:
                 self.notes[row.name].value = f"<span style='color:#666'>{_esc(row.note)}</span>"
         finally:
             self._syncing = False
-        summary = SelectionSummary.of(self.selection)
+        summary = SelectionSummary.of(self.selection, rows)
         self.count_label.value = f"<strong>{_esc(summary.text())}</strong>"
         if self._status is not None:
             self._status.update(summary)
-        del w
 
     def _build(self, names: list[str]) -> None:
         w = self._w
-        for box in self.checkboxes.values():
-            box.close()
-        self.checkboxes = {}
-        self.notes = {}
+        old = [*self.checkboxes.values(), *self.notes.values(), *self.box.children]
+        self.checkboxes.clear()
+        self.notes.clear()
         lines = []
+        ref = weakref.ref(self)
         for name in names:
             box = w.Checkbox(value=False, description=name, indent=False, layout=w.Layout(width="auto"))
-            box.observe(self._clicked(name), names="value")
+            box.observe(_clicked(ref, name), names="value")
             note = w.HTML()
             self.checkboxes[name], self.notes[name] = box, note
             lines.append(w.HBox([box, note]))
-        self.box.children = [*lines, w.HBox([self.all_button, self.none_button, self.count_label])]
+        footer = w.HBox([self.all_button, self.none_button, self.count_label])
+        self.box.children = [*lines, footer]
+        keep = {id(x) for x in (self.count_label, self.all_button, self.none_button, self.box)}
+        for widget in old:
+            if id(widget) not in keep:
+                widget.close()
+        self._widgets[:] = [*self._widgets[:4], *lines, footer, *self.checkboxes.values(), *self.notes.values()]
 
-    def _clicked(self, name: str) -> Callable[[Any], None]:
-        def on_change(change: Any) -> None:
-            if not self._syncing:
-                self.toggle(name, bool(change["new"]))
-
-        return on_change
-
-    def _on_registry(self, _event: str, _name: str) -> None:
-        self.refresh()
+    def _on_registry(self) -> None:
+        self._pending.trigger()
 
     def attach_status(self, handle: Any) -> None:
         """Keep ``handle`` (a DisplayHandle) showing the current selection summary."""
         self._status = handle
 
-    def close(self) -> None:
-        """Stop following the registry and the selection, and close the widgets."""
-        while self._undos:
-            self._undos.pop()()
-        for box in self.checkboxes.values():
-            box.close()
-        self.box.close()
+    def close(self, note: str = "") -> None:
+        """Stop following the registry and the selection, and close the widgets.
+
+        The status line (if any) is updated one last time, with ``note`` saying why it stopped.
+        """
+        with self._lock:
+            if self._status is not None and self._finalizer.alive:
+                try:
+                    self._status.update(SelectionSummary.of(self.selection, self.rows, note=note or "picker closed"))
+                except Exception:  # boundary: a closed front-end must not keep the listeners installed
+                    log.exception("hermes_nb: final update of the picker status failed")
+            self._finalizer()  # runs _close_all once; later calls do nothing
         if self in _state.live:
             _state.live.remove(self)
 
     # -- display ----------------------------------------------------------------------------------
 
     def text(self) -> str:
-        ticked = set(self.checked())
-        rows = tuple(("[x]" if r.name in ticked else "[ ]", r.label, r.note) for r in self.rows)
-        table = Table(headers=("", "toolset", "notes"), rows=rows, title="toolsets")
-        return f"{table.text()}\n{SelectionSummary.of(self.selection).text()}"
+        """The checkbox table as text (the selection line is ``SelectionSummary``, shown beside it)."""
+        return SelectionSummary.of(self.selection, self.rows).table().text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        if self not in _state.live:  # displayed: keep it working until closed, replaced or unloaded
+            _state.live.append(self)
         bundle = dict(self.box._repr_mimebundle_(include=include, exclude=exclude) or {})
         bundle["text/plain"] = self.text()
         return bundle
+
+
+def _call(ref: weakref.ReferenceType[ToolsetPicker], method: str) -> None:
+    """Call ``method`` on the picker if it still exists (callbacks never keep a picker alive)."""
+    picker = ref()
+    if picker is not None:
+        getattr(picker, method)()
+
+
+def _clicked(ref: weakref.ReferenceType[ToolsetPicker], name: str) -> Callable[[Any], None]:
+    def on_change(change: Any) -> None:
+        picker = ref()
+        if picker is not None and not picker._syncing:
+            picker.toggle(name, bool(change["new"]))
+
+    return on_change
 
 
 def _can_show_widgets(shell: Any) -> bool:
@@ -249,18 +357,18 @@ def _can_show_widgets(shell: Any) -> bool:
 def show_picker(shell: Any) -> Any:
     """``%toolsets``: the picker plus a static selection line in a kernel; a text table elsewhere."""
     if not _can_show_widgets(shell):
-        rows = toolset_rows()
-        enabled = global_selection.enabled_toolsets()
-        table = Table(headers=("", "toolset", "notes"), title="toolsets", rows=tuple(
-            ("[x]" if enabled is None or r.name in enabled else "[ ]", r.label, r.note) for r in rows))
-        print(table.text())
-        print(SelectionSummary.of(global_selection).text())
+        summary = SelectionSummary.of(global_selection, toolset_rows())
+        print(summary.table().text())
+        print(summary.text())
         return None
     from IPython.display import display
 
+    # One live picker: earlier ones stop listening (their status line keeps the last selection).
+    for old in [p for p in _state.live if isinstance(p, ToolsetPicker)]:
+        old.close(note="replaced by a later %toolsets")
     picker = ToolsetPicker()
-    _state.live.append(picker)
     display(picker)
-    handle = display(SelectionSummary.of(picker.selection), display_id=True)
+    # The static record next to the widget: what a saved notebook (nbconvert HTML) still shows.
+    handle = display(SelectionSummary.of(picker.selection, picker.rows), display_id=True)
     picker.attach_status(handle)
     return None

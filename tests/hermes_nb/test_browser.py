@@ -74,14 +74,17 @@ def test_picker_renders_and_a_click_reaches_the_kernel(tmp_path: Path) -> None:
                 dialog.first.click()
             page.evaluate("window.jupyterapp.commands.execute('runmenu:run-all')")
 
-            geometry = page.get_by_text("geometry (1 tool)", exact=True)
-            text_box = page.get_by_text("text (1 tool)", exact=True)
+            # the checkboxes themselves (the static record below the picker repeats the labels in a table)
+            geometry = page.get_by_role("checkbox", name="geometry (1 tool)", exact=True)
+            text_box = page.get_by_role("checkbox", name="text (1 tool)", exact=True)
             expect(geometry).to_be_visible(timeout=90_000)
             expect(text_box).to_be_visible()
             expect(page.get_by_text("SELECTION None")).to_be_visible(timeout=60_000)  # Run All finished
 
             text_box.click()  # untick the text toolset
             expect(page.get_by_text("the model sees", exact=False).first).to_be_visible()
+            # JupyterLab's "get notified about official Jupyter news?" toast must not cover the picker
+            expect(page.get_by_text("official Jupyter news", exact=False)).to_have_count(0)
             page.screenshot(path=str(ARTIFACTS / "toolset-picker.png"), full_page=True)
 
             last = len(CELLS) - 1

@@ -239,3 +239,32 @@ def test_extension_loads_from_a_profile(tmp_path: Path) -> None:
         r = k.run("print('tools' in get_ipython().magics_manager.magics['line'], "
                   "'hermes_nb' in get_ipython().extension_manager.loaded)")
         assert r.stdout.strip() == "True True"
+
+
+@pytest.mark.slow
+def test_notebook_01_as_static_html_keeps_a_record_of_the_picker(tmp_path: Path) -> None:
+    """nbconvert's HTML cannot run widgets offline: the picker must leave static HTML beside its widget."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    root = Path(__file__).resolve().parents[2]
+    nb = nbformat.read(root / "notebooks" / "01-tools-in-cells.ipynb", as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    picker_cell = next(c for c in nb.cells if c.cell_type == "code" and c.source.strip() == "%toolsets")
+    widget_outputs = [o for o in picker_cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    records = [o for o in picker_cell.outputs if "text/html" in o.get("data", {})
+               and "application/vnd.jupyter.widget-view+json" not in o["data"]]
+    assert len(widget_outputs) == 1 and len(records) == 1, picker_cell.outputs
+    # one status line in text form (the picker's own text is the table)
+    texts = [o["data"]["text/plain"] for o in picker_cell.outputs]
+    assert sum(t.count("the model sees") for t in texts) == 1, texts
+
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    visible = re.sub(r"<script\b.*?</script>", "", body, flags=re.S)  # what a reader sees without widget JS
+    assert "the model sees" in visible
+    for label in ("geometry (1 tool)", "text (1 tool)", "weather (1 tool)"):
+        assert label in visible, label
+    assert "Traceback" not in visible and "Error displaying widget" not in visible
+    (tmp_path / "01.html").write_text(body)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -13,6 +15,13 @@ from hermes_nb.widgets import SelectionSummary, ToolsetPicker, toolset_rows
 from tools.registry import registry
 
 SCHEMA = {"parameters": {"type": "object", "properties": {}}}
+
+
+def _wait_for(cond: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)  # polling with a deadline, not a fixed wait
 
 
 def _tool(name: str, toolset: str, **kw: object) -> None:
@@ -85,10 +94,12 @@ def test_registry_changes_refresh_even_from_a_thread(picker: ToolsetPicker) -> N
     t = threading.Thread(target=_tool, args=("w_brush", "w_colour"))
     t.start()
     t.join()
-    assert picker.checkboxes["w_colour"].description == "w_colour (2 tools)"
+    _wait_for(lambda: picker.checkboxes["w_colour"].description == "w_colour (2 tools)")  # the timer refreshes
     _tool("w_new", "w_brand_new")
+    picker.flush()
     assert "w_brand_new" in picker.checkboxes
     registry.deregister("w_new")
+    picker.flush()
     assert "w_brand_new" not in picker.checkboxes
 
 
@@ -135,6 +146,97 @@ def test_unload_closes_live_pickers() -> None:
 def test_selected_toolset_that_vanishes_does_not_break_the_picker(picker: ToolsetPicker) -> None:
     picker.selection.select(["w_colour", "w_geometry"])
     registry.deregister("w_paint")  # w_colour is now empty and gone from the registry
+    picker.flush()
     assert "w_colour" not in picker.checkboxes
     assert picker.model_tool_count() == 2
     assert "the model sees 2 tools" in picker.count_label.value
+
+
+def test_a_burst_of_registrations_is_one_refresh(picker: ToolsetPicker) -> None:
+    # what an MCP server with 30 tools does, from its background thread
+    before = picker.refreshes
+
+    def burst() -> None:
+        for i in range(30):
+            _tool(f"w_mcp_{i}", "w_mcp")
+
+    t = threading.Thread(target=burst)
+    t.start()
+    t.join()
+    picker.flush()
+    assert picker.refreshes == before + 1
+    assert picker.checkboxes["w_mcp"].description == "w_mcp (30 tools)"
+    for i in range(30):
+        registry.deregister(f"w_mcp_{i}")
+    _wait_for(lambda: "w_mcp" not in picker.checkboxes)
+    assert picker.refreshes == before + 2
+
+
+def test_a_picker_nobody_holds_stops_listening() -> None:
+    listeners = len(registry._listeners)
+    sel = Selection()
+    p = ToolsetPicker(selection=sel)
+    box = p.checkboxes["file"]
+    assert len(registry._listeners) == listeners + 1
+    del p
+    gc.collect()
+    assert len(registry._listeners) == listeners
+    assert box.comm is None  # its widgets were closed too
+    sel.select(["file"])  # no observer left that could fail
+
+
+def test_a_new_toolsets_picker_closes_the_earlier_one() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    class Handle:
+        def __init__(self) -> None:
+            self.shown: list[SelectionSummary] = []
+
+        def update(self, obj: SelectionSummary) -> None:
+            self.shown.append(obj)
+
+    import hermes_nb.widgets as widgets
+
+    ip = InteractiveShell.instance()
+    listeners = len(registry._listeners)
+    handles: list[Handle] = []
+
+    def fake_display(obj: object, display_id: bool = False) -> Handle | None:
+        if hasattr(obj, "_repr_mimebundle_"):
+            obj._repr_mimebundle_()
+        if display_id:
+            handles.append(Handle())
+            return handles[-1]
+        return None
+
+    import IPython.display
+
+    old_display = IPython.display.display
+    IPython.display.display = fake_display  # type: ignore[assignment]
+    old_can = widgets._can_show_widgets
+    widgets._can_show_widgets = lambda shell: True
+    try:
+        widgets.show_picker(ip)
+        first = _state.live[-1]
+        widgets.show_picker(ip)
+        widgets.show_picker(ip)
+    finally:
+        IPython.display.display = old_display
+        widgets._can_show_widgets = old_can
+    pickers = [p for p in _state.live if isinstance(p, ToolsetPicker)]
+    try:
+        assert len(pickers) == 1 and pickers[0] is not first
+        assert len(registry._listeners) == listeners + 1  # only the newest listens
+        assert "replaced by a later %toolsets" in handles[0].shown[-1].text()
+    finally:
+        pickers[0].close()
+
+
+def test_status_record_reads_well_without_widgets(picker: ToolsetPicker) -> None:
+    picker.selection.select(["w_geometry"])
+    record = SelectionSummary.of(picker.selection, picker.rows)
+    bundle = record._repr_mimebundle_()
+    assert bundle["text/plain"] == "toolsets: w_geometry — the model sees 2 tools"  # one line
+    assert "<details" in bundle["text/html"] and "w_geometry (2 tools)" in bundle["text/html"]
+    assert "missing environment variable W_VAULT_KEY_UNSET" in bundle["text/html"]
+    assert "the model sees" not in picker.text()  # the picker's own text is the table: no second line

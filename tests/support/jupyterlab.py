@@ -37,12 +37,22 @@ class JupyterLab:
     def url(self, path: str = "lab") -> str:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?token={self.token}"
 
+    def _write_settings(self) -> Path:
+        """A private settings folder: never ask about Jupyter news (its toast covers the page)."""
+        settings = self.root_dir / ".jupyterlab-settings"
+        notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+        notification.parent.mkdir(parents=True, exist_ok=True)
+        notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        return settings
+
     def __enter__(self) -> JupyterLab:
         jupyter = Path(sys.executable).with_name("jupyter")
+        settings = self._write_settings()
         cmd = [
             str(jupyter), "lab", "--no-browser", "--allow-root",
             f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1", f"--port={self.port}",
             f"--ServerApp.root_dir={self.root_dir}", "--ServerApp.open_browser=False",
+            f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={settings / 'workspaces'}",
             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run commands without menu clicks
         ]
