@@ -281,8 +281,10 @@ class Agent:
 
         def answer(command: str, key: str, description: str) -> str:
             choice = callback(command, key, description)
-            emit(("notice", {"message": f"approval for `{command}` ({description}): {choice}",
-                             "level": "info" if choice != "deny" else "warning"}))
+            # Its own event kind, so the display puts it with the call that asked, before the result.
+            emit(("approval", {"command": command, "choice": choice,
+                               "message": f"approval asked for `{command}` ({description.rstrip('.')}) → {choice}",
+                               "level": "denied" if choice == "deny" else "approval"}))
             return choice
 
         return set_default_approval_callback(answer)

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["HtmlView", "NullView", "TextView", "Transcript", "make_view", "result_html", "result_text"]
+from hermes_nb import markdown
+
+__all__ = ["HtmlView", "NullView", "TextView", "Transcript", "make_view", "result_html", "result_text",
+           "short_path"]
 
 MAX_UPDATES_PER_S = 10
 RESULT_PREVIEW_CHARS = 4_000
@@ -36,6 +41,7 @@ class Card:
     ended: float = 0.0
     content: str = ""
     parallel: bool = False
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (message, level), e.g. the approval asked
 
 
 @dataclass
@@ -88,10 +94,27 @@ class Transcript:
                 batch.append(card)
             if len(batch) > 1:
                 self.items.append(["timeline", batch])
+        elif kind == "approval":
+            # Shown with the call that asked, before its result, even though the card came first.
+            card_for = self._asking_card(data.get("command", ""))
+            note = (data["message"], data.get("level", "info"))
+            if card_for is not None:
+                card_for.notes.append(note)
+            else:
+                self.items.append(["notice", *note])
         elif kind == "notice":
             self.items.append(["notice", data["message"], data.get("level", "info")])
         elif kind == "usage":
             self.usage = data["usage"]
+
+    def _asking_card(self, command: str) -> Card | None:
+        """The running call an approval belongs to: the one whose arguments hold the command."""
+        running = [c for c in self.cards.values() if c.state == "running"]
+        quoted = json.dumps(command, ensure_ascii=False)[1:-1]
+        for card in running:
+            if command and (command in card.arguments or quoted in card.arguments):
+                return card
+        return running[-1] if running else None
 
     # -- rendering --------------------------------------------------------------------------------
 
@@ -103,15 +126,13 @@ class Transcript:
         for item in self.items:
             kind = item[0]
             if kind == "text":
-                parts.append(f'<div style="white-space:pre-wrap;margin:6px 0">{_e(item[1])}</div>')
+                parts.append(f'<div style="margin:6px 0">{markdown.to_html(item[1])}</div>')
             elif kind == "tool":
                 parts.append(_card_html(item[1]))
             elif kind == "timeline":
                 parts.append(_timeline_html(item[1]))
             else:
-                color = _RED if item[2] == "error" else "#ef6c00" if item[2] in ("warning", "retry") else _GREY
-                icon = "ℹ" if item[2] == "info" else "⚠"
-                parts.append(f'<div style="color:{color};margin:4px 0">{icon} {_e(item[1])}</div>')
+                parts.append(_note_html((item[1], item[2])))
         if not self.done:
             parts.append(f'<div style="color:{_GREY}">⏳ running…</div>')
         if self.usage:
@@ -127,11 +148,12 @@ class Transcript:
             if item[0] == "text":
                 lines.append(item[1])
             elif item[0] == "tool":
+                lines += [_note_text(n) for n in item[1].notes]
                 lines.append(_card_text(item[1]))
             elif item[0] == "timeline":
                 lines.append(_timeline_text(item[1]))
             else:
-                lines.append(f"{'ℹ' if item[2] == 'info' else '⚠'} {item[1]}")
+                lines.append(_note_text((item[1], item[2])).strip())
         if self.usage:
             lines.append(_usage_text(self.usage))
         return "\n".join(lines)
@@ -139,6 +161,27 @@ class Transcript:
 
 def _e(text: Any) -> str:
     return html.escape(str(text))
+
+
+def _icon(level: str) -> str:
+    return {"info": "ℹ", "approval": "🔐", "denied": "🔐"}.get(level, "⚠")
+
+
+def _note_text(note: tuple[str, str]) -> str:
+    return f"  {_icon(note[1])} {note[0]}"
+
+
+def _note_html(note: tuple[str, str]) -> str:
+    color = _RED if note[1] in ("error", "denied") else "#ef6c00" if note[1] in ("warning", "retry") else _GREY
+    return f'<div style="color:{color};margin:3px 0">{_icon(note[1])} {_e(note[0])}</div>'
+
+
+def short_path(path: str) -> str:
+    """``path`` with the home folder written ``~``, so a transcript reads the same on every machine."""
+    home = str(Path.home())
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home):]
+    return path
 
 
 def _emoji(name: str) -> str:
@@ -169,16 +212,18 @@ def _spill(content: str) -> Any:
 def _card_html(card: Card) -> str:
     head = f'{card.emoji} <b>{_e(card.name)}</b>(<code>{_e(_args_short(card.arguments))}</code>)'
     if card.state in ("queued", "running"):
-        return f'<div style="margin:3px 0">{head} <span style="color:{_GREY}">⏳ {card.state}…</span></div>'
+        return (f'<div style="margin:3px 0">{head} <span style="color:{_GREY}">⏳ {card.state}…</span></div>'
+                + "".join(_note_html(n) for n in card.notes))
     color = _RED if card.state == "error" else "#2e7d32"
     mark = "✗" if card.state == "error" else "✓"
     dur = f"{card.ended - card.started:.2f} s" if card.ended else ""
     spill = _spill(card.content)
-    note = (f' <span style="color:#ef6c00">spilled {spill["size"]:,} chars → {_e(spill["path"])}</span>'
-            if spill else "")
+    note = (f' <span style="color:#ef6c00" title="{_e(spill["path"])}">spilled {spill["size"]:,} chars → '
+            f'{_e(short_path(spill["path"]))}</span>' if spill else "")
+    asked = "".join(_note_html(n) for n in card.notes)
     body = card.content if len(card.content) <= RESULT_PREVIEW_CHARS else \
         card.content[:RESULT_PREVIEW_CHARS] + f"\n… ({len(card.content):,} chars in all)"
-    return (f'<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
+    return (f'{asked}<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
             f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
             f'background:#f6f6f6;padding:4px;color:{color if card.state == "error" else "inherit"}">'
             f'{_e(body)}</pre></details>')
@@ -204,7 +249,7 @@ def _card_text(card: Card) -> str:
         return f"  {card.emoji} {card.name}({_args_short(card.arguments, 80)}) …"
     mark = "✗" if card.state == "error" else "✓"
     spill = _spill(card.content)
-    tail = f"spilled {spill['size']:,} chars → {spill['path']}" if spill else \
+    tail = f"spilled {spill['size']:,} chars → {short_path(spill['path'])}" if spill else \
         card.content.replace("\n", " ")[:100]
     return f"  {mark} {card.name} {card.ended - card.started:.2f} s → {tail}"
 
@@ -319,11 +364,13 @@ class TextView(NullView):
             for rec in data["records"]:
                 spill = _spill(rec.content)
                 if spill:
-                    self._line(f"  ↳ {rec.name}: {spill['size']:,} chars spilled to {spill['path']}")
+                    self._line(f"  ↳ {rec.name}: {spill['size']:,} chars spilled to {short_path(spill['path'])}")
             if t.items and t.items[-1][0] == "timeline":
                 self._line(_timeline_text(t.items[-1][1]))
+        elif kind == "approval":
+            self._line(_note_text((data["message"], data.get("level", "info"))))
         elif kind == "notice":
-            self._line(f"{'ℹ' if data.get('level') == 'info' else '⚠'} {data['message']}")
+            self._line(_note_text((data["message"], data.get("level", "info"))).strip())
 
     def abort(self, message: str) -> None:
         super().abort(message)
@@ -360,9 +407,13 @@ def result_html(result: Any) -> str:
     t: Transcript | None = result.transcript
     if t is not None and not t.shown_live:
         return t.html()
-    color = _RED if result.stopped_reason == "error" else "inherit"
-    return (f'<div style="font-family:sans-serif;font-size:13px"><div style="white-space:pre-wrap;color:{color}">'
-            f'{_e(result.text)}</div><div style="color:{_GREY}">{_e(_summary(result))}</div></div>')
+    if result.stopped_reason == "done":
+        answer = markdown.to_html(result.text)  # escaped first: no HTML from the model runs
+    else:
+        color = _RED if result.stopped_reason == "error" else "#ef6c00"
+        answer = f'<div style="white-space:pre-wrap;color:{color}">{_e(result.text)}</div>'
+    return (f'<div style="font-family:sans-serif;font-size:13px">{answer}'
+            f'<div style="color:{_GREY}">{_e(_summary(result))}</div></div>')
 
 
 def result_text(result: Any) -> str:

@@ -138,7 +138,12 @@ def test_denied_command_is_an_answer_not_a_crash(tmp_path, monkeypatch):
     answer = json.loads(result.tool_calls[0].content)
     assert answer["blocked"] is True
     assert (tmp_path / "important").exists()
-    assert "approval for `rm -rf important`" in result.transcript.text() and ": deny" in result.transcript.text()
+    lines = result.transcript.text().splitlines()
+    asked_at = next(i for i, line in enumerate(lines) if "approval asked for `rm -rf important`" in line)
+    result_at = next(i for i, line in enumerate(lines) if "✗ terminal" in line or "✓ terminal" in line)
+    assert asked_at < result_at, "the approval shows when it is asked, before the call's result"
+    assert lines[asked_at].endswith("→ deny")
+    assert "approval asked for" in result.transcript.html().split("<details")[0]  # above the result card
 
 
 def test_conversation_is_kept_until_reset(tools):

@@ -64,6 +64,64 @@ def test_spilled_result_shows_size_and_path(tmp_path):
     assert "spilled 5,000 chars →" in t.html()
 
 
+def test_spill_path_under_home_reads_as_tilde(tmp_path, monkeypatch):
+    from tools.budget import maybe_persist_tool_result
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path / ".hermes_nb"))
+    block = maybe_persist_tool_result("y" * 5000, "probe", "a", threshold=100)
+    t = live.Transcript(prompt="go", model="m")
+    t.handle("tool_call", {"index": 0, "id": "a", "name": "probe", "arguments": "{}"})
+    t.handle("batch", {"records": [_record(_result("a", "probe", "y" * 5000, 0.0, 0.1), block)]})
+    assert "spilled 5,000 chars → ~/.hermes_nb/" in t.text()
+    assert "→ ~/.hermes_nb/" in t.html() and str(tmp_path) not in t.text()
+    assert live.short_path(str(tmp_path) + "x/y") == str(tmp_path) + "x/y"  # a sibling, not under home
+
+
+@pytest.mark.parametrize(("markdown", "expected"), [
+    ("**Weather:** sunny", "<b>Weather:</b> sunny"),
+    ("- one\n- two", "<ul"),
+    ("1. one\n2. two", "<ol"),
+    ("## Summary", "<h4"),
+    ("run `rm -rf x` now", "<code"),
+    ("```\nprint('**hi**')\n```", "<pre"),
+    ("[docs](https://example.org/a_b_c)", 'href="https://example.org/a_b_c"'),
+])
+def test_answer_markdown_subset(markdown, expected):
+    from hermes_nb.markdown import to_html
+
+    assert expected in to_html(markdown)
+
+
+@pytest.mark.parametrize("hostile", [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "[x](javascript:alert(1))",
+    '[x](https://e.org/" onmouseover="alert(1))',
+    "`<b>`",
+])
+def test_answer_markdown_never_passes_raw_html(hostile):
+    from hermes_nb.markdown import to_html
+
+    out = to_html(hostile)
+    assert "<script" not in out and "<img" not in out and "javascript:" not in out.split("href")[-1][:12]
+    assert "onmouseover=\"" not in out and "<b>" not in out
+
+
+def test_final_answer_is_markdown_in_html_and_plain_in_text():
+    from hermes_nb.agent import AgentResult
+
+    result = AgentResult(text="- **Paris:** sunny\n- <i>Oslo</i>", messages=[], tool_calls=[],
+                         usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, iterations=1,
+                         stopped_reason="done")
+    bundle = result._repr_mimebundle_()
+    assert "<li><b>Paris:</b> sunny</li>" in bundle["text/html"] and "&lt;i&gt;Oslo" in bundle["text/html"]
+    assert bundle["text/plain"].startswith("- **Paris:** sunny")
+    t = live.Transcript(prompt="go", model="m")
+    t.handle("text", {"delta": "**done**"})
+    assert "<b>done</b>" in t.html() and "**done**" in t.text()
+
+
 class _Handle:
     def __init__(self) -> None:
         self.updates: list[dict[str, str]] = []
