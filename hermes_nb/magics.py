@@ -153,8 +153,12 @@ class ToolMagics(Magics):
     def toolsets(self, line: str) -> Any:
         """Pick the toolsets the model sees.
 
-        %toolsets                  a checkbox per toolset (text table outside a notebook)
+        %toolsets                  a checkbox per toolset, with its tool count and the number of tools
+                                   the model would see (a text table outside a notebook)
         %toolsets NAME [NAME ...]  enable exactly these toolsets (`all` for every one)
+
+        In code: hermes_nb.toolsets.select(["geometry", "text"]) (None for all); the picker follows.
+        A static record of the selection is shown under the picker, so saved notebooks keep it.
         """
         names = line.replace(",", " ").split()
         if names:

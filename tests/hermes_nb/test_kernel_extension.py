@@ -124,6 +124,33 @@ def test_rm_and_doctor(kernel: KernelSession) -> None:
     assert "secret" not in kernel.run("%tools").text
 
 
+def test_env_values_are_never_shown(kernel: KernelSession) -> None:
+    secret = "s3cr3t-value-XYZ"
+    kernel.run(f"import os\nos.environ['HERMES_TEST_SET_SECRET'] = {secret!r}")
+    try:
+        card = kernel.run("%%tool --requires-env HERMES_TEST_SET_SECRET --requires-env HERMES_TEST_UNSET_VAR\n"
+                          "def keyed() -> str:\n    return 'x'")
+        shown = [card, kernel.run("%tools doctor"), kernel.run("%tools"), kernel.run("%tools show keyed"),
+                 kernel.run("%toolsets")]
+        for r in shown:
+            everything = r.stdout + r.stderr + "".join(str(o) for o in r.outputs)
+            assert secret not in everything
+        assert "HERMES_TEST_UNSET_VAR" in shown[1].text and "HERMES_TEST_SET_SECRET" in shown[3].text
+    finally:
+        kernel.run("%tools rm keyed\nimport os\nos.environ.pop('HERMES_TEST_SET_SECRET', None)")
+
+
+def test_help_for_every_magic(kernel: KernelSession) -> None:
+    out = kernel.run("ip = get_ipython()\n"
+                     "for m in ('%tools', '%%tool', '%toolsets'):\n"
+                     "    print('==', m, ip.object_inspect_text(m))").stdout
+    tools, tool, toolsets = out.split("== ")[1:]
+    for sub in ("show NAME", "call NAME", "rm NAME", "doctor"):
+        assert sub in tools, sub
+    assert "--requires-env" in tool and "--check" in tool
+    assert "hermes_nb.toolsets.select" in toolsets
+
+
 def test_bad_input_is_a_one_line_usage_error(kernel: KernelSession) -> None:
     assert "defines no function" in usage_error(kernel, "%%tool\nx = 1")
     assert "--name" in usage_error(kernel, "%%tool\ndef a(): pass\ndef b(): pass")
