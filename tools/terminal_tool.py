@@ -83,12 +83,32 @@ def _approval(command: str, callback: Any) -> dict[str, Any] | None:
     return {"error": verdict["message"], "blocked": True}
 
 
+def _git_guard_env() -> dict[str, str]:
+    """The environment with git told not to use bare repositories it merely finds.
+
+    The file tools may write anywhere in the workspace, so the model could lay out a bare repository
+    (``HEAD``, ``config`` with ``diff.external``...) and then run ``cd it && git diff --no-index a b``, which
+    the approval check rightly calls read-only. ``safe.bareRepository=explicit`` is honoured only from
+    protected scopes, which include these command-scope variables; other settings of the person are kept.
+    """
+    env = dict(os.environ)
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    env[f"GIT_CONFIG_KEY_{count}"] = "safe.bareRepository"
+    env[f"GIT_CONFIG_VALUE_{count}"] = "explicit"
+    env["GIT_CONFIG_COUNT"] = str(count + 1)
+    return env
+
+
 def run_command(command: str, timeout: float = 60) -> TerminalResult:
     """Run ``command`` with bash in the workspace root (no approval here); never leaves processes behind."""
     timeout = min(max(float(timeout), 0.1), _MAX_TIMEOUT)
     proc = subprocess.Popen(
         ["bash", "-c", command],
         cwd=workspace_root(),
+        env=_git_guard_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -2,7 +2,12 @@
 
 The root is ``$HERMES_NB_WORKSPACE``, else ``workspace:`` in ``config.yaml``, else the working directory
 when the tools were loaded (captured at import, so a later ``%cd`` does not move where the model writes).
-Writes outside the root are refused, symlinks included (paths are compared after ``realpath``); reads
+Writes outside the root are refused, symlinks included (paths are compared after ``realpath``). Some
+places inside the root are refused too, because writing there would let the model run programs or
+approve its own commands without asking: the hermes_nb home folder (the approval allowlist and config),
+any ``.git`` folder (hooks, ``core.fsmonitor`` and diff drivers run programs on ``git status``/``git diff``,
+which need no approval), and dot-files and dot-folders directly in the person's home folder (shell
+start-up files, ``~/.gitconfig``, ``~/.ssh``, ``~/.config``, ``~/.local/bin``). Reads
 outside are allowed unless the config says ``workspace_strict_reads: true`` (spilled tool results under
 ``<hermes home>/cache/spillover`` stay readable even then).
 """
@@ -60,6 +65,8 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
     joined = Path(root, os.path.expanduser(text))  # an absolute p replaces root
     real = Path(os.path.realpath(joined))
     if real == root or real.is_relative_to(root):
+        if for_write and (why := _protected(real)):
+            raise WorkspaceError(f"refusing to write {text}: {why}. Ask the person to make this change.")
         return real
     if for_write:
         raise WorkspaceError(f"refusing to write outside the workspace root {root}: {text}"
@@ -68,6 +75,23 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
         raise WorkspaceError(f"refusing to read outside the workspace root {root}: {text}"
                              " (workspace_strict_reads is on)")
     return real
+
+
+def _protected(real: Path) -> str | None:
+    """Why a write to ``real`` (inside the root) is refused, or None."""
+    from tools.config import hermes_home
+
+    home = Path(os.path.realpath(hermes_home()))
+    if real == home or real.is_relative_to(home):
+        return "it is inside the hermes_nb home folder, which holds the approval allowlist and the config"
+    if ".git" in real.parts:
+        return "it is inside a .git folder, whose hooks and config run programs"
+    user_home = Path(os.path.realpath(os.path.expanduser("~")))
+    if real.is_relative_to(user_home) and real != user_home:
+        first = real.relative_to(user_home).parts[0]
+        if first.startswith("."):
+            return f"~/{first} is a dot-file or dot-folder of your home folder (start-up files and settings run programs)"
+    return None
 
 
 def _is_spill_file(path: Path) -> bool:

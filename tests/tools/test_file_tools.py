@@ -165,3 +165,29 @@ def test_workspace_root_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 def test_env_override_is_where_tools_write(ws: Path) -> None:
     call("write_file", path="here.txt", content="x")
     assert (ws / "here.txt").read_text() == "x"
+
+
+def test_writes_that_would_run_programs_are_refused_inside_the_root(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> None:
+    # A notebook started in the home folder makes the home the workspace: without these refusals the model
+    # could add its own commands to approval.always, a core.fsmonitor to .git/config (run by `git status`,
+    # which needs no approval) or a line to ~/.bashrc.
+    user_home = tmp_path / "user"
+    (user_home / "proj" / ".git").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+    monkeypatch.setenv("HERMES_NB_HOME", str(user_home / "hermes"))
+    (user_home / "hermes").mkdir()
+    for path, why in [(str(user_home / "hermes" / "config.yaml"), "hermes_nb home folder"),
+                      ("user/proj/.git/config", ".git folder"),
+                      ("user/proj/sub/.git", ".git folder"),
+                      ("user/.bashrc", "~/.bashrc is a dot-file"),
+                      ("user/.local/bin/ls", "~/.local is a dot-file")]:
+        assert why in error(call("write_file", path=path, content="x")), path
+    (user_home / "proj" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (user_home / "proj" / "link").symlink_to(user_home / "proj" / ".git")
+    assert ".git folder" in error(call("patch", path="user/proj/link/HEAD", old_string="main", new_string="x"))
+    assert not (user_home / "hermes" / "config.yaml").exists()
+    # ordinary dot-files of a project stay writable
+    assert "bytes_written" in call("write_file", path="user/proj/.gitignore", content="*.pyc\n")
+    assert "bytes_written" in call("write_file", path=".env.example", content="A=1\n")

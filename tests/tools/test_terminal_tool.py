@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import tools.file_tools  # noqa: F401  (registers write_file)
 import tools.terminal_tool as terminal_tool
 from tools.registry import registry
 
@@ -109,3 +110,23 @@ def test_registration() -> None:
     entry = registry.get_entry("terminal")
     assert entry.toolset == "terminal" and entry.emoji
     assert not entry.read_only and not entry.interactive and not entry.needs_approval
+
+
+def test_a_bare_repository_the_model_wrote_cannot_run_programs(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every step is allowed without a person: write_file lays out a bare repository whose config names an
+    # external diff program, and `git diff --no-index` is read-only. Git must not pick that config up.
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.fail("git is needed for this test")
+    for name, text in [("evil/HEAD", "ref: refs/heads/main\n"), ("a", "a\n"), ("b", "b\n"),
+                       ("evil/config", "[core]\n\tbare = true\n[diff]\n\texternal = touch ../PWNED\n")]:
+        assert "bytes_written" in registry.dispatch("write_file", {"path": name, "content": text})
+    (ws / "evil" / "refs").mkdir()
+    (ws / "evil" / "objects").mkdir()
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")  # the person's own command-scope settings survive
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "color.ui")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "never")
+    result = run(command="cd evil && git diff --no-index ../a ../b; git config --get color.ui")
+    assert not (ws / "PWNED").exists(), result
+    assert result["stdout"].endswith("never\n"), result
