@@ -70,6 +70,7 @@ class ServerConnection:
         self._errlog: IO[str] | None = None
         self._backoff = BACKOFF_START
         self._next_attempt = 0.0
+        self._was_ready = False
 
     @property
     def name(self) -> str:
@@ -155,7 +156,10 @@ class ServerConnection:
                 )
                 await session.initialize()
                 self.tools = await _list_all_tools(session)
-                self.dirty = False
+                # after a reconnect the server may offer other tools (an upgrade, a restart): the next
+                # refresh between batches registers them again, through the changed-definition guard
+                self.dirty = self._was_ready
+                self._was_ready = True
                 self.session = session
                 self.status = "ready"
                 if not ready.done():

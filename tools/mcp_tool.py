@@ -78,13 +78,35 @@ def _clean(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", text)
 
 
-def mcp_tool_name(server: str, tool: str) -> str:
-    """``mcp__<server>__<tool>``, characters outside [A-Za-z0-9_-] replaced, clamped to 64 with a hash."""
+def mcp_tool_name(server: str, tool: str, *, hashed: bool = False) -> str:
+    """``mcp__<server>__<tool>``, characters outside [A-Za-z0-9_-] replaced, clamped to 64 with a hash.
+
+    ``hashed=True`` always adds the hash: for a tool whose cleaned name another tool already holds
+    (``a.b`` and ``a_b`` both clean to ``a_b``).
+    """
     name = f"mcp__{_clean(server)}__{_clean(tool)}"
-    if len(name) <= MAX_NAME:
+    if len(name) <= MAX_NAME and not hashed:
         return name
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
     return f"{name[: MAX_NAME - 9]}_{digest}"
+
+
+def _holder(name: str) -> tuple[str, str] | None:
+    """Which (server, MCP tool) holds a registered name in the registry, if an MCP tool does."""
+    entry = registry.get_entry(name)
+    if entry is None or entry.source != "mcp":
+        return None
+    return str(entry.metadata.get("server")), str(entry.metadata.get("mcp_tool"))
+
+
+def _free_name(server: str, tool: str, current: Mapping[str, str]) -> str:
+    """This tool's registered name, hashed when its plain name belongs to a different MCP tool."""
+    name = mcp_tool_name(server, tool)
+    taken_here = name in current and current[name] != tool
+    holder = _holder(name)
+    if taken_here or (holder is not None and holder != (server, tool)):
+        return mcp_tool_name(server, tool, hashed=True)
+    return name
 
 
 def _annotations(tool: Any) -> dict[str, Any]:
@@ -182,7 +204,7 @@ def _register_tools(conn: ServerConnection) -> list[str]:
     for tool in conn.tools:
         if not _included(cfg, tool.name):
             continue
-        name = mcp_tool_name(server, tool.name)
+        name = _free_name(server, tool.name, current)
         digest = definition_hash(tool)
         approved = approvals.get(name)
         if approved is None:  # first sight counts as approval

@@ -400,3 +400,168 @@ def test_everything_over_streamable_http(everything):
         proc.wait(10)
         assert proc.stdout is not None
         proc.stdout.close()
+
+
+# -- audit of issue 5: names, approval, batches, in-flight removal --------------------------------
+
+
+def _changed(server: str = "dyn") -> None:
+    wait_until(lambda: mcp_tool._connections[server].dirty, what="tools/list_changed")
+
+
+@pytest.mark.mcp
+def test_odd_and_long_tool_names_stay_distinct_valid_and_routed():
+    add_mcp_server(dynamic_config())
+    registry.dispatch("mcp__dyn__mutate", {"what": "odd"})
+    _changed()
+    names = refresh_pending_mcp_servers()["dyn"]
+    odd = {
+        registry.get_entry(n).metadata["mcp_tool"]: n
+        for n in names
+        if registry.get_entry(n).metadata["mcp_tool"] in ("do.it", "do_it", "l" * 70 + "\u00e9")
+    }
+    assert len(set(odd.values())) == 3  # "do.it" and "do_it" both clean to do_it: one gets a hash
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", n) for n in odd.values())
+    assert registry.dispatch(odd["do.it"], {}) == "dotted"
+    assert registry.dispatch(odd["do_it"], {}) == "underscored"
+    assert registry.dispatch(odd["l" * 70 + "\u00e9"], {}) == "long"
+
+
+@pytest.mark.mcp
+def test_servers_whose_names_clean_alike_never_replace_each_others_tools():
+    discover_mcp_tools([dynamic_config("my.srv"), dynamic_config("my_srv")])
+    by_server = {
+        e.metadata["server"]: e.name for e in registry.entries() if e.metadata.get("mcp_tool") == "pid"
+    }
+    assert set(by_server) == {"my.srv", "my_srv"} and len(set(by_server.values())) == 2
+    pids = {registry.dispatch(name, {}) for name in by_server.values()}
+    assert len(pids) == 2  # each name reaches its own server process
+
+
+@pytest.mark.mcp
+def test_destructive_tool_asks_and_a_deny_blocks_it():
+    from tools.approval import set_default_approval_callback
+
+    add_mcp_server(dynamic_config(trusted=True))  # even a trusted server's destructive tool asks
+    asked: list[tuple[str, str, str]] = []
+    answers = ["deny", "once"]
+
+    def person(subject: str, key: str, description: str) -> str:
+        asked.append((subject, key, description))
+        return answers.pop(0)
+
+    undo = set_default_approval_callback(person)
+    try:
+        denied = json.loads(registry.dispatch("mcp__dyn__wipe", {}))
+        assert denied["blocked"] is True and "denied" in denied["error"]
+        assert registry.dispatch("mcp__dyn__wipe", {}) == "wiped"
+    finally:
+        undo()
+    assert [a[1] for a in asked] == ["tool:mcp__dyn__wipe"] * 2
+    assert asked[0][0].startswith("mcp__dyn__wipe")
+    assert "approval" in registry.dispatch("mcp__dyn__wipe", {})  # no one to ask: blocked, not run
+
+
+@pytest.mark.mcp
+def test_a_change_arriving_during_a_batch_applies_only_after_it():
+    from tools.scheduling import run_tool_batch
+
+    add_mcp_server(dynamic_config())
+
+    def call(i: int, name: str, args: dict) -> dict:
+        return {"id": f"c{i}", "function": {"name": name, "arguments": json.dumps(args)}}
+
+    first = run_tool_batch(
+        [call(0, "mcp__dyn__mutate", {"what": "add"}), call(1, "mcp__dyn__slow", {"seconds": 0.3}),
+         call(2, "mcp__dyn__extra", {})]
+    )  # fmt: skip
+    assert first[0].content == "done: add"
+    assert mcp_tool._connections["dyn"].dirty  # the notification came in while the batch ran...
+    assert "Unknown tool" in first[2].content and "mcp__dyn__extra" not in registry  # ...not applied
+    [second] = run_tool_batch([call(3, "mcp__dyn__extra", {})])
+    assert second.content == "extra!"  # applied before the next batch
+
+
+@pytest.mark.mcp
+def test_a_tool_removed_by_list_changed_finishes_its_call_in_flight():
+    import threading
+
+    add_mcp_server(dynamic_config())
+    results: list[str] = []
+    worker = threading.Thread(
+        target=lambda: results.append(registry.dispatch("mcp__dyn__slow", {"seconds": 1.0}))
+    )
+    worker.start()
+    wait_until(lambda: mcp_tool._in_flight.get("mcp__dyn__slow"), what="call in flight")
+    assert registry.dispatch("mcp__dyn__mutate", {"what": "drop:slow"}) == "done: drop:slow"
+    _changed()
+    refresh_pending_mcp_servers()  # another thread's batch boundary while 'slow' still runs
+    assert "mcp__dyn__slow" in registry
+    worker.join(10)
+    assert results == ["slept 1.0"]
+    refresh_pending_mcp_servers()
+    assert "mcp__dyn__slow" not in registry
+
+
+@pytest.mark.mcp
+def test_servers_started_without_shutdown_end_at_interpreter_exit(tmp_path):
+    """Even one that ignores its closed stdin (DYN_LINGER): the atexit hook stops every server."""
+    script = tmp_path / "leave.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from tools.mcp_tool import discover_mcp_tools\n"
+        "found = discover_mcp_tools({'mcp_servers': {"
+        f"'a': {{'command': {TIME_SERVER!r}}}, "
+        f"'b': {{'command': {sys.executable!r}, 'args': [{str(FIXTURES / 'dynamic_server.py')!r}], "
+        "'env': {'DYN_LINGER': '1'}}}})\n"
+        "assert all(found.values()), found\n"
+        "print('started', flush=True)\n"
+        # no shutdown_mcp_servers(): the interpreter simply ends
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        env={**os.environ, "HERMES_NB_HOME": str(tmp_path / "home")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    children: set[int] = set()
+
+    def started() -> bool:
+        children.update(descendants(proc.pid))
+        return len(children) >= 2 or proc.poll() is not None
+
+    wait_until(started, timeout=30, what="the servers to start")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "started" in out, err
+    children |= {int(p) for p in _time_server_pids()}
+    try:
+        wait_until(lambda: not [p for p in children if _alive(p)], timeout=15, what="orphans to end")
+    finally:
+        for pid in [p for p in children if _alive(p)]:  # a failed run must not leave them behind
+            os.kill(pid, 9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _time_server_pids() -> list[str]:
+    """mcp-server-time processes whose parent is init (orphans), from /proc."""
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as fh:
+                ppid = fh.read().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            continue
+        if b"mcp-server-time" in cmd and ppid == "1":
+            out.append(entry)
+    return out
