@@ -119,8 +119,9 @@ def run_sync(
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
     deadline = None if timeout is None else get_loop().time() + timeout
     try:
-        _schedule(coro, future)
+        # Waiting is declared before the task exists: a question it asks at once must find us waiting.
         with interaction.main_thread_waiting():
+            _schedule(coro, future)
             while True:
                 try:
                     return future.result(timeout=WAIT_SLICE)

@@ -1,7 +1,9 @@
 """The tool registry: every source of tools ends in ``registry.register(...)``.
 
 Import-compatible with Hermes Agent: a tool file that does ``from tools.registry import registry`` and
-calls ``registry.register(name=..., toolset=..., schema=..., handler=...)`` loads unchanged.
+calls ``registry.register(name=..., toolset=..., schema=..., handler=...)`` loads unchanged. The records
+live in ``tools.entry``, the text at the boundary in ``tools.results``, Hermes's extra names in
+``tools.hermes_compat``; all are re-exported here.
 """
 
 from __future__ import annotations
@@ -13,68 +15,30 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 from tools import async_bridge
+from tools.entry import SOURCES, Availability, Source, ToolEntry, availability, checked_schema
 from tools.errors import ToolArgumentError, ToolSchemaError
+from tools.hermes_compat import (
+    HermesQueries,
+    discover_builtin_tools,
+    invalidate_check_fn_cache,
+    no_cache_check_fn,
+)
+from tools.results import execution_failed, parse_arguments, serialize_result, tool_error, tool_result
 
-__all__ = ["Availability", "ToolEntry", "ToolRegistry", "Source", "registry", "tool_error"]
+__all__ = [
+    "SOURCES", "Availability", "Source", "ToolEntry", "ToolRegistry", "discover_builtin_tools",
+    "invalidate_check_fn_cache", "no_cache_check_fn", "parse_arguments", "registry", "serialize_result",
+    "tool_error", "tool_result",
+]
 
 log = logging.getLogger(__name__)
 
-Source = Literal["builtin", "notebook", "plugin", "mcp"]
-SOURCES: tuple[str, ...] = ("builtin", "notebook", "plugin", "mcp")
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolEntry:
-    """One registered tool, the same record whatever its source."""
-
-    name: str
-    toolset: str
-    schema: dict[str, Any]
-    handler: Callable[..., Any]
-    check_fn: Callable[[], Any] | None = None
-    requires_env: tuple[str, ...] = ()
-    is_async: bool = False
-    description: str = ""
-    emoji: str = ""
-    max_result_size_chars: float | None = None
-    # hermes_nb's own fields
-    read_only: bool = False
-    interactive: bool = False
-    path_params: tuple[str, ...] = ()
-    needs_approval: bool = False
-    source: str = "builtin"
-    origin: str | None = None
-    disabled_reason: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    validator: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
-
-    def definition(self) -> dict[str, Any]:
-        """The OpenAI function-calling definition."""
-        return {"type": "function", "function": {**self.schema, "name": self.name}}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Availability:
-    """Whether a tool can be offered to the model, and if not, why (never an env var's value)."""
-
-    available: bool
-    reason: str = ""
-    missing_env: tuple[str, ...] = ()
-
-
-def tool_error(message: str, **extra: Any) -> str:
-    """The JSON error result the model receives."""
-    return json.dumps({"error": message, **extra}, ensure_ascii=False)
-
-
-_OK = Availability(available=True)
-
-
-class ToolRegistry:
+class ToolRegistry(HermesQueries):
     """Tools by name, toolsets by name; thread-safe."""
 
     def __init__(self) -> None:
@@ -107,11 +71,13 @@ class ToolRegistry:
         override: bool = False,
         disabled_reason: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        dynamic_schema_overrides: Callable[[], Any] | None = None,
     ) -> ToolEntry:
         """Register (or replace) a tool. Hermes's positional order; hermes_nb's additions keyword-only.
 
         Re-registering a name from the same toolset and source replaces it. Taking a name that belongs
-        to another toolset or source needs ``override=True`` (and is logged).
+        to another toolset or source needs ``override=True`` (and is logged). A bad schema is a
+        ``ValueError`` (``ToolSchemaError``) saying what is wrong.
         """
         if not isinstance(name, str) or not name:
             raise ValueError(f"tool name must be a non-empty string, got {name!r}")
@@ -119,12 +85,16 @@ class ToolRegistry:
             raise ValueError(f"tool {name!r}: toolset must be a non-empty string, got {toolset!r}")
         if not callable(handler):
             raise ValueError(f"tool {name!r}: handler must be callable, got {type(handler).__name__}")
-        if check_fn is not None and not callable(check_fn):
-            raise ValueError(f"tool {name!r}: check_fn must be callable or None")
-        schema = _checked_schema(name, schema, description)
+        for label, fn in (("check_fn", check_fn), ("dynamic_schema_overrides", dynamic_schema_overrides)):
+            if fn is not None and not callable(fn):
+                raise ValueError(f"tool {name!r}: {label} must be callable or None")
+        schema = checked_schema(name, schema, description)
         from tools.schema import compile_validator
 
-        validator = compile_validator(schema["parameters"])
+        try:
+            validator = compile_validator(schema["parameters"])
+        except ToolSchemaError as exc:
+            raise ToolSchemaError(f"tool {name!r}: {exc}") from None
         if source is None:
             source = "builtin"
         if source not in SOURCES:
@@ -144,6 +114,7 @@ class ToolRegistry:
             description=schema.get("description", ""),
             emoji=emoji or "",
             max_result_size_chars=max_result_size_chars,
+            dynamic_schema_overrides=dynamic_schema_overrides,
             read_only=read_only,
             interactive=interactive,
             path_params=tuple(path_params),
@@ -257,14 +228,14 @@ class ToolRegistry:
         entry = self._tools.get(name)
         if entry is None:
             return Availability(available=False, reason="unknown tool")
-        return _availability(entry, _cache)
+        return availability(entry, _cache)
 
     def get_unavailable(self) -> dict[str, Availability]:
         """Every unavailable tool with the reason; each distinct check runs once."""
         cache: dict[int, Availability] = {}
         out = {}
         for entry in self.entries():
-            status = _availability(entry, cache)
+            status = availability(entry, cache)
             if not status.available:
                 out[entry.name] = status
         return out
@@ -274,29 +245,41 @@ class ToolRegistry:
 
         Each distinct ``check_fn`` runs at most once per call; a raising check hides its tools.
         ``quiet`` is accepted for Hermes compatibility; reasons are in ``get_unavailable()``.
+        Every call builds new dicts (the nested ``parameters`` is the entry's own, as in Hermes).
         """
-        checks: dict[int, bool] = {}
-        tools = self._tools
-        environ = os.environ
-        out = []
-        for name in sorted(set(tool_names)):
-            entry = tools.get(name)
-            if entry is None or entry.disabled_reason:
+        checks: dict[Any, bool] = {}
+        get = self._tools.get
+        out: list[dict[str, Any]] = []
+        append = out.append
+        last = None
+        # sorted() of the names as given keeps the caller's runs (usually already in order); a
+        # repeated name is then next to itself, so skipping it needs no set.
+        for name in sorted(tool_names):
+            if name == last:
                 continue
-            if entry.requires_env and not all(environ.get(v) for v in entry.requires_env):
+            last = name
+            entry = get(name)
+            if entry is None:
                 continue
+            if entry.disabled_reason or entry.requires_env:  # rare: one test for both on the hot path
+                if entry.disabled_reason or not all(os.environ.get(v) for v in entry.requires_env):
+                    continue
             check = entry.check_fn
             if check is not None:
-                ok = checks.get(id(check))
+                key: Any = check
+                try:
+                    ok = checks.get(key)
+                except TypeError:  # an unhashable callable object: remember it by identity
+                    key = id(check)
+                    ok = checks.get(key)
                 if ok is None:
-                    try:
-                        ok = bool(check())
-                    except Exception:  # a raising check never escapes; %tools doctor shows why
-                        ok = False
-                    checks[id(check)] = ok
+                    ok = checks[key] = _passes(check)
                 if not ok:
                     continue
-            out.append({"type": "function", "function": {**entry.schema, "name": name}})
+            function = {**entry.schema, "name": name}
+            if entry.dynamic_schema_overrides is not None:
+                function.update(_overrides(entry))
+            append({"type": "function", "function": function})
         return out
 
     # -- dispatch ---------------------------------------------------------------------------------
@@ -326,14 +309,14 @@ class ToolRegistry:
         if entry.needs_approval and (denied := _approve(entry, call_args)):
             return denied
         try:
-            if entry.is_async:
-                result = async_bridge.run_sync(lambda: entry.handler(call_args, **kwargs))
+            if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
+                result = async_bridge.run_sync(_call(entry.handler, call_args, kwargs))
             else:
                 result = entry.handler(call_args, **kwargs)
                 if inspect.isawaitable(result):  # a sync wrapper around an async function
                     result = async_bridge.run_sync(_await(result))
         except Exception as exc:
-            return tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
+            return execution_failed(exc)
         return serialize_result(result)
 
     async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
@@ -348,14 +331,33 @@ class ToolRegistry:
             return denied
         try:
             if entry.is_async:
-                result = await entry.handler(call_args, **kwargs)
+                result = await _call(entry.handler, call_args, kwargs)
             else:
                 result = await asyncio.to_thread(entry.handler, call_args, **kwargs)
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:
-            return tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
+            return execution_failed(exc)
         return serialize_result(result)
+
+
+def _passes(check: Callable[[], Any]) -> bool:
+    try:
+        return bool(check())
+    except Exception:  # a raising check never escapes; get_unavailable() / %tools doctor say why
+        return False
+
+
+def _overrides(entry: ToolEntry) -> dict[str, Any]:
+    """Hermes's ``dynamic_schema_overrides``: merged onto the schema; a failing one is ignored (logged)."""
+    try:
+        extra = entry.dynamic_schema_overrides() if entry.dynamic_schema_overrides else None
+    except Exception:  # a broken override must not hide the tool; the static schema serves
+        log.warning("dynamic_schema_overrides of tool %r failed; using its static schema", entry.name, exc_info=True)
+        return {}
+    if not isinstance(extra, dict):
+        return {}
+    return {k: v for k, v in extra.items() if k != "name"}
 
 
 def _approve(entry: ToolEntry, args: dict[str, Any]) -> str | None:
@@ -370,124 +372,16 @@ def _approve(entry: ToolEntry, args: dict[str, Any]) -> str | None:
     return tool_error(decision["message"], blocked=True)
 
 
+async def _call(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    """Call an async handler; a handler flagged ``is_async`` that returns a plain value works too."""
+    result = handler(args, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
 async def _await(awaitable: Any) -> Any:
     return await awaitable
-
-
-def parse_arguments(args: Any) -> dict[str, Any] | str:
-    """The model's arguments as a dict, or a message saying what is wrong with them."""
-    if args is None or args == "":
-        return {}
-    if isinstance(args, (str, bytes, bytearray)):
-        try:
-            args = json.loads(args)
-        except (ValueError, RecursionError) as exc:
-            return f"arguments are not valid JSON ({exc}); send a JSON object"
-    if not isinstance(args, dict):
-        return f"arguments must be a JSON object, got {_json_type(args)}"
-    return args
-
-
-def serialize_result(result: Any) -> str:
-    """A handler's return value as the string the model receives."""
-    if isinstance(result, str):
-        return result
-    try:
-        return json.dumps(result, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        return tool_error(
-            f"Tool returned a {type(result).__name__}, which is not JSON-serialisable ({exc}); "
-            f"return a str or JSON data"
-        )
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
-
-
-def _availability(entry: ToolEntry, cache: dict[int, Availability] | None) -> Availability:
-    if entry.disabled_reason:
-        return Availability(available=False, reason=f"disabled: {entry.disabled_reason}")
-    if entry.requires_env:
-        missing = tuple(v for v in entry.requires_env if not os.environ.get(v))
-        if missing:
-            return Availability(
-                available=False,
-                reason="missing environment variable" + ("s " if len(missing) > 1 else " ") + ", ".join(missing),
-                missing_env=missing,
-            )
-    check = entry.check_fn
-    if check is None:
-        return _OK
-    key = id(check)
-    if cache is not None and key in cache:
-        return cache[key]
-    try:
-        ok = bool(check())
-        status = _OK if ok else Availability(available=False, reason=f"check {_check_name(check)} returned false")
-    except Exception as exc:  # a raising check never escapes
-        status = Availability(
-            available=False, reason=f"check {_check_name(check)} raised {type(exc).__name__}: {exc}"
-        )
-    if cache is not None:
-        cache[key] = status
-    return status
-
-
-def _check_name(check: Callable[..., Any]) -> str:
-    name = getattr(check, "__qualname__", None) or getattr(check, "__name__", None) or repr(check)
-    return name if name != "<lambda>" else "(lambda)"
-
-
-_SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
-
-
-def _checked_schema(name: str, schema: Any, description: str) -> dict[str, Any]:
-    """A copy of the schema with ``name`` and ``description`` set; ToolSchemaError saying what is wrong."""
-    if not isinstance(schema, dict):
-        raise ToolSchemaError(f"tool {name!r}: schema must be a dict, got {type(schema).__name__}")
-    params = schema.get("parameters")
-    if params is None:
-        raise ToolSchemaError(f"tool {name!r}: schema has no 'parameters' object")
-    if not isinstance(params, dict):
-        raise ToolSchemaError(f"tool {name!r}: schema 'parameters' must be an object, got {type(params).__name__}")
-    if params.get("type", "object") != "object":
-        raise ToolSchemaError(f"tool {name!r}: schema 'parameters' must have type 'object', got {params.get('type')!r}")
-    props = params.get("properties", {})
-    if not isinstance(props, dict):
-        raise ToolSchemaError(f"tool {name!r}: 'parameters.properties' must be an object")
-    for key, sub in props.items():
-        if not isinstance(sub, dict):
-            raise ToolSchemaError(f"tool {name!r}: property {key!r} must be a JSON schema object, got {sub!r}")
-        t = sub.get("type")
-        types = t if isinstance(t, list) else [t] if t is not None else []
-        bad = [x for x in types if x not in _SCHEMA_TYPES]
-        if bad:
-            raise ToolSchemaError(f"tool {name!r}: property {key!r} has unknown type {bad[0]!r}")
-    required = params.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        raise ToolSchemaError(f"tool {name!r}: 'parameters.required' must be a list of names")
-    desc = schema.get("description")
-    if desc is not None and not isinstance(desc, str):
-        raise ToolSchemaError(f"tool {name!r}: schema 'description' must be a string")
-    out = dict(schema)
-    params = dict(params)
-    params.setdefault("type", "object")
-    params.setdefault("properties", {})
-    out["parameters"] = params
-    out["name"] = name
-    out["description"] = description or desc or ""
-    return out
 
 
 #: The process-wide registry (Hermes's name).

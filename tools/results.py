@@ -1,0 +1,77 @@
+"""What crosses the dispatch boundary as text: the model's arguments in, a handler's result out.
+
+Every function here returns a value and never raises on junk, so ``dispatch`` can promise a string.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["execution_failed", "parse_arguments", "serialize_result", "tool_error", "tool_result"]
+
+
+def tool_error(message: Any, **extra: Any) -> str:
+    """The JSON error result the model receives: ``{"error": message, **extra}`` (Hermes's helper)."""
+    return json.dumps({"error": message if isinstance(message, str) else _text(message), **extra},
+                      ensure_ascii=False, default=_text)
+
+
+def tool_result(data: Any = None, **kwargs: Any) -> str:
+    """A JSON result from a value or from keyword arguments (Hermes's helper)."""
+    return json.dumps(data if data is not None else kwargs, ensure_ascii=False)
+
+
+def execution_failed(exc: BaseException) -> str:
+    """The error result for a handler that raised: ``Tool execution failed: TypeName: message``."""
+    return tool_error(f"Tool execution failed: {type(exc).__name__}: {_text(exc)}")
+
+
+def parse_arguments(args: Any) -> dict[str, Any] | str:
+    """The model's arguments as a dict, or a message saying what is wrong with them."""
+    if args is None:
+        return {}
+    if isinstance(args, (str, bytes, bytearray)):
+        if not args:
+            return {}
+        try:
+            args = json.loads(args)
+        except (ValueError, RecursionError) as exc:
+            return f"arguments are not valid JSON ({exc}); send a JSON object"
+    if not isinstance(args, dict):
+        return f"arguments must be a JSON object, got {_json_type(args)}"
+    return args
+
+
+def serialize_result(result: Any) -> str:
+    """A handler's return value as the string the model receives."""
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else _text(exc)
+        return tool_error(
+            f"Tool returned a {type(result).__name__}, which is not JSON-serialisable ({reason}); "
+            f"return a str or JSON data"
+        )
+
+
+def _text(value: Any) -> str:
+    """``str(value)``, even when the object's ``__str__`` is broken."""
+    try:
+        return str(value)
+    except Exception:  # a user-defined __str__ that raises must not escape dispatch
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
