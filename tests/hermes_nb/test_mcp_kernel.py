@@ -252,3 +252,29 @@ def test_mcp_reload_reruns_edited_tool_files_and_drops_deleted_ones(shell, herme
     finally:
         undo()
     assert "home_edit" not in registry  # %unload_ext removes tool-file tools too
+
+
+@pytest.mark.mcp
+def test_a_bad_server_in_config_is_one_error_and_spares_the_others_and_the_extension(shell, hermes_home, monkeypatch):
+    from hermes_nb import mcp_magics
+    from hermes_nb.magics import _doctor
+    from tools.mcp_tool import mcp_status
+
+    monkeypatch.delenv("HERMES_TEST_TZ", raising=False)
+    (hermes_home / "config.yaml").write_text(
+        "mcp_servers:\n"
+        "  broken: {command: [1, 2]}\n"
+        f"  time: {{command: {TIME_SERVER}, args: [--local-timezone, '${{HERMES_TEST_TZ:-UTC}}']}}\n"
+        "mcpServers:\n"
+        f"  paused: {{command: {TIME_SERVER}, disabled: true}}\n"
+    )
+    undo = mcp_magics.load(shell)
+    try:
+        wait_until(lambda: "mcp__time__get_current_time" in registry, timeout=30, what="time server")
+        status = {s.name: s.status for s in mcp_status()}
+        assert status == {"time": "ready", "paused": "disabled"}
+        doctor = _doctor().text()
+        assert "broken" in doctor and "'command'" in doctor
+        assert "mcp" in shell.magics_manager.magics["line"]
+    finally:
+        undo()

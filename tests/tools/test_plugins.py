@@ -247,3 +247,13 @@ def test_broken_tool_file_is_recorded_and_retried_after_a_fix(hermes_home):
     assert "fixed_tool" not in registry  # a half-run file leaves nothing behind
     (folder / "broken.py").write_text(_tool_file("fixed_tool"))
     assert "broken" in discover_plugins() and "broken" not in _plugin_failures()
+
+
+def test_hermes_agent_entry_point_group_loads_too():
+    assert any(ep.name == "example_hermes_ep" for ep in entry_points(group="hermes_agent.plugins")), (
+        "run: .venv/bin/pip install -e tests/fixtures/entry_point_plugin"
+    )
+    assert "example_hermes_ep" in discover_plugins()
+    entry = registry.get_entry("ep_hermes_echo")
+    assert (entry.source, entry.origin) == ("plugin", "example_hermes_ep")
+    assert registry.dispatch("ep_hermes_echo", {"text": "from Hermes"}) == "from Hermes"
