@@ -13,7 +13,11 @@ from typing import Any
 from tools.registry import registry
 from tools.toolsets import resolve_toolsets
 
-__all__ = ["check_tool_availability", "ensure_discovered", "get_tool_definitions", "handle_function_call"]
+__all__ = [
+    "check_tool_availability", "check_toolset_requirements",
+    "ensure_discovered", "get_all_tool_names", "get_available_toolsets", "get_tool_definitions",
+    "get_toolset_for_tool", "handle_function_call",
+]
 
 log = logging.getLogger(__name__)
 _discovered = False
@@ -51,25 +55,64 @@ def get_tool_definitions(
     if enabled_toolsets is None:
         names = set(registry.get_all_tool_names())
     else:
-        names = set(resolve_toolsets(list(enabled_toolsets)))
+        names = set(resolve_toolsets(_names(enabled_toolsets)))
     if disabled_toolsets:
-        names -= set(resolve_toolsets(list(disabled_toolsets)))
+        names -= set(resolve_toolsets(_names(disabled_toolsets)))
     return registry.get_definitions(names, quiet=quiet_mode)
 
 
-def handle_function_call(function_name: str, function_args: Any, task_id: str | None = None, **kw: Any) -> str:
-    """Dispatch one model tool call; never raises."""
+def _names(toolsets: Iterable[str]) -> list[str]:
+    """One name given as a plain string means that toolset, not its letters."""
+    return [toolsets] if isinstance(toolsets, str) else list(toolsets)
+
+
+def handle_function_call(
+    function_name: str, function_args: Any, task_id: str | None = None, user_task: str | None = None, **kw: Any
+) -> str:
+    """Dispatch one model tool call; never raises. ``task_id`` and ``user_task`` (Hermes's) reach the handler."""
     if task_id is not None:
         kw["task_id"] = task_id
+    if user_task is not None:
+        kw["user_task"] = user_task
     return registry.dispatch(function_name, function_args, **kw)
 
 
-def check_tool_availability() -> tuple[list[str], dict[str, str]]:
-    """``(available names, {unavailable name: reason})``."""
+def check_tool_availability(quiet: bool = False) -> tuple[list[str], dict[str, str]]:
+    """``(available names, {unavailable name: reason})``; ``quiet`` is accepted for Hermes callers."""
     ensure_discovered()
     unavailable = {name: status.reason for name, status in registry.get_unavailable().items()}
     available = [n for n in registry.get_all_tool_names() if n not in unavailable]
     return available, unavailable
+
+
+
+# Hermes's module-level names, answered from the live registry.
+
+
+def get_all_tool_names() -> list[str]:
+    return registry.get_all_tool_names()
+
+
+def get_toolset_for_tool(name: str) -> str | None:
+    return registry.get_toolset_for_tool(name)
+
+
+def get_available_toolsets() -> dict[str, dict[str, Any]]:
+    return registry.get_available_toolsets()
+
+
+def check_toolset_requirements() -> dict[str, bool]:
+    return registry.check_toolset_requirements()
+
+
+def __getattr__(name: str) -> Any:
+    # Hermes builds these once after discovery; here they are computed on access, so tools that
+    # arrive later (notebook cells, MCP servers) are in them too.
+    if name == "TOOL_TO_TOOLSET_MAP":
+        return registry.get_tool_to_toolset_map()
+    if name == "TOOLSET_REQUIREMENTS":
+        return registry.get_toolset_requirements()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 ensure_discovered()

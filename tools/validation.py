@@ -16,13 +16,22 @@ from typing import Any
 
 from tools.errors import ToolArgumentError, ToolSchemaError
 
+# The message helpers keep their private names here: `items` and `key` are also local names below.
+from tools.validation_messages import ARTICLE as _ARTICLE
+from tools.validation_messages import branch_kinds as _branch_kinds
+from tools.validation_messages import describe as _describe
+from tools.validation_messages import got as _got
+from tools.validation_messages import items as _items
+from tools.validation_messages import json_type as _json_type
+from tools.validation_messages import key as _key
+from tools.validation_messages import show as _show
+from tools.validation_messages import where as _where
+
 __all__ = ["compile_validator", "validate_arguments"]
 
 log = logging.getLogger(__name__)
 
 Check = Callable[[Any, str, list[str]], Any]
-_ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
-            "array": "an array", "object": "an object", "null": "null"}
 
 
 def compile_validator(parameters: dict) -> Callable[[dict], dict]:
@@ -63,72 +72,6 @@ def validate_arguments(parameters: dict, args: dict) -> dict:
             _cache.clear()
         hit = _cache[id(parameters)] = (parameters, compile_validator(parameters))
     return hit[1](args)
-
-
-# -- describing values and places, for messages a model can act on ----------------------------------
-
-def _where(path: str) -> str:
-    return f"argument {path!r}" if path else "arguments"
-
-
-def _show(value: Any) -> str:
-    """A short JSON-ish rendering of a value (never huge, never raising on ints past the digit limit)."""
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if isinstance(value, int):
-        return str(value) if value.bit_length() < 200 else "<a very large integer>"
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else {"nan": "NaN", "inf": "Infinity"}.get(str(value), "-Infinity")
-    if isinstance(value, str):
-        return repr(value if len(value) <= 60 else value[:57] + "...")
-    return "[...]" if isinstance(value, list | tuple) else "{...}" if isinstance(value, dict) else "?"
-
-
-def _items(n: int) -> str:
-    return f"{n} item" if n == 1 else f"{n} items"
-
-
-def _json_type(value: Any) -> str | None:
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if value is None:
-        return "null"
-    if isinstance(value, list | tuple):
-        return "array"
-    return "object" if isinstance(value, dict) else None
-
-
-def _got(value: Any) -> str:
-    kind = _json_type(value)
-    if kind in ("array", "object"):
-        return f"{kind} of {len(value)} {'items' if kind == 'array' else 'keys'}"
-    if kind == "null":
-        return "null"
-    if kind == "number" and not math.isfinite(value):
-        return f"{_show(value)} (not a finite number)"
-    if kind is None:
-        return f"Python object of type {type(value).__name__}"
-    return f"{kind} {_show(value)}"
-
-
-def _key(value: Any) -> Any:
-    """A hashable key with JSON equality: 1 == 1.0 but True != 1, lists and objects by content."""
-    if isinstance(value, bool) or value is None:
-        return ("b", value)
-    if isinstance(value, int | float):
-        return ("n", value)
-    if isinstance(value, str):
-        return ("s", value)
-    try:
-        return ("j", json.dumps(value, sort_keys=True, default=repr))
-    except (TypeError, ValueError, RecursionError):  # mixed key types, or nested too deep
-        return ("id", id(value))
 
 
 # -- type checks with coercion -------------------------------------------------------------------------
@@ -466,26 +409,3 @@ def _string_check(schema: dict) -> Check:
         return v
 
     return check_string
-
-
-def _branch_kinds(schema: Any) -> set[str] | None:
-    """The JSON types a branch can accept, when the schema says so plainly (else None: any)."""
-    if not isinstance(schema, dict):
-        return None
-    if "type" in schema:
-        kinds = schema["type"]
-        return {kinds} if isinstance(kinds, str) else set(kinds)
-    if "enum" in schema or "const" in schema:
-        return {_json_type(x) or "?" for x in schema.get("enum", [schema.get("const")])}
-    return None
-
-
-def _describe(schema: Any) -> str:
-    kinds = _branch_kinds(schema)
-    if isinstance(schema, dict) and ("enum" in schema or "const" in schema):
-        return "one of " + ", ".join(_show(x) for x in schema.get("enum", [schema.get("const")]))
-    if isinstance(schema, dict) and "$ref" in schema:
-        return f"a {str(schema['$ref']).rsplit('/', 1)[-1]} object"
-    if kinds:
-        return " or ".join(_ARTICLE.get(k, k) for k in sorted(kinds))
-    return "a value of another allowed form"
