@@ -309,5 +309,14 @@ def _clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
 
 
 def install(ip: Any = None) -> Callable[[], None]:
-    """Make the inline prompt the default approval callback; returns the undo (for unload)."""
-    return set_default_approval_callback(approval_prompt)
+    """Make the inline prompts answer approvals and the ``clarify`` tool; returns the undo (for unload)."""
+    from tools.clarify_tool import set_clarify_callback
+
+    undo_approval = set_default_approval_callback(approval_prompt)
+    undo_clarify = set_clarify_callback(clarify_prompt)
+
+    def undo() -> None:  # both undos are idempotent, so this one is too
+        undo_clarify()
+        undo_approval()
+
+    return undo

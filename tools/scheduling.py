@@ -1,6 +1,7 @@
 """Running a batch of tool calls: segment by segment, results in call order, never one failure for all.
 
-``plan_tool_batch`` (``tools.batch_plan``) decides what may share time. Here each parallel segment
+``plan_tool_batch`` (``tools.batch_plan``) decides what may share time; the records it returns live in
+``tools.batch_records`` and one batch's bookkeeping in ``tools.batch_state``. Here each parallel segment
 runs its sync handlers in one shared thread pool (created lazily, reused across batches) and its async
 handlers concurrently on the background loop (``tools.async_bridge``); every call goes through
 ``registry.dispatch`` / ``dispatch_async``. A failing call is an error result, a timed-out call is
@@ -27,238 +28,39 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
-import logging
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from tools import async_bridge
-from tools.batch_plan import (
-    BatchSegment,
-    CallView,
-    plan_tool_batch,
-    should_parallelize_tool_batch,
-    unpack_call,
-)
+from tools.batch_plan import BatchSegment, plan_tool_batch, should_parallelize_tool_batch
+from tools.batch_records import INTERRUPTED_MESSAGE, BatchEvent, BatchInterrupted, ToolCallResult
+from tools.batch_state import DEFAULT_MAX_WORKERS, Batch, Slot, run_async_call, run_sync_call, shared_pool
 from tools.errors import BridgeError
 from tools.interaction import main_thread_waiting, service
-from tools.registry import ToolRegistry, tool_error
+from tools.registry import ToolRegistry
 
-__all__ = ["BatchEvent", "BatchInterrupted", "BatchSegment", "ToolCallResult", "arun_tool_batch",
-           "plan_tool_batch", "run_tool_batch", "should_parallelize_tool_batch"]
+__all__ = ["INTERRUPTED_MESSAGE", "BatchEvent", "BatchInterrupted", "BatchSegment", "ToolCallResult",
+           "arun_tool_batch", "plan_tool_batch", "run_tool_batch", "should_parallelize_tool_batch"]
 
-log = logging.getLogger(__name__)
-
-INTERRUPTED_MESSAGE = "Interrupted by the user before this call finished"
-DEFAULT_MAX_WORKERS = 8
 _WAIT_SLICE = async_bridge.WAIT_SLICE
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallResult:
-    """The answer to one tool call; ``started``/``ended`` are ``time.perf_counter()`` values.
-
-    A call that never started (interrupted first) has ``started == ended``, the moment it was settled.
-    """
-
-    index: int
-    tool_call_id: str
-    name: str
-    arguments: Any
-    content: str
-    started: float
-    ended: float
-    duration: float
-    is_error: bool = False
-    timed_out: bool = False
-    interrupted: bool = False
-    segment: int = 0
-    parallel: bool = False
-
-    def to_message(self) -> dict[str, str]:
-        """The ``role: tool`` message for the model."""
-        return {"role": "tool", "tool_call_id": self.tool_call_id, "name": self.name, "content": self.content}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BatchEvent:
-    """A call started or ended (``result`` is set on "end")."""
-
-    kind: Literal["start", "end"]
-    index: int
-    tool_call_id: str
-    name: str
-    time: float
-    result: ToolCallResult | None = None
-    segment: int = 0
-    parallel: bool = False
-
-
-class BatchInterrupted(KeyboardInterrupt):
-    """A batch was interrupted; ``results`` still holds one result per call, in call order."""
-
-    def __init__(self, results: list[ToolCallResult]) -> None:
-        super().__init__(f"tool batch interrupted ({sum(r.interrupted for r in results)} of {len(results)} "
-                         "calls unfinished)")
-        self.results = results
-
-
-def _seconds(value: Any) -> float | None:
-    """A tool's ``metadata["timeout"]`` when it is a positive number, else no timeout."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        return None
-    return float(value)
-
-
-def _is_error(content: str) -> bool:
-    if not content.startswith("{"):
-        return False
-    try:
-        value = json.loads(content)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and "error" in value
-
-
-# -- the shared pool ------------------------------------------------------------------------------
-
-_pool_lock = threading.Lock()
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_size = 0
-
-
-def _shared_pool(max_workers: int) -> concurrent.futures.ThreadPoolExecutor:
-    """The process-wide pool for sync handlers; grown (replaced) only when a caller asks for more."""
-    global _pool, _pool_size
-    want = max(DEFAULT_MAX_WORKERS, max_workers)
-    with _pool_lock:
-        if _pool is None or _pool_size < want:
-            old = _pool
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=want, thread_name_prefix="hermes-nb-tool")
-            _pool_size = want
-            if old is not None:
-                old.shutdown(wait=False)  # its running calls finish; new work goes to the new pool
-        return _pool
-
-
-# -- one batch's bookkeeping ----------------------------------------------------------------------
-
-class _Slot:
-    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "started", "result", "future")
-
-    def __init__(self, call: CallView, is_async: bool, timeout: float | None, segment: int, parallel: bool):
-        self.call, self.is_async, self.timeout = call, is_async, timeout
-        self.segment, self.parallel = segment, parallel
-        self.started: float | None = None
-        self.result: ToolCallResult | None = None
-        self.future: concurrent.futures.Future[Any] | asyncio.Future[Any] | None = None
-
-
-class _Batch:
-    def __init__(self, tool_calls: Sequence[Any], registry: ToolRegistry, timeout: float | None,
-                 on_event: Callable[[BatchEvent], Any] | None):
-        self.registry = registry
-        self.on_event = on_event
-        self.cond = threading.Condition()
-        self.plan = plan_tool_batch(tool_calls, registry=registry)
-        calls = [unpack_call(c, i) for i, c in enumerate(tool_calls)]
-        self.slots: list[_Slot] = [None] * len(calls)  # type: ignore[list-item]
-        for seg_no, seg in enumerate(self.plan):
-            for i in seg.indices:
-                entry = registry.get_entry(calls[i].name)
-                limit = timeout if timeout is not None else _seconds(entry.metadata.get("timeout") if entry else None)
-                self.slots[i] = _Slot(calls[i], bool(entry and entry.is_async), limit, seg_no, seg.parallel)
-
-    def segment_slots(self, seg: BatchSegment) -> list[_Slot]:
-        return [self.slots[i] for i in seg.indices]
-
-    def _emit(self, slot: _Slot, kind: Literal["start", "end"], now: float) -> None:
-        if self.on_event is None:
-            return
-        event = BatchEvent(kind=kind, index=slot.call.index, tool_call_id=slot.call.id, name=slot.call.name,
-                           time=now, result=slot.result if kind == "end" else None, segment=slot.segment,
-                           parallel=slot.parallel)
-        try:
-            self.on_event(event)
-        except Exception:  # display code must never break a batch
-            log.exception("on_event callback failed")
-
-    def start(self, slot: _Slot) -> bool:
-        """Mark a call started; False when it was already settled (interrupted) and must not run."""
-        with self.cond:
-            if slot.result is not None:
-                return False
-            slot.started = now = time.perf_counter()
-        self._emit(slot, "start", now)
-        return True
-
-    def finish(self, slot: _Slot, content: str, *, timed_out: bool = False, interrupted: bool = False) -> bool:
-        """Settle a call once; a later (late) settlement is ignored."""
-        with self.cond:
-            if slot.result is not None:
-                return False
-            now = time.perf_counter()
-            started = slot.started if slot.started is not None else now
-            slot.result = ToolCallResult(
-                index=slot.call.index, tool_call_id=slot.call.id, name=slot.call.name, arguments=slot.call.arguments,
-                content=content, started=started, ended=now, duration=now - started, is_error=_is_error(content),
-                timed_out=timed_out, interrupted=interrupted, segment=slot.segment, parallel=slot.parallel)
-            self.cond.notify_all()
-        self._emit(slot, "end", now)
-        return True
-
-    def time_out(self, slot: _Slot) -> None:
-        if self.finish(slot, tool_error(f"Tool {slot.call.name} timed out after {slot.timeout:g} s"), timed_out=True):
-            if slot.future is not None:
-                slot.future.cancel()
-
-    def interrupt_all(self) -> list[ToolCallResult]:
-        for slot in self.slots:
-            if slot.result is None:
-                if slot.future is not None:
-                    slot.future.cancel()
-                self.finish(slot, tool_error(INTERRUPTED_MESSAGE), interrupted=True)
-        return self.results()
-
-    def results(self) -> list[ToolCallResult]:
-        return [s.result for s in self.slots if s.result is not None]
-
-
-def _run_sync_call(batch: _Batch, slot: _Slot) -> None:
-    if not batch.start(slot):
-        return
-    try:
-        content = batch.registry.dispatch(slot.call.name, slot.call.arguments)
-    except BaseException as exc:  # dispatch never raises, except KeyboardInterrupt/SystemExit from a handler
-        content = tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
-    batch.finish(slot, content)
-
-
-async def _run_async_call(batch: _Batch, slot: _Slot) -> None:
-    if not batch.start(slot):
-        return
-    content = await batch.registry.dispatch_async(slot.call.name, slot.call.arguments)
-    batch.finish(slot, content)
 
 
 # -- sync entry point -----------------------------------------------------------------------------
 
-def _run_segment(batch: _Batch, slots: list[_Slot], max_workers: int) -> None:
+def _run_segment(batch: Batch, slots: list[Slot], max_workers: int) -> None:
     waiting = deque(s for s in slots if not s.is_async)
-    running: list[_Slot] = []
+    running: list[Slot] = []
     for slot in slots:
         if slot.is_async:
-            slot.future = async_bridge.submit(_run_async_call(batch, slot))
+            slot.future = async_bridge.submit(run_async_call(batch, slot))
     while True:
         running = [s for s in running if s.result is None]
         while waiting and len(running) < max_workers:  # the batch's own window on the shared pool
             slot = waiting.popleft()
-            slot.future = _shared_pool(max_workers).submit(_run_sync_call, batch, slot)
+            slot.future = shared_pool(max_workers).submit(run_sync_call, batch, slot)
             running.append(slot)
         now = time.perf_counter()
         wait = _WAIT_SLICE
@@ -292,7 +94,7 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
         from tools.registry import registry as registry_
         registry = registry_
     _refresh_mcp()
-    batch = _Batch(tool_calls, registry, timeout, on_event)
+    batch = Batch(tool_calls, registry, timeout, on_event)
     try:
         with main_thread_waiting():
             for seg in batch.plan:
@@ -315,18 +117,18 @@ async def _arefresh_mcp() -> None:
 
 # -- async entry point ----------------------------------------------------------------------------
 
-async def _arun_call(batch: _Batch, slot: _Slot, pool: concurrent.futures.Executor,
+async def _arun_call(batch: Batch, slot: Slot, pool: concurrent.futures.Executor,
                      limit: asyncio.Semaphore) -> None:
     loop = asyncio.get_running_loop()
     if slot.is_async:
-        work: Any = _run_async_call(batch, slot)  # on the caller's loop
+        work: Any = run_async_call(batch, slot)  # on the caller's loop
         try:
             await asyncio.wait_for(work, slot.timeout)
         except TimeoutError:
             batch.time_out(slot)
         return
     async with limit:
-        future = loop.run_in_executor(pool, _run_sync_call, batch, slot)
+        future = loop.run_in_executor(pool, run_sync_call, batch, slot)
         slot.future = future
         try:
             await asyncio.wait_for(future, slot.timeout)
@@ -346,8 +148,8 @@ async def arun_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry |
         from tools.registry import registry as registry_
         registry = registry_
     await _arefresh_mcp()
-    batch = _Batch(tool_calls, registry, timeout, on_event)
-    pool = _shared_pool(max_workers)
+    batch = Batch(tool_calls, registry, timeout, on_event)
+    pool = shared_pool(max_workers)
     limit = asyncio.Semaphore(max(1, max_workers))
     tasks: list[asyncio.Task[None]] = []
     try:

@@ -139,7 +139,23 @@ def test_install_makes_the_prompt_the_default_and_undo_removes_it(monkeypatch: p
         assert check_dangerous_command("rm x")["scope"] == "once"
     finally:
         undo()
+        undo()  # idempotent
     assert check_dangerous_command("rm x")["approved"] is False
+
+
+def test_install_routes_the_clarify_tool_through_the_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools import clarify_tool
+
+    asked: list[tuple[str, object]] = []
+    monkeypatch.setattr(prompts, "_clarify_prompt", lambda q, c=None: asked.append((q, c)) or "blue")
+    undo = install(None)
+    try:
+        assert clarify_tool.clarify("Which colour?", ["red", "blue"])["answer"] == "blue"
+    finally:
+        undo()
+    assert asked == [("Which colour?", ["red", "blue"])]
+    monkeypatch.setattr("builtins.input", lambda _prompt: "typed")
+    assert clarify_tool.clarify("Which colour?")["answer"] == "typed"  # undone: back to input()
 
 
 def test_widgets_are_not_available_outside_a_kernel() -> None:
@@ -180,3 +196,43 @@ def test_click_reaches_a_blocked_sync_cell_in_a_real_kernel() -> None:
         ks.kc.shell_channel.send(ks.kc.session.msg("comm_msg", click))
         assert "CHOICE session" in ks.collect(first, timeout=30).stdout
         assert "second cell ran" in ks.collect(second, timeout=30).stdout
+
+
+@pytest.mark.kernel
+def test_clarify_from_a_batch_worker_is_answered_by_a_real_click() -> None:
+    """The clarify tool runs in a pool thread of ``run_tool_batch`` inside a sync cell; its widget is shown
+    from the waiting main thread and a real comm click over the shell channel answers it."""
+    import queue
+    import time
+
+    from tests.support.kernel import KernelSession
+
+    code = (
+        "import json, threading\n"
+        "from tools.scheduling import run_tool_batch\n"
+        "threads = []\n"
+        "args = json.dumps({'question': 'Which colour?', 'choices': ['red', 'blue']})\n"
+        "calls = [{'id': 'c1', 'type': 'function', 'function': {'name': 'clarify', 'arguments': args}}]\n"
+        "[r] = run_tool_batch(calls, on_event=lambda e: threads.append(threading.current_thread().name))\n"
+        "print('THREADS', sorted(set(threads)))\n"
+        "print('ANSWER', r.content)\n"
+    )
+    with KernelSession() as ks:
+        ks.run("%load_ext hermes_nb")
+        running = ks.kc.execute(code)
+        button = None
+        deadline = time.monotonic() + 60
+        while button is None and time.monotonic() < deadline:
+            try:
+                msg = ks.kc.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            state = msg["content"].get("data", {}).get("state", {}) if msg["msg_type"] == "comm_open" else {}
+            if state.get("_model_name") == "ButtonModel" and state.get("description") == "blue":
+                button = msg["content"]["comm_id"]
+        assert button is not None, "the clarify prompt never appeared"
+        click = {"comm_id": button, "data": {"method": "custom", "content": {"event": "click"}}}
+        ks.kc.shell_channel.send(ks.kc.session.msg("comm_msg", click))
+        out = ks.collect(running, timeout=60).stdout
+    assert "THREADS ['hermes-nb-tool" in out, out  # the handler really ran in a worker thread
+    assert 'ANSWER {"question": "Which colour?", "answer": "blue"}' in out, out
