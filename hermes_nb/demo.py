@@ -28,7 +28,8 @@ def run_notebook(path: Path, timeout: int = 120) -> tuple[Any, BaseException | N
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    # log_level=ERROR: the kernel's TCP-without-encryption warning is noise on 127.0.0.1
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             resources={"metadata": {"path": str(path.parent)}})
     try:
         client.execute()
@@ -54,9 +55,7 @@ def transcript(nb: Any) -> str:
     lines: list[str] = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                if line.startswith("#"):
-                    lines += ["", RULE, line.lstrip("# ").upper(), RULE]
+            lines += _prose(cell.source)
             continue
         if cell.cell_type != "code":
             continue
@@ -65,9 +64,47 @@ def transcript(nb: Any) -> str:
             [" " * 8 + s for s in cell.source.splitlines()[1:]]
         for out in cell.get("outputs", []):
             text = _output_text(out).rstrip()
-            if text:
-                lines.append(textwrap.indent(text, "   │ ", lambda _line: True))
+            if not text:
+                continue
+            if out.get("output_type") == "execute_result":  # the cell's value, as Jupyter marks it
+                lines.append("   Out:")
+            lines.append(textwrap.indent(text, "   │ ", lambda _line: True))
     return "\n".join(lines)
+
+
+def _prose(source: str) -> list[str]:
+    """A markdown cell as text: headings as ruled capitals, paragraphs re-wrapped, list items kept."""
+    lines: list[str] = []
+    for block in source.split("\n\n"):
+        block = block.strip()
+        if not block:
+            continue
+        if block.startswith("#"):
+            head, _, rest = block.partition("\n")
+            lines += ["", RULE, head.lstrip("# ").upper(), RULE]
+            block = rest.strip()
+            if not block:
+                continue
+        lines.append("")
+        items = [i for i in block.splitlines() if i.strip()]
+        if all(i.lstrip()[:2] in ("- ", "* ") or i.lstrip()[:1].isdigit() or i.startswith("  ") for i in items):
+            for item in _list_items(items):
+                marker = item.split(" ", 1)[0]
+                lines.append(textwrap.fill(" ".join(item.split()), 78, subsequent_indent=" " * (len(marker) + 1)))
+        else:
+            lines.append(textwrap.fill(" ".join(block.split()), 78))
+    return lines
+
+
+def _list_items(lines: list[str]) -> list[str]:
+    """Join a markdown list's wrapped continuation lines onto their item."""
+    items: list[str] = []
+    for line in lines:
+        if line.startswith(" ") and items:
+            items[-1] += " " + line.strip()
+        else:
+            items.append(line.strip())
+    return items
 
 
 def _html(nb: Any, target: Path) -> None:
@@ -77,6 +114,14 @@ def _html(nb: Any, target: Path) -> None:
     target.write_text(body, encoding="utf-8")
 
 
+def _nice(path: Path) -> str:
+    """``path`` relative to the working folder when it is inside it (shorter, and copy-pasteable)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="python -m hermes_nb.demo", description=__doc__.splitlines()[0])
@@ -84,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--html", default=None, help="where to write the HTML (default: next to the notebook)")
     args = parser.parse_args(argv)
     path = Path(args.notebook).resolve()
-    print(f"hermes_nb demo: running {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
+    print(f"hermes_nb demo: running {_nice(path)} "
           "in a real kernel (offline, replayed model)…", flush=True)
     started = time.perf_counter()
     nb, error = run_notebook(path)
@@ -95,15 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     _html(nb, html_path)
     if error is not None:
         print(f"FAILED after {took:.1f} s: a cell raised.\n{error}", file=sys.stderr)
-        print(f"The executed notebook, up to the failure, is in {html_path}", file=sys.stderr)
+        print(f"The executed notebook, up to the failure, is in {_nice(html_path)}", file=sys.stderr)
         return 1
-    print(f"✓ every cell ran ({took:.1f} s). The executed notebook, with the live agent output as static HTML, "
-          f"is in {html_path}")
+    print(f"✓ every cell ran ({took:.1f} s). The executed notebook, with the agent's live output kept as "
+          f"static HTML, is in {_nice(html_path)}")
     print(textwrap.dedent(f"""
-        Run the same notebook live:   jupyter lab {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}
+        Run the same notebook live:   jupyter lab {_nice(path)}
         With a real model: set OPENAI_API_KEY (not needed for a server on 127.0.0.1), OPENAI_BASE_URL
         (e.g. http://127.0.0.1:11434/v1 for Ollama) and HERMES_NB_MODEL, then change
-        Agent(model="replay:cassettes/quickstart.json") to Agent() or Agent(model="your-model")."""))
+        Agent(model="replay:cassettes/quickstart.json") to Agent(), and drop --model replay:... from %%agent.
+        Re-record the cassettes:      .venv/bin/python scripts/record_quickstart.py [--live]"""))
     return 0
 
 

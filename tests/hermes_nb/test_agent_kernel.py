@@ -154,10 +154,13 @@ def test_demo_runs_a_notebook_and_fails_loudly(tmp_path, capsys):
 
     good = tmp_path / "good.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# A heading"), nbformat.v4.new_code_cell("print('hello from the demo')")]), good)
+        nbformat.v4.new_markdown_cell("# A heading\n\nWhy this step\nmatters.\n\n- first\n- second"),
+        nbformat.v4.new_code_cell("print('hello from the demo')"), nbformat.v4.new_code_cell("40 + 2")]), good)
     assert demo.main([str(good)]) == 0
     out = capsys.readouterr().out
     assert "A HEADING" in out and "In [1]: print('hello from the demo')" in out and "│ hello from the demo" in out
+    assert "Why this step matters." in out and "- first\n- second" in out  # the prose a newcomer needs
+    assert "In [2]: 40 + 2\n   Out:\n   │ 42" in out
     assert (tmp_path / "good.html").exists()
     bad = tmp_path / "bad.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")]), bad)

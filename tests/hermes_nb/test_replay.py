@@ -113,3 +113,41 @@ def test_drift_is_shown_in_the_display_before_it_raises(cassette, capsys):
     with pytest.raises(ReplayDriftError):
         Agent(model=f"replay:{cassette}", enabled_toolsets=None, display="text").run("x")
     assert "✗ ReplayDriftError: replay" in capsys.readouterr().out
+
+
+def _record_script(monkeypatch):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("record_quickstart", ROOT / "scripts" / "record_quickstart.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up while building
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rerecording_the_quickstart_reproduces_the_shipped_cassettes_which_replay(tmp_path, monkeypatch):
+    import importlib
+
+    import tools.terminal_tool
+
+    if registry.get_entry("terminal") is None:  # discovery ran in an earlier test, whose clean-up removed it
+        importlib.reload(tools.terminal_tool)
+    script = _record_script(monkeypatch)
+    paths = script.record(tmp_path / "out", workdir=tmp_path / "work")
+    assert [p.name for p in paths] == ["quickstart.json", "quickstart_magic.json"]
+    for path in paths:
+        fresh, shipped = load_cassette(path), load_cassette(ROOT / "notebooks" / "cassettes" / path.name)
+        assert fresh["model"] == shipped["model"]
+        assert [t["response"] for t in fresh["turns"]] == [t["response"] for t in shipped["turns"]]
+        assert [t["request"]["tools"] for t in fresh["turns"]] == [t["request"]["tools"] for t in shipped["turns"]]
+    notebook = (ROOT / "notebooks" / "quickstart.ipynb").read_text(encoding="utf-8")
+    assert "replay:cassettes/quickstart.json" in notebook and "replay:cassettes/quickstart_magic.json" in notebook
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with script.notebook_tools():  # the notebook's own %%tool cells, as the classroom kernel has them
+        for scene, path in zip(script.SCENES, paths, strict=True):
+            result = Agent(model=f"replay:{path}", enabled_toolsets=list(scene.toolsets), display=False,
+                           approval_callback=lambda *a: "once").run(scene.prompt)
+            assert result.stopped_reason == "done" and result.text == scene.replies[-1].content
