@@ -63,3 +63,22 @@ def test_request_left_when_main_stops_waiting_is_still_answered():
         release.set()
     t.join(10)
     assert result == ["late"]
+
+
+def test_run_sync_is_waiting_before_its_task_can_ask(monkeypatch):
+    # A task may ask the person in its very first step; if the main thread declared itself waiting only
+    # after scheduling, the question would run on the worker (the race seen as a flaky test above).
+    seen = []
+    schedule = async_bridge._schedule
+
+    def recording_schedule(coro, future):
+        seen.append(interaction._waiting)
+        schedule(coro, future)
+
+    monkeypatch.setattr(async_bridge, "_schedule", recording_schedule)
+
+    async def nothing():
+        return 1
+
+    assert async_bridge.run_sync(nothing()) == 1
+    assert seen == [1]

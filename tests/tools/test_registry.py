@@ -353,3 +353,100 @@ def test_needs_approval_without_anyone_to_ask_is_blocked(reg):
     reg.register("wipe", "danger", SCHEMA, lambda a, **k: "wiped", needs_approval=True)
     out = json.loads(reg.dispatch("wipe", {"a": 1, "b": 2}))
     assert out["blocked"] is True and "Do not retry" in out["error"]
+
+
+# -- audit of issue 2: gaps found and closed ---------------------------------------------------------
+
+def test_a_bad_keyword_value_names_the_tool(fresh_registry):
+    schema = {"parameters": {"type": "object", "properties": {"a": {"type": "string", "minLength": "x"}}}}
+    with pytest.raises(ValueError, match=r"^tool 'bad': schema keyword 'minLength' must be a number"):
+        fresh_registry.register("bad", "t", schema, print)
+
+
+def test_handler_flagged_async_that_returns_a_plain_value(fresh_registry):
+    fresh_registry.register("plain", "t", {"parameters": {"type": "object"}}, lambda a, **kw: "ok", is_async=True)
+    assert fresh_registry.dispatch("plain", {}) == "ok"
+    assert asyncio.run(fresh_registry.dispatch_async("plain", {})) == "ok"
+
+
+def test_equal_bound_method_checks_run_once_and_unhashable_checks_work(fresh_registry):
+    calls = []
+
+    class Probe:
+        def ready(self) -> bool:
+            calls.append(1)
+            return True
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __call__(self) -> bool:
+            return False
+
+    probe = Probe()
+    for i in range(3):  # each attribute access makes a new (equal) bound method
+        fresh_registry.register(f"p{i}", "t", SCHEMA, add_handler, check_fn=probe.ready)
+    fresh_registry.register("u", "t", SCHEMA, add_handler, check_fn=Unhashable())
+    names = [d["function"]["name"] for d in fresh_registry.get_definitions(["u", "p2", "p0", "p1", "p0"])]
+    assert names == ["p0", "p1", "p2"] and len(calls) == 1
+
+
+def test_hermes_register_keywords_dynamic_schema_overrides(fresh_registry):
+    limits = {"n": 3}
+    entry = fresh_registry.register(
+        name="delegate", toolset="t", schema=SCHEMA, handler=add_handler, check_fn=None, requires_env=[],
+        is_async=False, description="", emoji="", max_result_size_chars=None,
+        dynamic_schema_overrides=lambda: {"description": f"up to {limits['n']} tasks", "name": "ignored"},
+    )
+    assert entry.dynamic_schema_overrides is not None
+    [d] = fresh_registry.get_definitions(["delegate"])
+    assert d["function"]["description"] == "up to 3 tasks" and d["function"]["name"] == "delegate"
+    limits["n"] = 5
+    assert fresh_registry.get_definitions(["delegate"])[0]["function"]["description"] == "up to 5 tasks"
+    assert entry.schema["description"] == "Add two integers."  # the stored schema is untouched
+
+    def broken():
+        raise RuntimeError("config unreadable")
+
+    fresh_registry.register("delegate", "t", SCHEMA, add_handler, dynamic_schema_overrides=broken)
+    assert fresh_registry.get_definitions(["delegate"])[0]["function"]["description"] == "Add two integers."
+
+
+def test_hermes_query_methods(fresh_registry, monkeypatch):
+    monkeypatch.delenv("HERMES_NB_TEST_KEY", raising=False)
+    fresh_registry.register("add", "math", SCHEMA, add_handler, emoji="➕", max_result_size_chars=10)
+    fresh_registry.register("web", "web", SCHEMA, add_handler, requires_env=["HERMES_NB_TEST_KEY"])
+    r = fresh_registry
+    assert r.get_schema("add") is r.get_entry("add").schema and r.get_schema("nope") is None
+    assert r.get_emoji("add") == "➕" and r.get_emoji("web") == "⚡" and r.get_emoji("web", "") == ""
+    assert r.get_max_result_size("add") == 10 and r.get_max_result_size("web") == 100_000
+    assert r.get_max_result_size("web", 7) == 7
+    assert r.get_tool_to_toolset_map() == {"add": "math", "web": "web"}
+    assert r.get_registered_toolset_names() == ["math", "web"]
+    assert [e.name for e in r.get_all_entries()] == ["add", "web"]
+    assert r.is_toolset_available("math") and not r.is_toolset_available("web")
+    assert r.check_toolset_requirements() == {"math": True, "web": False}
+    assert r.get_available_toolsets()["web"] == {
+        "available": False, "tools": ["web"], "description": "", "requirements": ["HERMES_NB_TEST_KEY"]}
+    req = r.get_toolset_requirements()["web"]
+    assert req["env_vars"] == ["HERMES_NB_TEST_KEY"] and req["tools"] == ["web"] and req["check_fn"] is None
+    assert r.check_tool_availability(quiet=True) == (
+        ["math"], [{"name": "web", "env_vars": ["HERMES_NB_TEST_KEY"], "tools": ["web"]}])
+
+
+def test_hermes_module_names_import_from_tools_registry(tmp_path):
+    from tools.registry import (  # noqa: F401  (what Hermes tool files and model_tools import)
+        discover_builtin_tools,
+        invalidate_check_fn_cache,
+        no_cache_check_fn,
+        registry,
+        tool_error,
+        tool_result,
+    )
+
+    @no_cache_check_fn
+    def check() -> bool:
+        return True
+
+    assert check() is True and invalidate_check_fn_cache() is None
+    assert discover_builtin_tools(tmp_path) == []

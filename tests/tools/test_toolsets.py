@@ -86,3 +86,30 @@ def test_check_tool_availability(custom, monkeypatch):
     available, unavailable = check_tool_availability()
     assert "nb_one" in available and "needs_env" not in available
     assert "HNB_MISSING" in unavailable["needs_env"]
+
+
+def test_a_single_toolset_name_as_a_string_is_that_toolset(custom):
+    assert names(get_tool_definitions("nbset")) == ["nb_one", "nb_two"]
+    assert names(get_tool_definitions(["nbset", "geometry"], "geometry")) == ["nb_one", "nb_two"]
+
+
+def test_hermes_model_tools_names(custom):
+    from tools import model_tools
+    from tools.model_tools import (  # Hermes's model_tools public names
+        TOOL_TO_TOOLSET_MAP,
+        TOOLSET_REQUIREMENTS,
+        check_toolset_requirements,
+        get_all_tool_names,
+        get_available_toolsets,
+        get_toolset_for_tool,
+    )
+
+    assert TOOL_TO_TOOLSET_MAP["nb_one"] == "nbset" and TOOLSET_REQUIREMENTS["nbset"]["tools"] == ["nb_one", "nb_two"]
+    registry.register("late", "later", SCHEMA, lambda a, **k: "", source="notebook")
+    assert model_tools.TOOL_TO_TOOLSET_MAP["late"] == "later"  # computed on access: later tools are in it
+    assert get_toolset_for_tool("geo_area") == "geometry" and "nb_two" in get_all_tool_names()
+    assert check_toolset_requirements()["nbset"] is True and get_available_toolsets()["nbset"]["available"]
+    assert check_tool_availability(quiet=True)[1] == {}
+    registry.register("kw_tool", "nbset", SCHEMA, lambda a, **k: k, source="notebook")
+    # Hermes's positional order: function_name, function_args, task_id, user_task
+    assert handle_function_call("kw_tool", {}, "t1", "the task") == '{"task_id": "t1", "user_task": "the task"}'
