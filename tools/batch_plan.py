@@ -139,12 +139,31 @@ def _access(entry: ToolEntry | None, args: dict[str, Any], root: str, folders: d
     return _Access(alone=False, writes=not entry.read_only, paths=paths)
 
 
-def _overlap(a: str, b: str) -> bool:
-    """One path is the other or inside it (both absolute and normalised, so a prefix test is exact)."""
-    if a == b:
-        return True
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    return long.startswith(short if short.endswith(os.sep) else short + os.sep)
+def _lineage(path: str) -> list[str]:
+    """``path`` and every folder above it (absolute, normalised)."""
+    out = [path]
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return out
+        out.append(parent)
+        path = parent
+
+
+class _Paths:
+    """A set of paths that answers "does this path overlap any of you?" in time proportional to its depth."""
+
+    def __init__(self) -> None:
+        self.members: set[str] = set()
+        self.lines: set[str] = set()  # every member and every folder above it
+
+    def add(self, path: str) -> None:
+        self.members.add(path)
+        self.lines.update(_lineage(path))
+
+    def overlaps(self, path: str) -> bool:
+        # `path` is a member or above one, or a member is above `path`.
+        return path in self.lines or any(p in self.members for p in _lineage(path))
 
 
 class _Run:
@@ -152,17 +171,17 @@ class _Run:
 
     def __init__(self) -> None:
         self.indices: list[int] = []
-        self.reads: list[str] = []
-        self.writes: list[str] = []
+        self.reads = _Paths()
+        self.writes = _Paths()
 
     def conflicts(self, access: _Access) -> bool:
         # Readers only need checking against writers; writers against everything.
-        others = self.writes + self.reads if access.writes else self.writes
-        return any(_overlap(p, q) for p in access.paths for q in others)
+        return any(self.writes.overlaps(p) or (access.writes and self.reads.overlaps(p)) for p in access.paths)
 
     def add(self, index: int, access: _Access) -> None:
         self.indices.append(index)
-        (self.writes if access.writes else self.reads).extend(access.paths)
+        for path in access.paths:
+            (self.writes if access.writes else self.reads).add(path)
 
 
 def _serial(n: int) -> list[BatchSegment]:
