@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tools.registry import ToolEntry, registry
+from tools.visible import make_visible
 
 __all__ = ["ResultView", "Table", "ToolCard", "availability_text", "render_result", "tool_card"]
 
@@ -193,7 +194,8 @@ class ToolCard:
     extra: tuple[str, ...] = field(default=())
 
     def _schema_json(self) -> str:
-        return json.dumps(self.entry.definition(), indent=2, ensure_ascii=False)
+        # A description is text the model obeys: show hidden characters (zero-width, bidi, ANSI) to the person.
+        return make_visible(json.dumps(self.entry.definition(), indent=2, ensure_ascii=False))
 
     def text(self) -> str:
         e = self.entry
@@ -201,7 +203,7 @@ class ToolCard:
             f"{e.emoji + ' ' if e.emoji else ''}{e.name}  [toolset {e.toolset}, {e.source}]  {availability_text(e)}",
         ]
         if e.description:
-            lines.append(e.description.splitlines()[0])
+            lines.append(make_visible(e.description.splitlines()[0]))
         flags = _flags(e)
         if flags:
             lines.append("flags: " + "; ".join(flags))
@@ -222,7 +224,7 @@ class ToolCard:
             f"<span style='color:{color}'>{_esc(avail)}</span></div>",
         ]
         if e.description:
-            parts.append(f"<div>{_esc(e.description.splitlines()[0])}</div>")
+            parts.append(f"<div>{_esc(make_visible(e.description.splitlines()[0]))}</div>")
         if flags:
             parts.append(f"<div style='color:#666'>{_esc('; '.join(flags))}</div>")
         parts += [f"<div>{_esc(x)}</div>" for x in self.extra]
