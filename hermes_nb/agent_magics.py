@@ -75,13 +75,13 @@ class AgentMagics(Magics):
         if not prompt:
             raise UsageError("%%agent: the cell is empty; write the prompt below the %%agent line")
         toolsets = _toolsets(args.toolsets)
+        if args.out and not args.out.isidentifier():  # checked before the run, which may take minutes
+            raise UsageError(f"--out needs a Python variable name, got {args.out!r}")
         try:
             result = _run(prompt, args, toolsets)
         except HermesNbError as exc:  # no key, replay drift, unknown model setting: one line, no traceback
             raise UsageError(f"%%agent: {exc}") from None
         if args.out:
-            if not args.out.isidentifier():
-                raise UsageError(f"--out needs a Python variable name, got {args.out!r}")
             assert self.shell is not None
             self.shell.user_ns[args.out] = result
         return result

@@ -195,6 +195,9 @@ def test_agent_magic_usage_errors(shell):
         with pytest.raises(UsageError, match="takes 'reset'"):
             shell.run_line_magic("agent", "")
         shell.run_line_magic("agent", "reset")  # before any agent exists: fine
+        with pytest.raises(UsageError, match="--out needs a Python variable name"):
+            shell.run_cell_magic("agent", "--model replay:/nonexistent.json --out 1bad", "hi")
+        assert agent_magics.current_agent() is None  # refused before any agent was made or model called
     finally:
         undo()
 
