@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml tests/fixtures/entry_point_plugin/pyproject.toml
 	touch $(STAMP)
 
 lint: venv
-	$(BIN)/ruff check tools hermes_nb tests bench
+	$(BIN)/ruff check tools hermes_nb tests bench scripts
 
 typecheck: venv
 	$(BIN)/mypy

@@ -14,6 +14,28 @@ os.environ.pop("OPENAI_BASE_URL", None)
 os.environ.pop("HERMES_NB_MODEL", None)
 
 
+def _discover_builtins_once() -> None:
+    """Register the built-in tools before any test snapshots the registry, so that the test which
+    happens to trigger discovery first does not take them away from every later test."""
+    import tempfile
+
+    saved = os.environ.get("HERMES_NB_HOME")
+    with tempfile.TemporaryDirectory() as home:  # the discovery cache must not land in the real home
+        os.environ["HERMES_NB_HOME"] = home
+        try:
+            from tools.model_tools import ensure_discovered
+
+            ensure_discovered()
+        finally:
+            if saved is None:
+                os.environ.pop("HERMES_NB_HOME", None)
+            else:
+                os.environ["HERMES_NB_HOME"] = saved
+
+
+_discover_builtins_once()
+
+
 @pytest.fixture(autouse=True)
 def hermes_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private home folder (config, spill files, plugins) for each test."""

@@ -128,12 +128,7 @@ def _record_script(monkeypatch):
 
 
 def test_rerecording_the_quickstart_reproduces_the_shipped_cassettes_which_replay(tmp_path, monkeypatch):
-    import importlib
-
-    import tools.terminal_tool
-
-    if registry.get_entry("terminal") is None:  # discovery ran in an earlier test, whose clean-up removed it
-        importlib.reload(tools.terminal_tool)
+    assert registry.get_entry("terminal") is not None  # built-ins are registered once, by tests/conftest.py
     script = _record_script(monkeypatch)
     paths = script.record(tmp_path / "out", workdir=tmp_path / "work")
     assert [p.name for p in paths] == ["quickstart.json", "quickstart_magic.json"]
