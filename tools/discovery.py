@@ -33,7 +33,7 @@ _CACHE_VERSION = 1
 _CORE = frozenset({
     "__init__", "registry", "discovery", "model_tools", "toolsets", "config", "errors", "load_report",
     "async_bridge", "schema", "validation", "docstrings", "approval", "command_rules", "visible", "workspace",
-    "budget", "scheduling", "batch_plan", "interaction", "mcp_config", "mcp_tool", "mcp_session", "plugins",
+    "budget", "scheduling", "batch_plan", "interaction", "mcp_config", "mcp_tool", "mcp_session", "mcp_results", "plugins", "plugin_files",
 })
 _lock = threading.RLock()
 _TOOLS_DIR = Path(__file__).resolve().parent

@@ -315,7 +315,9 @@ class ToolRegistry(HermesQueries):
                 result = entry.handler(call_args, **kwargs)
                 if inspect.isawaitable(result):  # a sync wrapper around an async function
                     result = async_bridge.run_sync(_await(result))
-        except Exception as exc:
+        except _HandlerExit as wrapped:
+            return execution_failed(wrapped.exc)
+        except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
             return execution_failed(exc)
         return serialize_result(result)
 
@@ -335,8 +337,10 @@ class ToolRegistry(HermesQueries):
             else:
                 result = await asyncio.to_thread(entry.handler, call_args, **kwargs)
                 if inspect.isawaitable(result):
-                    result = await result
-        except Exception as exc:
+                    result = await _await(result)
+        except _HandlerExit as wrapped:
+            return execution_failed(wrapped.exc)
+        except (Exception, SystemExit) as exc:
             return execution_failed(exc)
         return serialize_result(result)
 
@@ -372,16 +376,34 @@ def _approve(entry: ToolEntry, args: dict[str, Any]) -> str | None:
     return tool_error(decision["message"], blocked=True)
 
 
+class _HandlerExit(Exception):
+    """A handler's ``SystemExit``, carried as an ordinary exception.
+
+    asyncio re-raises ``SystemExit`` out of a task into the event loop, which would stop the shared
+    background loop; inside the coroutine it becomes this, and dispatch reports the original.
+    """
+
+    def __init__(self, exc: SystemExit) -> None:
+        super().__init__(exc)
+        self.exc = exc
+
+
 async def _call(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[str, Any]) -> Any:
     """Call an async handler; a handler flagged ``is_async`` that returns a plain value works too."""
-    result = handler(args, **kwargs)
-    if inspect.isawaitable(result):
-        result = await result
+    try:
+        result = handler(args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+    except SystemExit as exc:
+        raise _HandlerExit(exc) from None
     return result
 
 
 async def _await(awaitable: Any) -> Any:
-    return await awaitable
+    try:
+        return await awaitable
+    except SystemExit as exc:
+        raise _HandlerExit(exc) from None
 
 
 #: The process-wide registry (Hermes's name).

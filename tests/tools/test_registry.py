@@ -450,3 +450,22 @@ def test_hermes_module_names_import_from_tools_registry(tmp_path):
 
     assert check() is True and invalidate_check_fn_cache() is None
     assert discover_builtin_tools(tmp_path) == []
+
+
+def test_a_tool_calling_sys_exit_is_an_error_result_not_an_exit(reg):
+    import sys
+
+    reg.register("quitter", "ts", SCHEMA, lambda a, **k: sys.exit(3))
+
+    async def aquit(args, **kw):
+        sys.exit("bye")
+
+    reg.register("aquitter", "ts", SCHEMA, aquit)
+    assert err(reg.dispatch("quitter", {"a": 1, "b": 2})) == "Tool execution failed: SystemExit: 3"
+    assert err(reg.dispatch("aquitter", {"a": 1, "b": 2})) == "Tool execution failed: SystemExit: bye"
+    assert err(asyncio.run(reg.dispatch_async("quitter", {"a": 1, "b": 2}))) == "Tool execution failed: SystemExit: 3"
+    # the shared background loop survived both
+    assert reg.dispatch("aquitter", {"a": 1, "b": 2}).startswith('{"error"')
+    from tools import async_bridge
+
+    assert async_bridge.get_loop().is_running()
