@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from tools.command_rules import INTERPRETERS, SHELLS, check_program, flag_sensitive
+from tools.interaction import CallbackStack
 from tools.visible import hidden_characters, make_visible
 
 __all__ = [
@@ -261,7 +262,7 @@ _BROAD_KEYS = frozenset({"unknown-program", "unparseable", "carriage-return", "h
                          "package-install"})
 _lock = threading.Lock()
 _session: set[str] = set()
-_default_callback: list[ApprovalCallback] = []  # a stack, so nested installs undo in order
+_default_callback: CallbackStack[ApprovalCallback] = CallbackStack()
 
 
 def _session_tokens(command: str, findings: list[_Finding]) -> set[str]:
@@ -277,15 +278,7 @@ def reset_session_approvals() -> None:
 
 def set_default_approval_callback(fn: ApprovalCallback) -> Callable[[], None]:
     """Use ``fn`` when ``check_dangerous_command`` gets no callback; returns an undo."""
-    with _lock:
-        _default_callback.append(fn)
-
-    def undo() -> None:
-        with _lock:
-            if fn in _default_callback:
-                _default_callback.remove(fn)
-
-    return undo
+    return _default_callback.push(fn)
 
 
 def _always_list() -> list[str]:
@@ -360,7 +353,7 @@ def _decide(
     with _lock:
         if tokens <= _session:
             return {"approved": True, "scope": "session", "pattern_key": key, "message": "Approved for this session."}
-        callback = approval_callback or (_default_callback[-1] if _default_callback else None)
+        callback = approval_callback or _default_callback.current()
     if callback is None:
         return _blocked(key, f"BLOCKED: this command needs a person's approval ({description}) and no one is "
                              "available to approve it. Do not retry it; tell the person what you wanted to run.")

@@ -7,10 +7,10 @@ serially and two prompts never compete for the person's attention.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
+from tools.interaction import CallbackStack, run_on_main
 from tools.registry import registry
 
 __all__ = ["ClarifyCallback", "clarify", "set_clarify_callback"]
@@ -20,21 +20,12 @@ ClarifyCallback = Callable[[str, "list[str] | None"], str]
 
 _CARRY_ON = ("Continue with your best judgement and state the assumption you made, or stop and explain "
              "what you need.")
-_lock = threading.Lock()
-_callbacks: list[ClarifyCallback] = []  # a stack, so nested installs undo in order
+_callbacks: CallbackStack[ClarifyCallback] = CallbackStack()
 
 
 def set_clarify_callback(fn: ClarifyCallback) -> Callable[[], None]:
     """Ask questions through ``fn`` from now on; returns an idempotent undo."""
-    with _lock:
-        _callbacks.append(fn)
-
-    def undo() -> None:
-        with _lock:
-            if fn in _callbacks:
-                _callbacks.remove(fn)
-
-    return undo
+    return _callbacks.push(fn)
 
 
 def _ask_in_terminal(question: str, choices: list[str] | None) -> str:
@@ -52,14 +43,11 @@ def clarify(question: str, choices: list[str] | None = None) -> dict[str, Any]:
     """Ask ``question`` (optionally offering ``choices``) and return the person's answer."""
     if not question.strip():
         raise ValueError("question is empty; ask a complete question")
-    with _lock:
-        callback = _callbacks[-1] if _callbacks else None
+    callback = _callbacks.current()
     try:
         if callback is not None:
             answer = callback(question, choices)
         else:  # input() only works on the main thread of a kernel: hand it there if it is waiting for us
-            from tools.interaction import run_on_main
-
             answer = run_on_main(_ask_in_terminal, question, choices)
     except EOFError:
         return {"error": "no one answered the question (no input available). " + _CARRY_ON}

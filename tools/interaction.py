@@ -13,11 +13,12 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["main_thread_waiting", "run_on_main", "service"]
+__all__ = ["CallbackStack", "main_thread_waiting", "run_on_main", "service"]
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 _requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
 _waiting = 0
@@ -96,3 +97,27 @@ def run_on_main(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     if request.error is not None:
         raise request.error
     return request.result
+
+
+class CallbackStack(Generic[C]):
+    """Who answers a kind of question (approval, clarify): the last installed, undone in any order."""
+
+    def __init__(self) -> None:
+        self._items: list[C] = []
+        self._lock = threading.Lock()
+
+    def push(self, callback: C) -> Callable[[], None]:
+        """Install ``callback``; returns an idempotent undo."""
+        with self._lock:
+            self._items.append(callback)
+
+        def undo() -> None:
+            with self._lock:
+                if callback in self._items:
+                    self._items.remove(callback)
+
+        return undo
+
+    def current(self) -> C | None:
+        with self._lock:
+            return self._items[-1] if self._items else None

@@ -82,3 +82,15 @@ def test_run_sync_is_waiting_before_its_task_can_ask(monkeypatch):
 
     assert async_bridge.run_sync(nothing()) == 1
     assert seen == [1]
+
+
+def test_callback_stack_last_installed_answers_and_undo_in_any_order():
+    stack: interaction.CallbackStack[str] = interaction.CallbackStack()
+    assert stack.current() is None
+    undo_a, undo_b = stack.push("a"), stack.push("b")
+    assert stack.current() == "b"
+    undo_a()
+    assert stack.current() == "b"
+    undo_b()
+    undo_b()  # idempotent
+    assert stack.current() is None
