@@ -13,6 +13,8 @@ and recorded with ``record_failure("plugin", name, ...)``.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import logging
 import os
@@ -129,6 +131,32 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
+class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
+    """Compile plugin sources every time. Bytecode caches are keyed on (mtime in whole seconds, size):
+    an edit saved within the same second at the same size would otherwise reload the old code."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)  # type: ignore[return-value]
+
+
+class _PluginSubmoduleFinder(importlib.abc.MetaPathFinder):
+    """Submodules of a plugin package (``from . import helpers``) load fresh too."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if not fullname.startswith(MODULE_PREFIX + ".") or path is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            spec.loader = _FreshSourceLoader(fullname, spec.origin or "")
+        return spec
+
+
+def _install_finder() -> None:
+    if not any(isinstance(f, _PluginSubmoduleFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PluginSubmoduleFinder())
+
+
 def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
     init = folder / "__init__.py"
     if not init.exists():
@@ -137,7 +165,12 @@ def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
         namespace = types.ModuleType(MODULE_PREFIX)
         namespace.__path__ = []
         sys.modules[MODULE_PREFIX] = namespace
-    spec = importlib.util.spec_from_file_location(module_name, init, submodule_search_locations=[str(folder)])
+    _install_finder()
+    for stale in [m for m in sys.modules if m.startswith(module_name + ".")]:  # submodules of the last load
+        del sys.modules[stale]
+    spec = importlib.util.spec_from_file_location(
+        module_name, init, loader=_FreshSourceLoader(module_name, str(init)), submodule_search_locations=[str(folder)]
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {init}")
     module = importlib.util.module_from_spec(spec)

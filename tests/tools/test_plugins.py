@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -257,3 +258,26 @@ def test_hermes_agent_entry_point_group_loads_too():
     entry = registry.get_entry("ep_hermes_echo")
     assert (entry.source, entry.origin) == ("plugin", "example_hermes_ep")
     assert registry.dispatch("ep_hermes_echo", {"text": "from Hermes"}) == "from Hermes"
+
+
+def test_an_edit_in_the_same_second_at_the_same_size_is_picked_up(hermes_home, monkeypatch):
+    """Bytecode caches are keyed on whole-second mtime and size; a quick same-size edit must still reload,
+    in the package and in its submodules, even where Python writes bytecode caches."""
+    import sys
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    folder = write_plugin(hermes_home / "plugins", "quick", TOOL.format(tool="q_tool", toolset="q", answer="v1"))
+    (folder / "helper.py").write_text("WORD = 'aa'\n")
+    init = folder / "__init__.py"
+    init.write_text(init.read_text() + "from . import helper\n")
+    discover_plugins()
+    assert registry.dispatch("q_tool", {}) == "v1"
+    stat = init.stat()
+    init.write_text(init.read_text().replace("v1", "v2"))
+    (folder / "helper.py").write_text("WORD = 'bb'\n")
+    os.utime(init, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same second, same size
+    os.utime(folder / "helper.py", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    discover_plugins()
+    assert registry.dispatch("q_tool", {}) == "v2"
+    helper = next(m for name, m in sys.modules.items() if name.startswith("hermes_nb_plugins.") and name.endswith("quick.helper"))
+    assert helper.WORD == "bb"
