@@ -108,8 +108,11 @@ def main() -> None:
         )
         _ratio_line(f"get_definitions, {n} tools", *timings[n], 2)
     growth = timings[1000][0] / timings[100][0]
-    print(f"{'get_definitions 1000 vs 100 tools':<38} {growth:.1f}x the time for 10x the tools "
-          f"(linear ≈ 10x: {verdict(growth <= 13)})")
+    base_growth = timings[1000][1] / timings[100][1]
+    # Both grow a little faster than 10x once 1000 tools outgrow the CPU caches; linear means growing
+    # like the baseline's plain loop does, not worse.
+    print(f"{'get_definitions 1000 vs 100 tools':<38} ours {growth:.1f}x, baseline {base_growth:.1f}x the time "
+          f"for 10x the tools (linear, within 1.3x of the baseline's growth: {verdict(growth <= 1.3 * base_growth)})")
 
     def reg_1000(cls):
         def run():
