@@ -165,9 +165,13 @@ class Agent:
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
         waiter = asyncio.wrap_future(future)
         try:
-            while not waiter.done():
-                await asyncio.wait({waiter}, timeout=async_bridge.WAIT_SLICE)
-                _drain(events, view)
+            # As in run(): prompts asked by tools in worker threads are shown from here, in the cell's
+            # own context, so they (and their records) land under this cell.
+            with interaction.main_thread_waiting():
+                while not waiter.done():
+                    await asyncio.wait({waiter}, timeout=async_bridge.WAIT_SLICE)
+                    _drain(events, view)
+                    interaction.service()
             result = waiter.result()
         except (KeyboardInterrupt, asyncio.CancelledError):
             result = self._stop(future, events, view)

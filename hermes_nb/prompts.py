@@ -47,7 +47,7 @@ def _widgets_available() -> bool:
 
 
 def _default_ui_events() -> AbstractContextManager[Callable[[int], Any]]:
-    kernel = getattr(_get_ipython(), "kernel", None)
+    kernel: Any = getattr(_get_ipython(), "kernel", None)
     manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
     socket = getattr(getattr(manager, "_shell_channel_to_main", None), "to_socket", None)
     if socket is not None and hasattr(kernel, "dispatch_shell"):
@@ -114,6 +114,30 @@ def _widgets() -> Any:
     return ipywidgets
 
 
+def _current_parent() -> Any:
+    """(ident, header) of the request the kernel is answering now, or None outside ipykernel."""
+    kernel: Any = getattr(_get_ipython(), "kernel", None)
+    try:
+        return kernel._get_shell_context_var(kernel._shell_parent_ident), kernel.get_parent("shell")
+    except AttributeError:
+        return None
+
+
+@contextmanager
+def _as_parent(saved: Any) -> Iterator[None]:
+    """Publish as a reply to ``saved`` (from ``_current_parent``) for the duration of the block."""
+    kernel: Any = getattr(_get_ipython(), "kernel", None)
+    current = _current_parent() if saved is not None else None
+    if current is None:
+        yield
+        return
+    kernel.set_parent(*saved, channel="shell")
+    try:
+        yield
+    finally:
+        kernel.set_parent(*current, channel="shell")
+
+
 class _Prompt:
     """Shared machinery: a widget box, a display handle, and a wait loop that pumps widget messages."""
 
@@ -123,6 +147,7 @@ class _Prompt:
         self._ui_events = ui_events or _default_ui_events
         self._answered = threading.Event()
         self._handle: Any = None
+        self._cell_parent: Any = None
         self.box = _widgets().VBox()
         self.record_html = ""
 
@@ -135,6 +160,7 @@ class _Prompt:
         from IPython.display import display
 
         self._handle = display(self.box, display_id=True)
+        self._cell_parent = _current_parent()
 
     def _finish(self, record_html: str) -> None:
         self.record_html = record_html
@@ -142,7 +168,10 @@ class _Prompt:
         if self._handle is not None:
             from IPython.display import HTML
 
-            self._handle.update(HTML(record_html))  # the saved notebook keeps static HTML, not a widget
+            # The click arrives as a comm message, which becomes the kernel's current parent; the record
+            # must go to the cell that showed the prompt, so that cell's saved output keeps static HTML.
+            with _as_parent(self._cell_parent):
+                self._handle.update(HTML(record_html))
         for child in self._buttons():
             child.close()
         self._answered.set()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -136,6 +137,20 @@ async def _arun_call(batch: Batch, slot: Slot, pool: concurrent.futures.Executor
             batch.time_out(slot)
 
 
+async def _gather_servicing(tasks: list[asyncio.Task[None]]) -> None:
+    """Await the tasks; awaited on the main thread (top-level ``await`` in a cell), also show the prompts
+    that tools in worker threads ask meanwhile, in this cell's context (tools.interaction)."""
+    if threading.current_thread() is not threading.main_thread():
+        await asyncio.gather(*tasks)
+        return
+    with main_thread_waiting():
+        pending: set[asyncio.Task[None]] = set(tasks)
+        while pending:
+            _, pending = await asyncio.wait(pending, timeout=async_bridge.WAIT_SLICE)
+            service()
+    await asyncio.gather(*tasks)
+
+
 async def arun_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None = None,
                           max_workers: int = DEFAULT_MAX_WORKERS, timeout: float | None = None,
                           on_event: Callable[[BatchEvent], Any] | None = None) -> list[ToolCallResult]:
@@ -155,7 +170,7 @@ async def arun_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry |
     try:
         for seg in batch.plan:
             tasks = [asyncio.ensure_future(_arun_call(batch, s, pool, limit)) for s in batch.segment_slots(seg)]
-            await asyncio.gather(*tasks)
+            await _gather_servicing(tasks)
     except (KeyboardInterrupt, asyncio.CancelledError) as exc:
         for task in tasks:
             task.cancel()

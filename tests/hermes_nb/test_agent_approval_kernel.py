@@ -33,8 +33,16 @@ def _button_ids(ks: KernelSession, labels: set[str], deadline: float) -> dict[st
     return found
 
 
-@pytest.mark.parametrize(("label", "ran"), [("Approve once", True), ("Deny", False)])
-def test_click_on_inline_approval_during_agent_run(tmp_path: Path, label: str, ran: bool) -> None:
+@pytest.mark.parametrize(
+    ("label", "ran", "cell"),
+    [
+        ("Approve once", True, "result = agent.run('clean the scratch folder')"),
+        ("Deny", False, "result = agent.run('clean the scratch folder')"),
+        ("Approve once", True, "result = await agent.arun('clean the scratch folder')"),
+    ],
+    ids=["run-once", "run-deny", "arun-once"],
+)
+def test_click_on_inline_approval_during_agent_run(tmp_path: Path, label: str, ran: bool, cell: str) -> None:
     victim = tmp_path / "scratch"
     victim.mkdir()
     script = [
@@ -46,13 +54,16 @@ def test_click_on_inline_approval_during_agent_run(tmp_path: Path, label: str, r
         ks.run("%load_ext hermes_nb")
         ks.run(f"from hermes_nb import Agent\nagent = Agent(model='m', base_url={srv.base_url!r}, "
                "enabled_toolsets=['terminal'])")
-        running = ks.kc.execute("result = agent.run('clean the scratch folder')\nprint('DONE', result.text)")
+        running = ks.kc.execute(f"{cell}\nprint('DONE', result.text)")
         buttons = _button_ids(ks, {"Approve once", "Deny"}, time.monotonic() + 60)
         assert set(buttons) == {"Approve once", "Deny"}, "the approval prompt never appeared"
         click = {"comm_id": buttons[label], "data": {"method": "custom", "content": {"event": "click"}}}
         ks.kc.shell_channel.send(ks.kc.session.msg("comm_msg", click))
         out = ks.collect(running, timeout=60)
     assert ("DONE Cleaned up." if ran else "DONE Left it alone.") in out.stdout
+    # the prompt's static record replaced the buttons in this very cell's output (not some other cell)
+    records = [o["data"].get("text/html", "") for o in out.outputs if o["type"] == "update_display_data"]
+    assert any(("Denied" if not ran else "Approved") in html and "rm -rf" in html for html in records)
     assert victim.exists() is not ran
     tool_answer = [m for m in srv.requests[-1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_answer] == ["t1"]

@@ -534,3 +534,22 @@ def test_mcp_list_changed_is_applied_before_a_batch_not_during(monkeypatch, fres
     order.clear()
     asyncio.run(arun(calls, registry=fresh_registry))
     assert order == ["arefresh", "call", "call"]
+
+
+def test_awaited_on_the_main_thread_worker_prompts_run_on_the_main_thread(fresh_registry):
+    """Top-level ``await arun_tool_batch(...)`` in a cell: a worker's question is shown from the main
+    thread (the cell's context), as with the sync run_tool_batch."""
+    from tools import interaction
+    from tools.scheduling import arun_tool_batch as arun
+
+    asked_on: list[bool] = []
+
+    def ask() -> str:
+        asked_on.append(threading.current_thread() is threading.main_thread())
+        return "yes"
+
+    fresh_registry.register("asker", "t", {"parameters": {"type": "object"}},
+                            lambda a, **k: interaction.run_on_main(ask))
+    calls = [{"id": "c1", "type": "function", "function": {"name": "asker", "arguments": "{}"}}]
+    results = asyncio.run(arun(calls, registry=fresh_registry))
+    assert [r.content for r in results] == ["yes"] and asked_on == [True]
