@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from typing import IO, Any
@@ -200,7 +202,7 @@ class ServerConnection:
         self._close_errlog()
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         params = StdioServerParameters(
-            command=cfg.command or "",
+            command=resolve_command(cfg.command or ""),
             args=list(cfg.args),
             env=dict(cfg.env) or None,
             cwd=cfg.cwd,
@@ -345,3 +347,11 @@ def _http_transport(factory: Any, url: str, client: Any) -> Any:
             yield streams[0], streams[1]
 
     return transport()
+
+
+def resolve_command(command: str) -> str:
+    """A bare command found on PATH, else next to this interpreter (a kernel started from an
+    un-activated virtualenv has the venv's console scripts there but not on PATH)."""
+    if not command or os.sep in command or shutil.which(command):
+        return command
+    return shutil.which(command, path=os.path.dirname(sys.executable)) or command

@@ -117,3 +117,17 @@ def test_unreadable_config_is_recorded_not_raised(hermes_home):
 def test_describe_shows_command_or_url():
     assert parse_server("t", {"command": "a", "args": ["b"]}).describe() == "a b"
     assert parse_server("u", {"url": "http://h/mcp"}).describe() == "http://h/mcp"
+
+
+def test_a_bare_command_is_found_next_to_the_interpreter_when_not_on_path(monkeypatch, tmp_path):
+    """`%mcp add time -- mcp-server-time` from a kernel of an un-activated virtualenv."""
+    import os
+    import sys
+
+    from tools.mcp_session import resolve_command
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing useful on PATH
+    resolved = resolve_command("mcp-server-time")
+    assert resolved == os.path.join(os.path.dirname(sys.executable), "mcp-server-time")
+    assert resolve_command("no-such-program-xyz") == "no-such-program-xyz"  # the start error names it
+    assert resolve_command("/bin/echo") == "/bin/echo"
