@@ -6,11 +6,12 @@ The generated files register into the global registry under unique names; they a
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tools.config import using_home
 
 N_FILES = 500
 N_PLAIN = 100  # helper modules without a registration: scanned, never imported
@@ -69,12 +70,10 @@ def main() -> None:
     from tools.discovery import discover_tool_files, scan_file
     from tools.registry import registry
 
-    saved_home = os.environ.get("HERMES_NB_HOME")
-    with tempfile.TemporaryDirectory(prefix="bench_discovery_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench_discovery_") as tmp, using_home(Path(tmp, "home")):
         folder = Path(tmp, "tools")
         folder.mkdir()
         _generate(folder)
-        os.environ["HERMES_NB_HOME"] = str(Path(tmp, "home"))
         try:
             files = sorted(folder.glob("*.py"))
             scan_only = _best(lambda: [scan_file(f) for f in files], 3)
@@ -91,10 +90,6 @@ def main() -> None:
                 registry.deregister(name)
             for mod in [m for m in sys.modules if m == PREFIX or m.startswith(PREFIX + ".")]:
                 del sys.modules[mod]
-            if saved_home is None:
-                os.environ.pop("HERMES_NB_HOME", None)
-            else:
-                os.environ["HERMES_NB_HOME"] = saved_home
 
     total = N_FILES + N_PLAIN
     print(f"discovery: {N_FILES} tool files + {N_PLAIN} helpers ({total} files scanned)")

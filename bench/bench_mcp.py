@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tools.config import using_home
+
 TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 CALLS = 200
 
@@ -88,21 +90,13 @@ def main() -> None:
     if not os.path.exists(TIME_SERVER):
         print(f"mcp bench skipped: {TIME_SERVER} not found (pip install mcp-server-time)")
         return
-    old_home = os.environ.get("HERMES_NB_HOME")
-    with tempfile.TemporaryDirectory() as home:
-        os.environ["HERMES_NB_HOME"] = home  # approvals file goes here, not into the person's home
-        try:
-            from tools.mcp_session import _import_modules
+    with tempfile.TemporaryDirectory() as home, using_home(home):  # approvals file goes here, not into the person's home
+        from tools.mcp_session import _import_modules
 
-            _import_modules()  # the one-time SDK import would otherwise count against the first run only
-            _startup(0.0, "")  # CPU-bound: Python imports, so bounded by the number of CPUs
-            _startup(1.0, " behind a 1 s wait")
-            _call_overhead()
-        finally:
-            if old_home is None:
-                os.environ.pop("HERMES_NB_HOME", None)
-            else:
-                os.environ["HERMES_NB_HOME"] = old_home
+        _import_modules()  # the one-time SDK import would otherwise count against the first run only
+        _startup(0.0, "")  # CPU-bound: Python imports, so bounded by the number of CPUs
+        _startup(1.0, " behind a 1 s wait")
+        _call_overhead()
 
 
 if __name__ == "__main__":

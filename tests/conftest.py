@@ -19,18 +19,11 @@ def _discover_builtins_once() -> None:
     happens to trigger discovery first does not take them away from every later test."""
     import tempfile
 
-    saved = os.environ.get("HERMES_NB_HOME")
-    with tempfile.TemporaryDirectory() as home:  # the discovery cache must not land in the real home
-        os.environ["HERMES_NB_HOME"] = home
-        try:
-            from tools.model_tools import ensure_discovered
+    from tools.config import using_home
+    from tools.model_tools import ensure_discovered
 
-            ensure_discovered()
-        finally:
-            if saved is None:
-                os.environ.pop("HERMES_NB_HOME", None)
-            else:
-                os.environ["HERMES_NB_HOME"] = saved
+    with tempfile.TemporaryDirectory() as home, using_home(home):  # the discovery cache stays out of the real home
+        ensure_discovered()
 
 
 _discover_builtins_once()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from tools.errors import ConfigError
 
-__all__ = ["config_path", "expand_vars", "hermes_home", "load_config", "save_config", "update_config"]
+__all__ = ["config_path", "expand_vars", "hermes_home", "load_config", "save_config", "update_config", "using_home"]
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _lock = threading.Lock()
@@ -20,6 +22,20 @@ def hermes_home() -> Path:
     """``$HERMES_NB_HOME``, else ``~/.hermes_nb`` (not created here)."""
     env = os.environ.get("HERMES_NB_HOME")
     return Path(env).expanduser() if env else Path.home() / ".hermes_nb"
+
+
+@contextmanager
+def using_home(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Point ``HERMES_NB_HOME`` at ``path`` for the block (scripts, benchmarks), then put it back."""
+    saved = os.environ.get("HERMES_NB_HOME")
+    os.environ["HERMES_NB_HOME"] = os.fspath(path)
+    try:
+        yield Path(path)
+    finally:
+        if saved is None:
+            os.environ.pop("HERMES_NB_HOME", None)
+        else:
+            os.environ["HERMES_NB_HOME"] = saved
 
 
 def config_path() -> Path:

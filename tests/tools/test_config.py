@@ -43,3 +43,9 @@ def test_update_round_trip_keeps_unexpanded_values(hermes_home, monkeypatch):
     config.update_config(lambda cfg: cfg.setdefault("approval", {}).setdefault("always", []).append("ls -la"))
     raw = (hermes_home / "config.yaml").read_text(encoding="utf-8")
     assert "${HNB_TOKEN}" in raw and "ls -la" in raw
+
+
+def test_using_home_sets_and_restores(hermes_home, tmp_path):
+    with config.using_home(tmp_path / "elsewhere") as home:
+        assert config.hermes_home() == home == tmp_path / "elsewhere"
+    assert config.hermes_home() == hermes_home

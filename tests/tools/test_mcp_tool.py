@@ -276,29 +276,6 @@ def test_changed_definition_stays_disabled_across_restarts(hermes_home):
 
 
 @pytest.mark.mcp
-def test_removed_tool_is_not_deregistered_while_a_call_is_in_flight():
-    import threading
-
-    add_mcp_server(dynamic_config())
-    results: list[str] = []
-    worker = threading.Thread(
-        target=lambda: results.append(registry.dispatch("mcp__dyn__slow", {"seconds": 1.0}))
-    )
-    worker.start()
-    wait_until(lambda: mcp_tool._in_flight.get("mcp__dyn__slow"), what="call in flight")
-    # the server stops listing 'slow' while it runs
-    mcp_tool._connections["dyn"].tools = [t for t in mcp_tool._connections["dyn"].tools if t.name != "slow"]
-    mcp_tool._register_tools(mcp_tool._connections["dyn"])
-    assert "mcp__dyn__slow" in registry
-    worker.join(10)
-    assert results == ["slept 1.0"]
-    mcp_tool._connections["dyn"].dirty = False
-    assert mcp_tool._needs_refresh()
-    refresh_pending_mcp_servers()
-    assert "mcp__dyn__slow" not in registry
-
-
-@pytest.mark.mcp
 def test_an_mcp_tool_never_replaces_a_builtin():
     registry.register(
         "mcp__dyn__clash", "file", {"name": "mcp__dyn__clash", "description": "built-in", "parameters": {"type": "object", "properties": {}}},
@@ -499,6 +476,7 @@ def test_a_tool_removed_by_list_changed_finishes_its_call_in_flight():
     assert "mcp__dyn__slow" in registry
     worker.join(10)
     assert results == ["slept 1.0"]
+    assert mcp_tool._needs_refresh()  # the deferred removal is still pending, so the next boundary applies it
     refresh_pending_mcp_servers()
     assert "mcp__dyn__slow" not in registry
 
