@@ -236,6 +236,7 @@ class Agent:
                     break
                 iterations += 1
                 emit(("turn", {"iteration": iterations}))
+                await _refresh_mcp()  # tools a server changed during the last batch are offered now
                 tools = self._definitions()
                 turn = await self.model.complete(
                     list(self.messages), tools,
@@ -297,8 +298,6 @@ class Agent:
                          emit: Callable[[tuple[str, dict[str, Any]]], None]) -> list[ToolCallRecord]:
         from tools.budget import enforce_turn_budget, maybe_persist_tool_result
         from tools.scheduling import BatchEvent, arun_tool_batch
-
-        await _refresh_mcp()
 
         def on_event(event: BatchEvent) -> None:  # worker threads: only queue it
             if event.kind == "end" and event.result is not None:
@@ -364,7 +363,8 @@ def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
 
 
 async def _refresh_mcp() -> None:
-    """Let MCP servers apply pending list_changed updates between batches (never during one)."""
+    """Apply pending MCP list_changed updates before a model turn, so the definitions are current
+    (the scheduler does the same before each batch)."""
     import sys
 
     module = sys.modules.get("tools.mcp_tool")  # not imported yet: no server runs, nothing to refresh

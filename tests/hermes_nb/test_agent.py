@@ -225,3 +225,28 @@ def test_a_timed_out_tool_is_an_answer(tools):
     [record] = result.tool_calls
     assert record.timed_out and "timed out after 0.1 s" in record.content
     assert _answers(srv.requests[1]) == ["late"]
+
+
+@pytest.mark.mcp
+def test_a_tool_an_mcp_server_adds_during_a_batch_is_offered_on_the_next_turn():
+    """Real server (tests/fixtures/mcp_servers/dynamic_server.py): its `mutate` call adds `extra` and
+    sends tools/list_changed; the next model request already lists it, and the model can call it."""
+    import sys
+    from pathlib import Path
+
+    from tools.mcp_config import parse_server
+    from tools.mcp_tool import add_mcp_server, remove_mcp_server
+
+    server = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_servers" / "dynamic_server.py"
+    add_mcp_server(parse_server("dyn", {"command": sys.executable, "args": [str(server)]}))
+    try:
+        script = [Reply(tool_calls=(call("mcp__dyn__mutate", {"what": "add"}, "m1"),)),
+                  Reply(tool_calls=(call("mcp__dyn__extra", {}, "x1"),)),
+                  Reply(content="done")]
+        with FakeOpenAI(script) as srv:
+            result = _agent(srv, enabled_toolsets=["mcp-dyn"]).run("add a tool, then use it")
+        assert "mcp__dyn__extra" not in _tool_names(srv.requests[0])
+        assert "mcp__dyn__extra" in _tool_names(srv.requests[1])
+        assert [c.content for c in result.tool_calls] == ["done: add", "extra!"]
+    finally:
+        remove_mcp_server("dyn")
