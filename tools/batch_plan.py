@@ -23,11 +23,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tools.workspace import workspace_root
+
 if TYPE_CHECKING:
     from tools.registry import ToolEntry, ToolRegistry
 
-__all__ = ["BatchSegment", "CallView", "plan_tool_batch", "should_parallelize_tool_batch", "unpack_call",
-           "workspace_root"]
+__all__ = ["BatchSegment", "CallView", "plan_tool_batch", "should_parallelize_tool_batch", "unpack_call"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,15 +63,6 @@ def unpack_call(call: Any, index: int = 0) -> CallView:
         arguments = getattr(function, "arguments", None)
     return CallView(index=index, id=str(call_id) if call_id is not None else f"call_{index}",
                     name=name if isinstance(name, str) else str(name), arguments=arguments)
-
-
-def workspace_root() -> str:
-    """Where relative paths resolve: the file tools' root (``tools.workspace``), read at call time."""
-    try:
-        from tools.workspace import workspace_root as root
-    except ImportError:  # the file tools are optional; same rule without the config step
-        return os.environ.get("HERMES_NB_WORKSPACE") or os.getcwd()
-    return str(root())
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +192,7 @@ def plan_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None 
     args = [_object_args(c.arguments) for c in calls]
     if any(e is not None and e.interactive for e in entries) or any(a is None for a in args):
         return _serial(len(calls))
-    root = workspace_root()
+    root = str(workspace_root())  # where relative paths resolve: the file tools' own root
     folders: dict[str, str] = {}
     segments: list[BatchSegment] = []
     run = _Run()
