@@ -5,7 +5,6 @@ Importing this module runs built-in tool discovery once, as in Hermes.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -19,7 +18,6 @@ __all__ = [
     "get_toolset_for_tool", "handle_function_call",
 ]
 
-log = logging.getLogger(__name__)
 _discovered = False
 _discover_lock = threading.RLock()  # a registry listener may ask for definitions mid-discovery
 
@@ -32,12 +30,9 @@ def ensure_discovered() -> None:
     with _discover_lock:
         if _discovered:
             return
-        try:
-            from tools.discovery import discover_builtin_tools
-        except ImportError:  # discovery not present: nothing built in to find
-            log.debug("tools.discovery not available")
-        else:
-            discover_builtin_tools()
+        from tools.discovery import discover_builtin_tools
+
+        discover_builtin_tools()
         _discovered = True
 
 
