@@ -45,15 +45,13 @@ def _one_kernel(extra_env: dict[str, str] = CACHED) -> tuple[float, float, bool]
 
 
 _BREAKDOWN = """
-import time, importlib, importlib.util
+import time, importlib
 import hermes_nb
 _t = time.perf_counter()
 from tools.model_tools import ensure_discovered
 ensure_discovered()
 print("PART built-in tools (tools.model_tools + discovery)", (time.perf_counter() - _t) * 1000)
 for _name, _fn in hermes_nb._FEATURES:
-    if importlib.util.find_spec(_name) is None:
-        continue
     _t = time.perf_counter()
     _undo = getattr(importlib.import_module(_name), _fn)(get_ipython())
     print("PART", _name + "." + _fn, (time.perf_counter() - _t) * 1000)

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import logging
 from typing import Any
 
@@ -45,9 +44,6 @@ def load_ipython_extension(ip: Any) -> None:
     _state.undos.append(_forget_configurables(ip))
     try:
         for module_name, function in _FEATURES:
-            # find_spec, not try/import: an ImportError *inside* an existing module must surface.
-            if importlib.util.find_spec(module_name) is None:
-                continue
             module = importlib.import_module(module_name)
             undo = getattr(module, function)(ip)
             if callable(undo):
