@@ -14,7 +14,7 @@ from typing import Any
 from bench.common import fmt, per_call, verdict
 from hermes_nb.agent import Agent
 from hermes_nb.models import ModelTurn, ToolCallSpec, Usage
-from tools.registry import registry
+from hermes_nb.tools.registry import registry
 
 TARGET = 5e-3  # seconds of loop overhead per tool round trip
 
@@ -66,7 +66,7 @@ def _run(turns: int) -> tuple[float, float, float, Agent]:
 
 
 def main() -> None:
-    from tools.model_tools import ensure_discovered
+    from hermes_nb.tools.model_tools import ensure_discovered
 
     ensure_discovered()
     _run(5)  # warm up: imports, thread pool, background loop

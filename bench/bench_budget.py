@@ -8,8 +8,8 @@ import time
 import tracemalloc
 
 from bench.common import fmt, per_call, verdict
-from tools.budget import enforce_turn_budget, maybe_persist_tool_result, parse_spill_block
-from tools.config import using_home
+from hermes_nb.tools.budget import enforce_turn_budget, maybe_persist_tool_result, parse_spill_block
+from hermes_nb.tools.config import using_home
 
 SIZE = 50 * 1024 * 1024
 
@@ -21,7 +21,7 @@ def main() -> None:
         small = "y" * 50_000
         t_small = per_call(lambda: maybe_persist_tool_result(small, "t", "s", threshold=100_000), min_time=0.3)
         print(f"result under the threshold: {fmt(t_small)} per call (target <= 50 µs): {verdict(t_small <= 50e-6)}")
-        from tools.config import save_config
+        from hermes_nb.tools.config import save_config
 
         save_config({"budget": {"result_size_chars": 100_000, "tools": {"other": 5}}})
         t_cfg = per_call(lambda: maybe_persist_tool_result(small, "unregistered", "s"), min_time=0.3)

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.config import using_home
+from hermes_nb.tools.config import using_home
 
 N_FILES = 500
 N_PLAIN = 100  # helper modules without a registration: scanned, never imported
@@ -67,8 +67,8 @@ def _best(fn, repeat: int) -> float:
 
 
 def main() -> None:
-    from tools.discovery import discover_tool_files, scan_file
-    from tools.registry import registry
+    from hermes_nb.tools.discovery import discover_tool_files, scan_file
+    from hermes_nb.tools.registry import registry
 
     with tempfile.TemporaryDirectory(prefix="bench_discovery_") as tmp, using_home(Path(tmp, "home")):
         folder = Path(tmp, "tools")

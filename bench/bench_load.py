@@ -48,7 +48,7 @@ _BREAKDOWN = """
 import time, importlib
 import hermes_nb
 _t = time.perf_counter()
-from tools.model_tools import ensure_discovered
+from hermes_nb.tools.model_tools import ensure_discovered
 ensure_discovered()
 print("PART built-in tools (tools.model_tools + discovery)", (time.perf_counter() - _t) * 1000)
 for _name, _fn in hermes_nb._FEATURES:
@@ -105,7 +105,7 @@ def main() -> None:
     verdict = "met" if imp <= IMPORT_TARGET_MS else "missed"
     print(f"import tools: {imp:.2f} ms median; target {IMPORT_TARGET_MS:.0f} ms {verdict}; "
           f"import json (baseline) {baseline_import:.2f} ms, ratio {imp / max(baseline_import, 1e-6):.1f}x")
-    model_tools = statistics.median(_import_ms("tools.model_tools") for _ in range(RUNS))
+    model_tools = statistics.median(_import_ms("hermes_nb.tools.model_tools") for _ in range(RUNS))
     print(f"import tools.model_tools (registry + built-in discovery): {model_tools:.1f} ms")
 
 

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.config import using_home
+from hermes_nb.tools.config import using_home
 
 TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 CALLS = 200
@@ -30,7 +30,7 @@ def _servers(n: int, delay: float = 0.0) -> dict:
 
 
 def _startup(delay: float, label: str) -> None:
-    from tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
+    from hermes_nb.tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
 
     t0 = time.perf_counter()
     found = discover_mcp_tools(_servers(3, delay))
@@ -56,9 +56,9 @@ def _per_call(fn, n: int = CALLS) -> float:
 
 
 def _call_overhead() -> None:
-    from tools import async_bridge, mcp_tool
-    from tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
-    from tools.registry import registry
+    from hermes_nb.tools import async_bridge, mcp_tool
+    from hermes_nb.tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
+    from hermes_nb.tools.registry import registry
 
     discover_mcp_tools(_servers(1))
     session = mcp_tool._connections["time0"].session
@@ -91,7 +91,7 @@ def main() -> None:
         print(f"mcp bench skipped: {TIME_SERVER} not found (pip install mcp-server-time)")
         return
     with tempfile.TemporaryDirectory() as home, using_home(home):  # approvals file goes here, not into the person's home
-        from tools.mcp_session import _import_modules
+        from hermes_nb.tools.mcp_client.session import _import_modules
 
         _import_modules()  # the one-time SDK import would otherwise count against the first run only
         _startup(0.0, "")  # CPU-bound: Python imports, so bounded by the number of CPUs

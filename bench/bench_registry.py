@@ -14,7 +14,7 @@ import sys
 import time
 
 from bench.common import fmt, per_call, verdict
-from tools.registry import ToolRegistry
+from hermes_nb.tools.registry import ToolRegistry
 
 
 class BaselineRegistry:
@@ -123,7 +123,7 @@ def main() -> None:
     print(f"{'register 1000 tools':<38} ours {fmt(o):>10}  baseline {fmt(b):>10}  ratio {o / b:5.2f}x "
           f"(no target; ours compiles a validator per tool)")
 
-    for module in ("tools", "tools.registry", "tools.model_tools"):
+    for module in ("tools", "hermes_nb.tools.registry", "hermes_nb.tools.model_tools"):
         best = min(_import_time(module) for _ in range(5))
         target = " (target < 50 ms: " + verdict(best < 0.05) + ")" if module == "tools" else ""
         print(f"{'import ' + module:<38} {fmt(best):>10}{target}")

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from bench.common import fmt, per_call, verdict
-from tools.registry import ToolRegistry
-from tools.scheduling import arun_tool_batch, plan_tool_batch, run_tool_batch
+from hermes_nb.tools.batch.scheduling import arun_tool_batch, plan_tool_batch, run_tool_batch
+from hermes_nb.tools.registry import ToolRegistry
 
 SCHEMA = {"description": "bench", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import timeit
 
-from tools.errors import ToolArgumentError
-from tools.validation import compile_validator
+from hermes_nb.tools.errors import ToolArgumentError
+from hermes_nb.tools.schema.validation import compile_validator
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 WIDE = {

@@ -37,7 +37,7 @@ def load_ipython_extension(ip: Any) -> None:
     """Install the registry, magics and callbacks into ``ip``; prints one summary line."""
     if _state.undos:  # loaded before and never unloaded: start clean so nothing is doubled
         unload_ipython_extension(ip)
-    from tools.model_tools import ensure_discovered
+    from hermes_nb.tools.model_tools import ensure_discovered
 
     ensure_discovered()
     _state.shell = ip
@@ -86,7 +86,7 @@ def _forget_configurables(ip: Any) -> Any:
 
 
 def _summary() -> str:
-    from tools.registry import registry as reg
+    from hermes_nb.tools.registry import registry as reg
 
     total = len(reg)
     sets = len(reg.get_toolsets())
@@ -118,15 +118,15 @@ def enable_nest_asyncio() -> None:
 def __getattr__(name: str) -> Any:
     # Lazy attributes keep `import hermes_nb` (and %load_ext) cheap.
     if name == "tool":
-        from tools.schema import tool
+        from hermes_nb.tools.schema.derive import tool
 
         return tool
     if name == "registry":
-        from tools.registry import registry as reg
+        from hermes_nb.tools.registry import registry as reg
 
         return reg
     if name == "toolsets":
-        return importlib.import_module("hermes_nb.toolsets")
+        return importlib.import_module("hermes_nb.selection")
     if name == "Agent":
         from hermes_nb.agent import Agent
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage, resolve_model
-from tools import async_bridge, interaction
-from tools.errors import BridgeError
+from hermes_nb.tools import async_bridge, interaction
+from hermes_nb.tools.errors import BridgeError
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
 
@@ -268,11 +268,11 @@ class Agent:
                            model=self.model.name)
 
     def _definitions(self) -> list[dict[str, Any]]:
-        from tools.model_tools import get_tool_definitions
+        from hermes_nb.tools.model_tools import get_tool_definitions
 
         enabled = self.enabled_toolsets
         if enabled is None:
-            from hermes_nb.toolsets import enabled_toolsets
+            from hermes_nb.selection import enabled_toolsets
 
             enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
         return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
@@ -282,7 +282,7 @@ class Agent:
         callback = self.approval_callback
         if callback is None:
             return lambda: None  # the default (the inline prompt) shows its own record
-        from tools.approval import set_default_approval_callback
+        from hermes_nb.tools.approval import set_default_approval_callback
 
         def answer(command: str, key: str, description: str) -> str:
             choice = callback(command, key, description)
@@ -296,8 +296,8 @@ class Agent:
 
     async def _run_batch(self, calls: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
                          emit: Callable[[tuple[str, dict[str, Any]]], None]) -> list[ToolCallRecord]:
-        from tools.budget import enforce_turn_budget, maybe_persist_tool_result
-        from tools.scheduling import BatchEvent, arun_tool_batch
+        from hermes_nb.tools.batch.scheduling import BatchEvent, arun_tool_batch
+        from hermes_nb.tools.budget import enforce_turn_budget, maybe_persist_tool_result
 
         def on_event(event: BatchEvent) -> None:  # worker threads: only queue it
             if event.kind == "end" and event.result is not None:
@@ -367,7 +367,7 @@ async def _refresh_mcp() -> None:
     (the scheduler does the same before each batch)."""
     import sys
 
-    module = sys.modules.get("tools.mcp_tool")  # not imported yet: no server runs, nothing to refresh
+    module = sys.modules.get("hermes_nb.tools.mcp_tool")  # not imported yet: no server runs, nothing to refresh
     if module is not None:
         await module.arefresh_pending_mcp_servers()  # the async twin: the sync one would block this very loop
 

@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from tools.errors import HermesNbError
+from hermes_nb.tools.errors import HermesNbError
 
 __all__ = ["AgentMagics", "current_agent", "load"]
 
@@ -29,7 +29,7 @@ def _toolsets(value: str | None) -> list[str] | None:
     names = [n.strip() for n in value.split(",") if n.strip()]
     if not names:
         raise UsageError("--toolsets needs a comma-separated list of toolset names, e.g. --toolsets file,notebook")
-    from tools.toolsets import get_all_toolsets, validate_toolset
+    from hermes_nb.tools.toolsets import get_all_toolsets, validate_toolset
 
     bad = [n for n in names if n not in ("all", "*") and not validate_toolset(n)]
     if bad:

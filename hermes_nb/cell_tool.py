@@ -13,8 +13,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from tools.errors import ToolSchemaError
-from tools.registry import ToolEntry, ToolRegistry
+from hermes_nb.tools.errors import ToolSchemaError
+from hermes_nb.tools.registry import ToolEntry, ToolRegistry
 
 __all__ = ["CellToolOptions", "defined_functions", "make_check", "pick_function", "register_function"]
 
@@ -93,7 +93,7 @@ def register_function(
     kernel_loop: asyncio.AbstractEventLoop | None = None,
 ) -> ToolEntry:
     """Register ``fn`` as a notebook tool; a user mistake is a one-line UsageError."""
-    from tools.schema import function_schema, make_handler
+    from hermes_nb.tools.schema.derive import function_schema, make_handler
 
     try:
         spec = function_schema(fn, name=options.name, description=options.description)

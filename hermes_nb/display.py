@@ -17,8 +17,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.registry import ToolEntry, registry
-from tools.visible import make_visible
+from hermes_nb.tools.registry import ToolEntry, registry
+from hermes_nb.tools.safety.visible import make_visible
 
 __all__ = ["ResultView", "Table", "ToolCard", "availability_text", "render_result", "tool_card"]
 
@@ -61,7 +61,7 @@ class ResultView:
     @property
     def spill(self) -> dict[str, Any] | None:
         """What the budget layer's spill block says (path, size, lines, tool), or None."""
-        from tools.budget import parse_spill_block
+        from hermes_nb.tools.budget import parse_spill_block
 
         info = parse_spill_block(self.content)
         return dict(info) if info is not None else None

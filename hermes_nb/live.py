@@ -185,7 +185,7 @@ def short_path(path: str) -> str:
 
 
 def _emoji(name: str) -> str:
-    from tools.registry import registry
+    from hermes_nb.tools.registry import registry
 
     entry = registry.get_entry(name)
     return (entry.emoji if entry is not None and entry.emoji else "") or "🔧"
@@ -203,7 +203,7 @@ def _args_short(arguments: str, limit: int = 200) -> str:
 
 def _spill(content: str) -> Any:
     try:
-        from tools.budget import parse_spill_block
+        from hermes_nb.tools.budget import parse_spill_block
     except ImportError:
         return None
     return parse_spill_block(content)

@@ -17,7 +17,7 @@ from traitlets import Bool, Int, Unicode
 from hermes_nb import _state
 from hermes_nb.cell_tool import CellToolOptions, defined_functions, pick_function, register_function
 from hermes_nb.display import DEFAULT_MAX_CHARS, Table, availability_text, render_result, tool_card
-from tools.registry import registry
+from hermes_nb.tools.registry import registry
 
 __all__ = ["ToolMagics", "load", "parse_call_args"]
 
@@ -162,14 +162,14 @@ class ToolMagics(Magics):
         """
         names = line.replace(",", " ").split()
         if names:
-            from hermes_nb.toolsets import select
-            from tools.errors import UnknownToolsetError
+            from hermes_nb.selection import select
+            from hermes_nb.tools.errors import UnknownToolsetError
 
             try:
                 select(names)
             except UnknownToolsetError as exc:
                 raise UsageError(f"%toolsets: {exc}") from None
-        from hermes_nb.widgets import show_picker
+        from hermes_nb.picker import show_picker
 
         return show_picker(self.shell)
 
@@ -207,7 +207,7 @@ def _tools_table() -> Table:
 
 
 def _doctor() -> Table:
-    from tools.load_report import failures
+    from hermes_nb.tools.load_report import failures
 
     rows: list[tuple[str, ...]] = [
         (name, "tool", registry.get_toolset_for_tool(name) or "", status.reason)
@@ -221,7 +221,7 @@ def _doctor() -> Table:
 
 def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
     """The same path the agent takes: dispatch, then the budget layer."""
-    mcp = sys.modules.get("tools.mcp_tool")  # only if MCP is in use: never import mcp for this
+    mcp = sys.modules.get("hermes_nb.tools.mcp_tool")  # only if MCP is in use: never import mcp for this
     refresh = getattr(mcp, "refresh_pending_mcp_servers", None)
     if callable(refresh):
         refresh()
@@ -232,7 +232,7 @@ def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
 
 
 def _budget(content: str, name: str, call_id: str) -> str:
-    from tools.budget import maybe_persist_tool_result
+    from hermes_nb.tools.budget import maybe_persist_tool_result
 
     return maybe_persist_tool_result(content, name, call_id)
 

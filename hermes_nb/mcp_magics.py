@@ -18,7 +18,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from hermes_nb.display import Table
-from tools.approval import make_visible
+from hermes_nb.tools.approval import make_visible
 
 __all__ = ["MCPMagics", "load"]
 
@@ -34,7 +34,7 @@ def _one_line(text: str, limit: int = 120) -> str:
 
 def status_table() -> Table:
     """Every server: transport, status, tool count, last error (HTML with a text fallback)."""
-    from tools.mcp_tool import mcp_status
+    from hermes_nb.tools.mcp_tool import mcp_status
 
     rows = tuple(
         (s.name, s.transport, s.status, str(s.tool_count), _one_line(s.target, 60), _one_line(s.last_error))
@@ -50,8 +50,8 @@ def status_table() -> Table:
 
 def tools_table(server: str) -> Table:
     """A server's registered tools with their descriptions, hidden characters made visible."""
-    from tools.mcp_tool import _registered
-    from tools.registry import registry
+    from hermes_nb.tools.mcp_tool import _registered
+    from hermes_nb.tools.registry import registry
 
     rows = []
     for name in sorted(_registered.get(server, {})):
@@ -137,10 +137,10 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
 
 
 def _add(args: Any, command: list[str]) -> Table:
-    from tools.config import update_config
-    from tools.errors import ConfigError
-    from tools.mcp_config import parse_server
-    from tools.mcp_tool import add_mcp_server, server_config
+    from hermes_nb.tools.config import update_config
+    from hermes_nb.tools.errors import ConfigError
+    from hermes_nb.tools.mcp_client.config import parse_server
+    from hermes_nb.tools.mcp_tool import add_mcp_server, server_config
 
     if bool(command) == bool(args.url):
         raise UsageError("%mcp add: give either -- COMMAND [ARGS...] or --url URL")
@@ -166,7 +166,7 @@ def _add(args: Any, command: list[str]) -> Table:
 
 
 def _server_report(name: str) -> Table:
-    from tools.load_report import failures
+    from hermes_nb.tools.load_report import failures
 
     failure = next((f for f in failures() if f.source == "mcp" and f.name == name), None)
     if failure is not None:
@@ -178,8 +178,8 @@ def _server_report(name: str) -> Table:
 
 
 def _remove(name: str, save: bool) -> str:
-    from tools.config import update_config
-    from tools.mcp_tool import remove_mcp_server
+    from hermes_nb.tools.config import update_config
+    from hermes_nb.tools.mcp_tool import remove_mcp_server
 
     known = remove_mcp_server(name)
     if save:
@@ -196,8 +196,8 @@ def _remove(name: str, save: bool) -> str:
 
 
 def _reload(name: str | None) -> Table:
-    from tools.mcp_config import load_mcp_server_configs
-    from tools.mcp_tool import (
+    from hermes_nb.tools.mcp_client.config import load_mcp_server_configs
+    from hermes_nb.tools.mcp_tool import (
         add_mcp_server,
         discover_mcp_tools,
         mcp_status,
@@ -214,7 +214,7 @@ def _reload(name: str | None) -> Table:
             )
         add_mcp_server(cfg)
         return _server_report(name)
-    from tools.plugins import discover_plugins
+    from hermes_nb.tools.plugins import discover_plugins
 
     discover_plugins()  # edited plugins and tool files run again; deleted ones' tools leave
     discover_mcp_tools(list(configured.values()))
@@ -227,7 +227,7 @@ def _reload(name: str | None) -> Table:
 
 
 def _approve(name: str) -> str:
-    from tools.mcp_tool import approve_mcp_tool
+    from hermes_nb.tools.mcp_tool import approve_mcp_tool
 
     try:
         approved = approve_mcp_tool(name)
@@ -238,7 +238,7 @@ def _approve(name: str) -> str:
 
 def _refresh_between_batches() -> None:
     """A person running a magic is between batches: apply pending tools/list_changed now."""
-    from tools.mcp_tool import refresh_pending_mcp_servers
+    from hermes_nb.tools.mcp_tool import refresh_pending_mcp_servers
 
     refresh_pending_mcp_servers()
 
@@ -246,7 +246,7 @@ def _refresh_between_batches() -> None:
 def _attachment(attachment_id: str) -> Any:
     from IPython.display import Image, Pretty
 
-    from tools.mcp_tool import get_mcp_attachment
+    from hermes_nb.tools.mcp_tool import get_mcp_attachment
 
     found = get_mcp_attachment(attachment_id)
     if found is None:
@@ -262,9 +262,9 @@ def _attachment(attachment_id: str) -> Any:
 
 def _start_background_discovery() -> concurrent.futures.Future[Any] | None:
     """Start the configured servers on the background loop; None when none are configured."""
-    from tools import async_bridge
-    from tools.mcp_config import load_mcp_server_configs
-    from tools.mcp_tool import adiscover_mcp_tools
+    from hermes_nb.tools import async_bridge
+    from hermes_nb.tools.mcp_client.config import load_mcp_server_configs
+    from hermes_nb.tools.mcp_tool import adiscover_mcp_tools
 
     configs = load_mcp_server_configs()
     if not any(c.enabled for c in configs):
@@ -281,8 +281,8 @@ def _start_background_discovery() -> concurrent.futures.Future[Any] | None:
 
 def load(ip: Any) -> Callable[[], None]:
     """Register ``%mcp``, load plugins, start MCP servers in the background; returns the undo."""
-    from tools.mcp_tool import shutdown_mcp_servers
-    from tools.plugins import discover_plugins, unload_plugins
+    from hermes_nb.tools.mcp_tool import shutdown_mcp_servers
+    from hermes_nb.tools.plugins import discover_plugins, unload_plugins
 
     magics = MCPMagics(shell=ip)
     ip.register_magics(magics)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
 from urllib.parse import urlparse
 
-from tools.errors import HermesNbError
+from hermes_nb.tools.errors import HermesNbError
 
 __all__ = [
     "Model",

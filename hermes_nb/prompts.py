@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from tools.approval import set_default_approval_callback
-from tools.interaction import run_on_main
-from tools.visible import make_visible
+from hermes_nb.tools.approval import set_default_approval_callback
+from hermes_nb.tools.interaction import run_on_main
+from hermes_nb.tools.safety.visible import make_visible
 
 __all__ = ["ApprovalPrompt", "ClarifyPrompt", "approval_prompt", "clarify_prompt", "install"]
 
@@ -339,7 +339,7 @@ def _clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
 
 def install(ip: Any = None) -> Callable[[], None]:
     """Make the inline prompts answer approvals and the ``clarify`` tool; returns the undo (for unload)."""
-    from tools.clarify_tool import set_clarify_callback
+    from hermes_nb.tools.clarify_tool import set_clarify_callback
 
     undo_approval = set_default_approval_callback(approval_prompt)
     undo_clarify = set_clarify_callback(clarify_prompt)

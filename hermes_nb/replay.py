@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from hermes_nb.models import Model, ModelTurn, RetryCallback, TextCallback, ToolCallSpec, Usage, usage_from
-from tools.errors import HermesNbError
+from hermes_nb.tools.errors import HermesNbError
 
 __all__ = ["Cassette", "RecordingModel", "ReplayDriftError", "ReplayModel", "load_cassette"]
 
@@ -137,7 +137,7 @@ class ReplayModel:
                          finish_reason="tool_calls" if calls else "stop")
 
     def _check_calls(self, index: int, calls: tuple[ToolCallSpec, ...], tools: list[dict[str, Any]]) -> None:
-        from tools.registry import registry
+        from hermes_nb.tools.registry import registry
 
         offered = set(_tool_names(tools))
         for call in calls:

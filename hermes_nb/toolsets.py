@@ -1,63 +1,11 @@
-"""The toolset selection: which toolsets the model sees. The picker edits it; the agent reads it."""
+"""``import hermes_nb.toolsets`` keeps working: the selection now lives in ``hermes_nb.selection``.
 
-from __future__ import annotations
+This name is the public one (``hermes_nb.toolsets.select([...])``); the module file was renamed because
+it holds the selection, not toolsets. Importing it gives the very same module object.
+"""
 
-from collections.abc import Callable, Iterable
+import sys
 
-from traitlets import HasTraits, List, Unicode
+from hermes_nb import selection
 
-__all__ = ["Selection", "current", "enabled_toolsets", "select", "selection"]
-
-
-class Selection(HasTraits):
-    """Observable selection. ``enabled`` empty with ``all_tools`` true means every toolset."""
-
-    enabled = List(Unicode(), help="Enabled toolset names; [] with mode 'all' means everything.")
-    disabled = List(Unicode(), help="Toolsets always subtracted.")
-    mode = Unicode("all", help="'all' (every toolset, minus disabled) or 'list' (only `enabled`).")
-
-    def select(self, names: Iterable[str] | None) -> None:
-        """Enable exactly these toolsets (``None`` or ``["all"]`` selects every toolset)."""
-        names = None if names is None else list(dict.fromkeys(names))
-        if names is None or any(n in ("all", "*") for n in names):
-            self.mode, self.enabled = "all", []
-            return
-        from tools.errors import UnknownToolsetError
-        from tools.toolsets import get_all_toolsets, validate_toolset
-
-        bad = [n for n in names if not validate_toolset(n)]
-        if bad:
-            known = ", ".join(sorted(get_all_toolsets()))
-            raise UnknownToolsetError(f"unknown toolset {bad[0]!r}; known toolsets: {known}, all")
-        self.enabled = names
-        self.mode = "list"
-
-    def enabled_toolsets(self) -> list[str] | None:
-        """What ``get_tool_definitions(enabled_toolsets=...)`` takes: ``None`` means all."""
-        return None if self.mode == "all" else list(self.enabled)
-
-    def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback()`` whenever the selection changes. Returns an undo."""
-
-        def handler(_change: object) -> None:
-            callback()
-
-        self.observe(handler, names=["enabled", "disabled", "mode"])
-        return lambda: self.unobserve(handler, names=["enabled", "disabled", "mode"])
-
-
-#: The one selection of this process (module state survives ``%reload_ext``: only hermes_nb/__init__ reloads).
-selection = Selection()
-
-
-def select(names: Iterable[str] | None) -> None:
-    """Set the toolsets the model sees; the picker widget follows."""
-    selection.select(names)
-
-
-def enabled_toolsets() -> list[str] | None:
-    return selection.enabled_toolsets()
-
-
-def current() -> Selection:
-    return selection
+sys.modules[__name__] = selection

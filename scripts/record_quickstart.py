@@ -108,7 +108,7 @@ def notebook_tools(notebook: Path = NOTEBOOK) -> Iterator[Any]:
     """An IPython shell with hermes_nb loaded and the notebook's ``%%tool`` cells run; unloads after."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from tools.model_tools import ensure_discovered
+    from hermes_nb.tools.model_tools import ensure_discovered
 
     ensure_discovered()  # the built-in tools (terminal) the notebook's kernel has too
     shell = InteractiveShell.instance()

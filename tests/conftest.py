@@ -19,8 +19,8 @@ def _discover_builtins_once() -> None:
     happens to trigger discovery first does not take them away from every later test."""
     import tempfile
 
-    from tools.config import using_home
-    from tools.model_tools import ensure_discovered
+    from hermes_nb.tools.config import using_home
+    from hermes_nb.tools.model_tools import ensure_discovered
 
     with tempfile.TemporaryDirectory() as home, using_home(home):  # the discovery cache stays out of the real home
         ensure_discovered()
@@ -40,7 +40,7 @@ def hermes_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
 @pytest.fixture(autouse=True)
 def _restore_registry() -> Iterator[None]:
     """Whatever a test registers in the global registry is removed after it; replaced tools come back."""
-    from tools.registry import registry
+    from hermes_nb.tools.registry import registry
 
     before = {e.name: e for e in registry.entries()}
     yield
@@ -59,7 +59,7 @@ def _restore_registry() -> Iterator[None]:
 @pytest.fixture
 def fresh_registry():
     """An empty ToolRegistry, independent of the global one."""
-    from tools.registry import ToolRegistry
+    from hermes_nb.tools.registry import ToolRegistry
 
     return ToolRegistry()
 
@@ -69,6 +69,14 @@ MIN_TESTS_IN_CI = 200
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import sys
+
+    # The repository root is on sys.path in a test run, so a stray `import tools` would load a second copy
+    # of the core from the raw folder (the installed name is hermes_nb.tools): fail the run if one did.
+    stray = [name for name in ("tools", "model_tools", "toolsets") if name in sys.modules]
+    if stray and exitstatus == 0:
+        print(f"\nlayout guard: the test process imported {stray}; the core is hermes_nb.tools")
+        session.exitstatus = 1
     positional = [a for a in session.config.invocation_params.args if not str(a).startswith("-")]
     if os.environ.get("CI") and not positional and not session.config.option.keyword:
         collected = session.testscollected

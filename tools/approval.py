@@ -1,7 +1,7 @@
 """Shell-command classification and the approval policy.
 
 A command is parsed with ``bashlex`` (a real bash parser) and walked node by node. It is safe only when
-every simple command in it is a known read-only program with harmless flags (``tools.command_rules``)
+every simple command in it is a known read-only program with harmless flags (``hermes_nb.tools.safety.command_rules``)
 and nothing around those commands runs, hides or writes anything: no command or process substitution,
 subshell, function, assignment, variable in command position, pipe into a shell, or redirection to a
 file. Anything else, including anything the parser rejects, needs a person's approval.
@@ -23,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from tools.command_rules import INTERPRETERS, SHELLS, check_program, flag_sensitive
-from tools.interaction import CallbackStack
-from tools.visible import hidden_characters, make_visible
+from hermes_nb.tools.interaction import CallbackStack
+from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS, check_program, flag_sensitive
+from hermes_nb.tools.safety.visible import hidden_characters, make_visible
 
 __all__ = [
     "ApprovalCallback",
@@ -282,8 +282,8 @@ def set_default_approval_callback(fn: ApprovalCallback) -> Callable[[], None]:
 
 
 def _always_list() -> list[str]:
-    from tools.config import load_config
-    from tools.errors import ConfigError
+    from hermes_nb.tools.config import load_config
+    from hermes_nb.tools.errors import ConfigError
 
     try:
         cfg = load_config(expand=False)  # never expand ${VAR} inside stored commands
@@ -296,8 +296,8 @@ def _always_list() -> list[str]:
 
 
 def _remember_always(command: str) -> bool:
-    from tools.config import update_config
-    from tools.errors import ConfigError
+    from hermes_nb.tools.config import update_config
+    from hermes_nb.tools.errors import ConfigError
 
     def add(cfg: dict[str, Any]) -> None:
         approval = cfg.get("approval")

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from tools import interaction
-from tools.errors import BridgeError
+from hermes_nb.tools import interaction
+from hermes_nb.tools.errors import BridgeError
 
 __all__ = ["get_loop", "in_loop_thread", "run_async", "run_sync", "submit"]
 

@@ -58,7 +58,7 @@ class SpillInfo(TypedDict):
 
 def spill_dir() -> Path:
     """``<hermes home>/cache/spillover`` (home read at call time)."""
-    from tools.config import hermes_home
+    from hermes_nb.tools.config import hermes_home
 
     return hermes_home() / "cache" / "spillover"
 
@@ -69,8 +69,8 @@ _config_cache: tuple[tuple[str, int, int], Mapping[str, Any]] | None = None
 def _budget_config() -> Mapping[str, Any]:
     """The ``budget:`` block of config.yaml, re-read only when the file changes (one stat per call)."""
     global _config_cache
-    from tools.config import config_path, load_config
-    from tools.errors import ConfigError
+    from hermes_nb.tools.config import config_path, load_config
+    from hermes_nb.tools.errors import ConfigError
 
     path = config_path()
     try:
@@ -101,7 +101,7 @@ def result_threshold(tool_name: str, threshold: float | None = None) -> float:
     """The threshold for one result: explicit, else the tool's registration, else config, else the default."""
     if threshold is not None:
         return threshold
-    from tools.registry import registry
+    from hermes_nb.tools.registry import registry
 
     entry = registry.get_entry(tool_name)
     if entry is not None and entry.max_result_size_chars is not None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tools.interaction import CallbackStack, run_on_main
-from tools.registry import registry
+from hermes_nb.tools.interaction import CallbackStack, run_on_main
+from hermes_nb.tools.registry import registry
 
 __all__ = ["ClarifyCallback", "clarify", "set_clarify_callback"]
 

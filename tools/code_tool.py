@@ -21,7 +21,7 @@ import threading
 import traceback
 from typing import Any
 
-from tools.registry import registry
+from hermes_nb.tools.registry import registry
 
 PATTERN_KEY = "python-code"
 _DESCRIPTION = "The model wants to run Python code in the kernel; code can do anything a shell command can."
@@ -41,7 +41,7 @@ def _namespace() -> dict[str, Any]:
 
 
 def _code_config() -> dict[str, Any]:
-    from tools.config import load_config
+    from hermes_nb.tools.config import load_config
 
     section = load_config().get("code")
     return section if isinstance(section, dict) else {}
@@ -55,7 +55,7 @@ def _request_approval(code: str, callback: Any) -> str | None:
     """
     if _code_config().get("require_approval") is False:
         return None
-    from tools.approval import request_approval
+    from hermes_nb.tools.approval import request_approval
 
     decision = request_approval(code, PATTERN_KEY, _DESCRIPTION, approval_callback=callback)
     return None if decision["approved"] else decision["message"]

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tools.errors import ConfigError
+from hermes_nb.tools.errors import ConfigError
 
 __all__ = ["config_path", "expand_vars", "hermes_home", "load_config", "save_config", "update_config", "using_home"]
 

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.tools.hermes_imports import CompatSourceLoader
+
 __all__ = ["discover_builtin_tools", "discover_tool_files", "scan_file"]
 
 log = logging.getLogger(__name__)
@@ -31,12 +33,13 @@ log = logging.getLogger(__name__)
 _CACHE_VERSION = 1
 # Core modules never register at top level; skipping them saves a parse on a cold start.
 _CORE = frozenset({
-    "__init__", "registry", "discovery", "model_tools", "toolsets", "config", "errors", "load_report",
-    "async_bridge", "schema", "validation", "docstrings", "approval", "command_rules", "visible", "workspace",
-    "budget", "scheduling", "batch_plan", "interaction", "mcp_config", "mcp_tool", "mcp_session", "mcp_results", "plugins", "plugin_files",
+    "__init__", "registry", "entry", "results", "errors", "config", "discovery", "model_tools", "toolsets",
+    "load_report", "async_bridge", "approval", "workspace", "budget", "interaction", "mcp_tool", "plugins",
+    "plugin_files", "hermes_compat", "hermes_imports",
 })
 _lock = threading.RLock()
 _TOOLS_DIR = Path(__file__).resolve().parent
+_CORE_PACKAGE = "hermes_nb.tools"
 
 
 # -- the AST verdict --------------------------------------------------------------------------------
@@ -117,7 +120,7 @@ def scan_file(path: str | os.PathLike[str]) -> bool:
 
 
 def _cache_path() -> Path:
-    from tools.config import hermes_home
+    from hermes_nb.tools.config import hermes_home
 
     return hermes_home() / "cache" / "discovery.json"
 
@@ -192,7 +195,8 @@ def _import_by_path(module_name: str, path: str) -> None:
             parent = types.ModuleType(name)
             parent.__path__ = []
             sys.modules[name] = parent
-    spec = importlib.util.spec_from_file_location(module_name, path)
+    # user tool folders run with Hermes's import paths (``from tools.registry import registry``)
+    spec = importlib.util.spec_from_file_location(module_name, path, loader=CompatSourceLoader(module_name, path))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path} as a module")
     module = importlib.util.module_from_spec(spec)
@@ -207,7 +211,7 @@ def _import_by_path(module_name: str, path: str) -> None:
 def _import(module_name: str, path: str, by_name: bool, source_label: str) -> bool:
     if module_name in sys.modules:
         return True
-    from tools.load_report import clear_failures, record_failure
+    from hermes_nb.tools.load_report import clear_failures, record_failure
 
     try:
         if by_name:
@@ -237,7 +241,7 @@ def discover_tool_files(directory: str | os.PathLike[str], *, module_prefix: str
     """
     folder = os.path.realpath(directory)
     by_name = _is_package_dir(module_prefix, folder)
-    skip = _CORE if module_prefix == "tools" else frozenset()
+    skip = _CORE if module_prefix == _CORE_PACKAGE else frozenset()
     with _lock:
         cache = _load_cache()
         changed = False
@@ -255,7 +259,7 @@ def discover_tool_files(directory: str | os.PathLike[str], *, module_prefix: str
                 try:
                     verdict = scan_file(path)
                 except (SyntaxError, ValueError, OSError) as exc:
-                    from tools.load_report import record_failure
+                    from hermes_nb.tools.load_report import record_failure
 
                     record_failure(source_label, module_name, f"{type(exc).__name__}: {exc}",
                                    detail=f"{path} could not be parsed")
@@ -279,7 +283,7 @@ def discover_builtin_tools(tools_dir: str | os.PathLike[str] | None = None) -> l
     """Import the built-in tool files of the ``tools`` package (or of ``tools_dir``); return module names."""
     folder = Path(tools_dir).resolve() if tools_dir is not None else _TOOLS_DIR
     if folder == _TOOLS_DIR:
-        import tools  # noqa: F401  (so the package's __path__ is known)
+        import hermes_nb.tools  # noqa: F401  (so the package's __path__ is known)
 
-        return discover_tool_files(folder, module_prefix="tools", source_label="builtin")
+        return discover_tool_files(folder, module_prefix=_CORE_PACKAGE, source_label="builtin")
     return discover_tool_files(folder, module_prefix="hermes_nb_user_tools", source_label="builtin")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tools.errors import ToolSchemaError
+from hermes_nb.tools.errors import ToolSchemaError
 
 __all__ = ["SOURCES", "Availability", "Source", "ToolEntry", "availability", "checked_schema"]
 

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tools.registry import registry
-from tools.workspace import display_path, resolve_path
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools.workspace import display_path, resolve_path
 
 _MAX_LINE_CHARS = 2_000
 _MAX_MATCHES = 200

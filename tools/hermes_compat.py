@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from tools.entry import Availability, ToolEntry
+    from hermes_nb.tools.entry import Availability, ToolEntry
 
 __all__ = ["HermesQueries", "discover_builtin_tools", "invalidate_check_fn_cache", "no_cache_check_fn"]
 
@@ -34,7 +34,7 @@ def invalidate_check_fn_cache() -> None:
 
 def discover_builtin_tools(tools_dir: str | Path | None = None) -> list[str]:
     """Import the built-in tool files (Hermes keeps this in ``tools.registry``)."""
-    from tools.discovery import discover_builtin_tools as discover
+    from hermes_nb.tools.discovery import discover_builtin_tools as discover
 
     return discover(tools_dir)
 

@@ -1,6 +1,6 @@
 """MCP servers as tools: discovery, naming, registration, list_changed refresh, shutdown.
 
-Every enabled server gets a ``ServerConnection`` (tools.mcp_session) whose owner task lives on the
+Every enabled server gets a ``ServerConnection`` (hermes_nb.tools.mcp_client.session) whose owner task lives on the
 background loop. Each server tool becomes a registry tool ``mcp__<server>__<tool>`` in toolset
 ``mcp-<server>`` (source ``"mcp"``), whose async handler crosses into that loop. ``tools/list_changed``
 only marks a server dirty; ``refresh_pending_mcp_servers()`` applies the change between batches.
@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tools import async_bridge
-from tools.config import hermes_home
-from tools.load_report import clear_failures, record_failure
-from tools.mcp_config import MCPServerConfig, load_mcp_server_configs
-from tools.mcp_results import MCPAttachment, convert_result, get_mcp_attachment
-from tools.mcp_session import MCPServerError, ServerConnection, describe_exception
-from tools.registry import registry, tool_error
+from hermes_nb.tools import async_bridge
+from hermes_nb.tools.config import hermes_home
+from hermes_nb.tools.load_report import clear_failures, record_failure
+from hermes_nb.tools.mcp_client.config import MCPServerConfig, load_mcp_server_configs
+from hermes_nb.tools.mcp_client.results import MCPAttachment, convert_result, get_mcp_attachment
+from hermes_nb.tools.mcp_client.session import MCPServerError, ServerConnection, describe_exception
+from hermes_nb.tools.registry import registry, tool_error
 
 __all__ = [
     "MCPAttachment",

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from tools.registry import registry
-from tools.toolsets import resolve_toolsets
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools.toolsets import resolve_toolsets
 
 __all__ = [
     "check_tool_availability", "check_toolset_requirements",
@@ -30,7 +30,7 @@ def ensure_discovered() -> None:
     with _discover_lock:
         if _discovered:
             return
-        from tools.discovery import discover_builtin_tools
+        from hermes_nb.tools.discovery import discover_builtin_tools
 
         discover_builtin_tools()
         _discovered = True

@@ -13,7 +13,6 @@ within the same second).
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import sys
 import types
@@ -21,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hermes_nb.tools.hermes_imports import alias_import, compat_builtins
 
 __all__ = ["TOOL_FILE_PREFIX", "ToolFile", "load_tool_file", "scan_tool_folder"]
 
@@ -39,7 +40,7 @@ class ToolFile:
 
 def scan_tool_folder(folder: Path) -> tuple[list[ToolFile], dict[str, str]]:
     """The ``*.py`` files of ``folder`` (sorted), and ``{name: error}`` for files that cannot be read."""
-    from tools.discovery import scan_file
+    from hermes_nb.tools.discovery import scan_file
 
     found: list[ToolFile] = []
     errors: dict[str, str] = {}
@@ -84,14 +85,15 @@ class _ModuleView(types.ModuleType):
 
 
 def _builtins_with_view(register: Callable[..., Any]) -> dict[str, Any]:
-    """``__builtins__`` whose ``__import__`` hands this file the registry view instead of the singleton."""
-    import tools
-    import tools.registry as real_module
+    """``__builtins__`` whose ``__import__`` maps Hermes's names (``hermes_imports``) and hands this file
+    a registry view instead of the singleton."""
+    import hermes_nb.tools as core
+    import hermes_nb.tools.registry as real_module
 
     registry_module = _ModuleView(
         real_module, {"registry": _RegistryView(real_module.registry, register)}
     )
-    tools_package = _ModuleView(tools, {"registry": registry_module})
+    core_package = _ModuleView(core, {"registry": registry_module})
 
     def view_import(
         name: str,
@@ -100,14 +102,14 @@ def _builtins_with_view(register: Callable[..., Any]) -> dict[str, Any]:
         fromlist: Sequence[str] | None = (),
         level: int = 0,
     ) -> Any:
-        module = builtins.__import__(name, globals, locals, fromlist or (), level)
-        if level == 0 and name == "tools.registry" and fromlist:
+        module = alias_import(name, globals, locals, fromlist, level)
+        if module is real_module:
             return registry_module  # from tools.registry import registry
-        if level == 0 and name in ("tools", "tools.registry"):
-            return tools_package  # import tools.registry; from tools import registry
+        if module is core:
+            return core_package  # import tools.registry; from tools import registry
         return module
 
-    return {**builtins.__dict__, "__import__": view_import}
+    return compat_builtins(view_import)
 
 
 def load_tool_file(tool_file: ToolFile, register: Callable[..., Any]) -> types.ModuleType:

@@ -13,8 +13,6 @@ and recorded with ``record_failure("plugin", name, ...)``.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import logging
 import os
@@ -26,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.config import hermes_home
-from tools.errors import ConfigError
-from tools.load_report import clear_failures, record_failure
-from tools.registry import ToolEntry, registry
+from hermes_nb.tools.config import hermes_home
+from hermes_nb.tools.errors import ConfigError
+from hermes_nb.tools.hermes_imports import CompatSourceLoader, scope_package
+from hermes_nb.tools.load_report import clear_failures, record_failure
+from hermes_nb.tools.registry import ToolEntry, registry
 
 __all__ = [
     "ENTRY_POINT_GROUPS",
@@ -106,7 +105,7 @@ class PluginContext:
 
 
 def _disabled_names() -> set[str]:
-    from tools.config import load_config
+    from hermes_nb.tools.config import load_config
 
     try:
         section = load_config().get("plugins") or {}
@@ -131,32 +130,6 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
-    """Compile plugin sources every time. Bytecode caches are keyed on (mtime in whole seconds, size):
-    an edit saved within the same second at the same size would otherwise reload the old code."""
-
-    def get_code(self, fullname: str) -> types.CodeType:
-        path = self.get_filename(fullname)
-        return self.source_to_code(self.get_data(path), path)  # type: ignore[return-value]
-
-
-class _PluginSubmoduleFinder(importlib.abc.MetaPathFinder):
-    """Submodules of a plugin package (``from . import helpers``) load fresh too."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if not fullname.startswith(MODULE_PREFIX + ".") or path is None:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-            spec.loader = _FreshSourceLoader(fullname, spec.origin or "")
-        return spec
-
-
-def _install_finder() -> None:
-    if not any(isinstance(f, _PluginSubmoduleFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PluginSubmoduleFinder())
-
-
 def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
     init = folder / "__init__.py"
     if not init.exists():
@@ -165,11 +138,10 @@ def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
         namespace = types.ModuleType(MODULE_PREFIX)
         namespace.__path__ = []
         sys.modules[MODULE_PREFIX] = namespace
-    _install_finder()
     for stale in [m for m in sys.modules if m.startswith(module_name + ".")]:  # submodules of the last load
         del sys.modules[stale]
     spec = importlib.util.spec_from_file_location(
-        module_name, init, loader=_FreshSourceLoader(module_name, str(init)), submodule_search_locations=[str(folder)]
+        module_name, init, loader=CompatSourceLoader(module_name, str(init)), submodule_search_locations=[str(folder)]
     )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {init}")
@@ -269,6 +241,7 @@ def _entry_point_plugins(disabled: set[str]) -> list[str]:
             meta = {"version": getattr(dist, "version", "") or ""}
 
             def loader(ep: Any = ep, meta: dict[str, Any] = meta, group: str = group) -> Any:
+                scope_package(ep.module.partition(".")[0])  # Hermes's import paths, for this plugin only
                 return ep.load(), meta, f"{group}: {ep.value}"
 
             if _load_one(ep.name, "entry-point", loader):
@@ -278,7 +251,7 @@ def _entry_point_plugins(disabled: set[str]) -> list[str]:
 
 def _tool_files(disabled: set[str]) -> list[str]:
     """Load new and edited tool files, drop the tools of deleted or disabled ones; the names loaded."""
-    from tools.plugin_files import load_tool_file, scan_tool_folder
+    from hermes_nb.tools.plugin_files import load_tool_file, scan_tool_folder
 
     found, unreadable = scan_tool_folder(hermes_home() / "tools")
     current = {f.name: f for f in found if f.registers and f.name not in disabled}

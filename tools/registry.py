@@ -18,16 +18,22 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from tools import async_bridge
-from tools.entry import SOURCES, Availability, Source, ToolEntry, availability, checked_schema
-from tools.errors import ToolArgumentError, ToolSchemaError
-from tools.hermes_compat import (
+from hermes_nb.tools import async_bridge
+from hermes_nb.tools.entry import SOURCES, Availability, Source, ToolEntry, availability, checked_schema
+from hermes_nb.tools.errors import ToolArgumentError, ToolSchemaError
+from hermes_nb.tools.hermes_compat import (
     HermesQueries,
     discover_builtin_tools,
     invalidate_check_fn_cache,
     no_cache_check_fn,
 )
-from tools.results import execution_failed, parse_arguments, serialize_result, tool_error, tool_result
+from hermes_nb.tools.results import (
+    execution_failed,
+    parse_arguments,
+    serialize_result,
+    tool_error,
+    tool_result,
+)
 
 __all__ = [
     "SOURCES", "Availability", "Source", "ToolEntry", "ToolRegistry", "discover_builtin_tools",
@@ -89,7 +95,7 @@ class ToolRegistry(HermesQueries):
             if fn is not None and not callable(fn):
                 raise ValueError(f"tool {name!r}: {label} must be callable or None")
         schema = checked_schema(name, schema, description)
-        from tools.schema import compile_validator
+        from hermes_nb.tools.schema.validation import compile_validator
 
         try:
             validator = compile_validator(schema["parameters"])
@@ -366,7 +372,7 @@ def _overrides(entry: ToolEntry) -> dict[str, Any]:
 
 def _approve(entry: ToolEntry, args: dict[str, Any]) -> str | None:
     """Ask the person before a tool marked ``needs_approval`` runs; the error result if they say no."""
-    from tools.approval import request_approval
+    from hermes_nb.tools.approval import request_approval
 
     subject = f"{entry.name} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
     reason = entry.metadata.get("approval_reason") or f"{entry.name} is marked as needing approval"

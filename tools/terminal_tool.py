@@ -14,8 +14,8 @@ import threading
 import time
 from typing import IO, Any, TypedDict
 
-from tools.registry import registry
-from tools.workspace import workspace_root
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools.workspace import workspace_root
 
 OUTPUT_CAP = 200_000  # bytes kept per stream
 _KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
@@ -75,7 +75,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def _approval(command: str, callback: Any) -> dict[str, Any] | None:
     """``None`` when the command may run, else the blocked result for the model."""
-    from tools.approval import check_dangerous_command
+    from hermes_nb.tools.approval import check_dangerous_command
 
     verdict = check_dangerous_command(command, approval_callback=callback)
     if verdict["approved"]:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, TypedDict
 
-from tools.errors import UnknownToolsetError
+from hermes_nb.tools.errors import UnknownToolsetError
 
 __all__ = [
     "TOOLSETS",
@@ -65,7 +65,7 @@ _lock = threading.Lock()
 
 
 def _registry() -> Any:
-    from tools.registry import registry
+    from hermes_nb.tools.registry import registry
 
     return registry
 

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tools.errors import ConfigError, HermesNbError
+from hermes_nb.tools.errors import ConfigError, HermesNbError
 
 __all__ = ["WorkspaceError", "resolve_path", "workspace_root"]
 
@@ -33,7 +33,7 @@ class WorkspaceError(HermesNbError, PermissionError):
 
 
 def _config() -> dict[str, Any]:
-    from tools.config import load_config
+    from hermes_nb.tools.config import load_config
 
     try:
         return load_config()
@@ -79,7 +79,7 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
 
 def _protected(real: Path) -> str | None:
     """Why a write to ``real`` (inside the root) is refused, or None."""
-    from tools.config import hermes_home
+    from hermes_nb.tools.config import hermes_home
 
     home = Path(os.path.realpath(hermes_home()))
     if real == home or real.is_relative_to(home):
@@ -96,7 +96,7 @@ def _protected(real: Path) -> str | None:
 
 def _is_spill_file(path: Path) -> bool:
     """Spilled tool results live under the home folder; the model must always be able to read them back."""
-    from tools.config import hermes_home
+    from hermes_nb.tools.config import hermes_home
 
     spill = Path(os.path.realpath(hermes_home() / "cache" / "spillover"))
     return path.is_relative_to(spill)

@@ -9,10 +9,9 @@ import time
 
 import pytest
 
-import tools.model_tools  # discover built-ins now, so no test's registry cleanup removes them
 from hermes_nb.agent import Agent, AgentResult
+from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
-from tools.registry import registry
 
 OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -55,7 +54,7 @@ def _call_ids(request):
 
 
 def test_definitions_follow_the_selected_toolsets_afresh_each_turn(tools):
-    import hermes_nb.toolsets as sel
+    import hermes_nb.selection as sel
 
     with FakeOpenAI([Reply(content="a"), Reply(content="b")]) as srv:
         agent = _agent(srv, enabled_toolsets=None)
@@ -99,7 +98,7 @@ def test_bad_arguments_and_unknown_tools_go_back_to_the_model(tools):
 
 
 def test_big_results_are_spilled_before_the_model_sees_them(tools):
-    from tools.budget import parse_spill_block
+    from hermes_nb.tools.budget import parse_spill_block
 
     with FakeOpenAI([Reply(tool_calls=(call("big", {"n": 5000}, "c"),)), Reply(content="ok")]) as srv:
         result = _agent(srv).run("go")
@@ -120,7 +119,7 @@ def test_max_iterations_stops_with_a_message(tools):
 
 
 def test_denied_command_is_an_answer_not_a_crash(tmp_path, monkeypatch):
-    from tools.model_tools import ensure_discovered
+    from hermes_nb.tools.model_tools import ensure_discovered
 
     ensure_discovered()
     monkeypatch.chdir(tmp_path)
@@ -206,8 +205,8 @@ def test_arun_from_a_running_loop(tools):
 
 
 def test_run_on_the_background_loop_is_refused(tools):
-    from tools import async_bridge
-    from tools.errors import BridgeError
+    from hermes_nb.tools import async_bridge
+    from hermes_nb.tools.errors import BridgeError
 
     agent = Agent(model="m", api_key="k", display=False)
 
@@ -234,8 +233,8 @@ def test_a_tool_an_mcp_server_adds_during_a_batch_is_offered_on_the_next_turn():
     import sys
     from pathlib import Path
 
-    from tools.mcp_config import parse_server
-    from tools.mcp_tool import add_mcp_server, remove_mcp_server
+    from hermes_nb.tools.mcp_client.config import parse_server
+    from hermes_nb.tools.mcp_tool import add_mcp_server, remove_mcp_server
 
     server = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_servers" / "dynamic_server.py"
     add_mcp_server(parse_server("dyn", {"command": sys.executable, "args": [str(server)]}))

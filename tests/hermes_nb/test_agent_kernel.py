@@ -138,7 +138,7 @@ def test_mcp_tool_through_the_agent(kernel):
     script = [Reply(tool_calls=(call("mcp__time__get_current_time", {"timezone": "UTC"}, "t"),)),
               Reply(content="It is now.")]
     with FakeOpenAI(script) as srv:
-        kernel.run("from tools.mcp_tool import discover_mcp_tools\n"
+        kernel.run("from hermes_nb.tools.mcp_tool import discover_mcp_tools\n"
                    f"print(discover_mcp_tools({{'mcp_servers': {{'time': {{'command': {TIME_SERVER!r}}}}}}}))")
         r = kernel.run(f"from hermes_nb import Agent\nres = Agent(model='m', base_url={srv.base_url!r}, "
                        "enabled_toolsets=['mcp-time']).run('time?')\nprint(res.text)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hermes_nb.display import Table, availability_text, render_result, tool_card
-from tools.registry import ToolRegistry, registry
+from hermes_nb.tools.registry import ToolRegistry, registry
 
 
 def _register(name: str = "shout", **kw: object) -> None:
@@ -44,7 +44,7 @@ def test_huge_result_is_cut_in_the_notebook_but_content_is_whole() -> None:
 
 
 def test_spilled_result_shows_size_path_and_preview() -> None:
-    from tools.budget import maybe_persist_tool_result
+    from hermes_nb.tools.budget import maybe_persist_tool_result
 
     content = "line of output\n" * 20_000
     spilled = maybe_persist_tool_result(content, "big", "call_1", threshold=1000)

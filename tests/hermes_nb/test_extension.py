@@ -63,14 +63,14 @@ def test_load_pushes_nothing_into_the_namespace(ip: Any) -> None:
 
 
 def test_public_api_is_lazy_and_complete() -> None:
-    from tools.registry import registry
-    from tools.schema import tool
+    from hermes_nb.tools.registry import registry
+    from hermes_nb.tools.schema.derive import tool
 
     assert set(hermes_nb.__all__) >= {"load_ipython_extension", "unload_ipython_extension", "tool",
                                       "registry", "toolsets", "Agent"}
     assert hermes_nb.registry is registry
     assert hermes_nb.tool is tool
-    assert hermes_nb.toolsets is sys.modules["hermes_nb.toolsets"]
+    assert hermes_nb.toolsets is sys.modules["hermes_nb.selection"]
     assert callable(hermes_nb.toolsets.select)
     with pytest.raises(AttributeError):
         hermes_nb.no_such_name  # noqa: B018

@@ -7,7 +7,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from hermes_nb import live
-from tools.scheduling import BatchEvent, ToolCallResult
+from hermes_nb.tools.batch.scheduling import BatchEvent, ToolCallResult
 
 
 def _result(call_id: str, name: str, content: str, started: float, ended: float, **kw) -> ToolCallResult:
@@ -54,7 +54,7 @@ def test_transcript_renders_text_cards_timeline_and_usage():
 
 
 def test_spilled_result_shows_size_and_path(tmp_path):
-    from tools.budget import maybe_persist_tool_result
+    from hermes_nb.tools.budget import maybe_persist_tool_result
 
     block = maybe_persist_tool_result("y" * 5000, "probe", "a", threshold=100)
     t = live.Transcript(prompt="go", model="m")
@@ -65,7 +65,7 @@ def test_spilled_result_shows_size_and_path(tmp_path):
 
 
 def test_spill_path_under_home_reads_as_tilde(tmp_path, monkeypatch):
-    from tools.budget import maybe_persist_tool_result
+    from hermes_nb.tools.budget import maybe_persist_tool_result
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path / ".hermes_nb"))

@@ -11,7 +11,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from hermes_nb.magics import parse_call_args
-from tools.registry import registry
+from hermes_nb.tools.registry import registry
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_tools_call_spills_large_results(ip: Any) -> None:
 
 
 def test_doctor_lists_unavailable_tools_and_load_failures(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tools.load_report import clear_failures, record_failure
+    from hermes_nb.tools.load_report import clear_failures, record_failure
 
     monkeypatch.setenv("SECRET_FOR_DOCTOR", "")
     cell(ip, "--requires-env SECRET_FOR_DOCTOR", "def s() -> str:\n    return ''")
@@ -155,7 +155,7 @@ def test_toolsets_in_terminal_prints_text(ip: Any, capsys: pytest.CaptureFixture
     assert "[x]  geometry (1 tool)" in out and "the model sees" in out
     ip.run_line_magic("toolsets", "geometry")
     assert "[ ]  file" in capsys.readouterr().out
-    from hermes_nb.toolsets import enabled_toolsets, select
+    from hermes_nb.selection import enabled_toolsets, select
 
     assert enabled_toolsets() == ["geometry"]
     select(None)

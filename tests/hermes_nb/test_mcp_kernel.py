@@ -11,17 +11,17 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
+from hermes_nb.tools.load_report import clear_failures
+from hermes_nb.tools.registry import registry
 from tests.tools.test_mcp_tool import TIME_SERVER, descendants, wait_until
-from tools.load_report import clear_failures
-from tools.registry import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def shell():
-    from tools import plugins
-    from tools.mcp_tool import shutdown_mcp_servers
+    from hermes_nb.tools import plugins
+    from hermes_nb.tools.mcp_tool import shutdown_mcp_servers
 
     before = descendants(os.getpid())
     ip = InteractiveShell.instance()
@@ -83,7 +83,7 @@ def test_usage_errors_are_one_line(shell):
 def test_importing_the_extension_modules_does_not_import_mcp():
     import subprocess
 
-    code = "import sys, hermes_nb.mcp_magics, tools.mcp_tool, tools.plugins; print('mcp' in sys.modules)"
+    code = "import sys, hermes_nb.mcp_magics, hermes_nb.tools.mcp_tool, hermes_nb.tools.plugins; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
 
@@ -95,7 +95,7 @@ def test_attachment_magic_shows_an_image(shell):
     from IPython.display import Image
 
     from hermes_nb import mcp_magics
-    from tools.mcp_results import convert_result
+    from hermes_nb.tools.mcp_client.results import convert_result
 
     png = base64.b64decode(
         "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -120,7 +120,7 @@ def test_attachment_magic_shows_an_image(shell):
 @pytest.mark.mcp
 def test_add_show_approve_remove_and_save(shell, hermes_home):
     from hermes_nb import mcp_magics
-    from tools.config import load_config
+    from hermes_nb.tools.config import load_config
 
     undo = mcp_magics.load(shell)
     try:
@@ -146,7 +146,7 @@ def test_add_show_approve_remove_and_save(shell, hermes_home):
 @pytest.mark.mcp
 def test_descriptions_shown_with_hidden_characters_visible(shell):
     from hermes_nb.mcp_magics import tools_table
-    from tools import mcp_tool
+    from hermes_nb.tools import mcp_tool
 
     mcp_tool._registered["fake"] = {"mcp__fake__t": "t"}
     try:
@@ -189,7 +189,7 @@ def test_session_survives_across_cells_and_unload_leaves_no_child(tmp_path):
         pids = descendants(k.pid)
         assert pids, "the server runs as a child of the kernel"
         first = k.run(
-            "from tools.registry import registry\nregistry.dispatch('mcp__time__get_current_time', {'timezone': 'UTC'})"
+            "from hermes_nb.tools.registry import registry\nregistry.dispatch('mcp__time__get_current_time', {'timezone': 'UTC'})"
         )
         assert '"timezone": "UTC"' in first.text
         # a later cell, a different task: the session opened in the first cell still serves
@@ -213,7 +213,7 @@ def test_configured_servers_start_in_the_background_on_load(tmp_path):
     with KernelSession(cwd=ROOT, env={"HERMES_NB_HOME": str(tmp_path)}) as k:
         k.run("import time\n%load_ext hermes_nb")
         k.run(
-            "from tools.mcp_tool import mcp_status\n"
+            "from hermes_nb.tools.mcp_tool import mcp_status\n"
             "deadline = time.monotonic() + 30\n"
             "while not [s for s in mcp_status() if s.status == 'ready'] and time.monotonic() < deadline:\n"
             "    time.sleep(0.05)\n"
@@ -258,7 +258,7 @@ def test_mcp_reload_reruns_edited_tool_files_and_drops_deleted_ones(shell, herme
 def test_a_bad_server_in_config_is_one_error_and_spares_the_others_and_the_extension(shell, hermes_home, monkeypatch):
     from hermes_nb import mcp_magics
     from hermes_nb.magics import _doctor
-    from tools.mcp_tool import mcp_status
+    from hermes_nb.tools.mcp_tool import mcp_status
 
     monkeypatch.delenv("HERMES_TEST_TZ", raising=False)
     (hermes_home / "config.yaml").write_text(

@@ -13,7 +13,7 @@ from tests.support.fake_openai import FakeOpenAI, Reply, call
 
 @pytest.fixture
 def echo_tool():
-    from tools.registry import registry
+    from hermes_nb.tools.registry import registry
 
     seen = []
 
@@ -50,7 +50,7 @@ def test_429_with_retry_after_then_success():
     notices = []
     with FakeOpenAI([Reply(status=429, headers={"Retry-After": "0.05"}), Reply(content="fine")]) as srv:
         model = OpenAIModel(model="m", base_url=srv.base_url, api_key="k", max_retries=2)
-        from tools.async_bridge import run_sync
+        from hermes_nb.tools.async_bridge import run_sync
 
         turn = run_sync(model.complete([{"role": "user", "content": "x"}], [], on_retry=notices.append))
     assert turn.content == "fine"

@@ -10,7 +10,7 @@ import pytest
 
 from hermes_nb import prompts
 from hermes_nb.prompts import ApprovalPrompt, ClarifyPrompt, approval_prompt, clarify_prompt, install
-from tools.approval import check_dangerous_command, reset_session_approvals
+from hermes_nb.tools.approval import check_dangerous_command, reset_session_approvals
 
 
 def clicking(action: Callable[[], None]) -> Callable[[], Any]:
@@ -144,7 +144,7 @@ def test_install_makes_the_prompt_the_default_and_undo_removes_it(monkeypatch: p
 
 
 def test_install_routes_the_clarify_tool_through_the_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tools import clarify_tool
+    from hermes_nb.tools import clarify_tool
 
     asked: list[tuple[str, object]] = []
     monkeypatch.setattr(prompts, "_clarify_prompt", lambda q, c=None: asked.append((q, c)) or "blue")
@@ -209,7 +209,7 @@ def test_clarify_from_a_batch_worker_is_answered_by_a_real_click() -> None:
 
     code = (
         "import json, threading\n"
-        "from tools.scheduling import run_tool_batch\n"
+        "from hermes_nb.tools.batch.scheduling import run_tool_batch\n"
         "threads = []\n"
         "args = json.dumps({'question': 'Which colour?', 'choices': ['red', 'blue']})\n"
         "calls = [{'id': 'c1', 'type': 'function', 'function': {'name': 'clarify', 'arguments': args}}]\n"

@@ -9,8 +9,8 @@ import pytest
 
 from hermes_nb.agent import Agent
 from hermes_nb.replay import ReplayDriftError, load_cassette
+from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
-from tools.registry import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 ADD = {"description": "Add two numbers.", "parameters": {
@@ -92,7 +92,7 @@ def test_drift_cassette_exhausted(cassette):
 
 
 def test_missing_or_bad_cassette_is_clear(tmp_path):
-    from tools.errors import HermesNbError
+    from hermes_nb.tools.errors import HermesNbError
 
     with pytest.raises(HermesNbError, match="not found"):
         Agent(model=f"replay:{tmp_path / 'nope.json'}")

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from hermes_nb import _state
-from hermes_nb.toolsets import Selection
-from hermes_nb.widgets import SelectionSummary, ToolsetPicker, toolset_rows
-from tools.registry import registry
+from hermes_nb.picker import SelectionSummary, ToolsetPicker, toolset_rows
+from hermes_nb.selection import Selection
+from hermes_nb.tools.registry import registry
 
 SCHEMA = {"parameters": {"type": "object", "properties": {}}}
 
@@ -195,7 +195,7 @@ def test_a_new_toolsets_picker_closes_the_earlier_one() -> None:
         def update(self, obj: SelectionSummary) -> None:
             self.shown.append(obj)
 
-    import hermes_nb.widgets as widgets
+    import hermes_nb.picker as widgets
 
     ip = InteractiveShell.instance()
     listeners = len(registry._listeners)

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.tools.approval_cases import CASES
-from tools.approval import (
+from hermes_nb.tools.approval import (
     check_dangerous_command,
     detect_dangerous_command,
     make_visible,
     reset_session_approvals,
     set_default_approval_callback,
 )
+from tests.tools.approval_cases import CASES
 
 # The pattern Hermes Agent's design matched commands with: the floor this classifier must beat.
 HERMES_FLOOR = re.compile(r"rm\s|rmdir\s|mv\s|sed\s+-i|truncate\s|dd\s|shred\s|git (reset|clean|checkout)")

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from tools import async_bridge
-from tools.errors import BridgeError
+from hermes_nb.tools import async_bridge
+from hermes_nb.tools.errors import BridgeError
 
 
 def test_one_loop_per_process():

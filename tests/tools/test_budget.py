@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tools import budget
-from tools.budget import (
+from hermes_nb.tools import budget
+from hermes_nb.tools.budget import (
     DEFAULT_PREVIEW_SIZE_CHARS,
     DEFAULT_RESULT_SIZE_CHARS,
     DEFAULT_TURN_BUDGET_CHARS,
@@ -21,8 +21,8 @@ from tools.budget import (
     result_threshold,
     spill_dir,
 )
-from tools.config import save_config
-from tools.registry import registry
+from hermes_nb.tools.config import save_config
+from hermes_nb.tools.registry import registry
 
 SCHEMA = {"description": "t", "parameters": {"type": "object", "properties": {}}}
 
@@ -32,10 +32,10 @@ def read_file_tool() -> None:
     """The built-in read_file, registered (the conftest removes it after each test that registered it)."""
     import importlib
 
-    import tools.file_tools
+    import hermes_nb.tools.file_tools as file_tools
 
     if registry.get_entry("read_file") is None:
-        importlib.reload(tools.file_tools)
+        importlib.reload(file_tools)
 
 
 def lines(n: int, width: int = 99) -> str:
@@ -235,7 +235,7 @@ def test_config_changes_are_seen_on_the_next_call() -> None:
     assert result_threshold("cfg_tool") == 50
     save_config({"budget": {"result_size_chars": 5000, "padding": "so the size differs too"}})
     assert result_threshold("cfg_tool") == 5000
-    from tools.config import config_path
+    from hermes_nb.tools.config import config_path
 
     config_path().unlink()
     assert result_threshold("cfg_tool") == DEFAULT_RESULT_SIZE_CHARS

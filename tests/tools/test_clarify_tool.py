@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tools.clarify_tool import set_clarify_callback
-from tools.registry import registry
+from hermes_nb.tools.clarify_tool import set_clarify_callback
+from hermes_nb.tools.registry import registry
 
 
 def ask(**args: object) -> dict:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-import tools.code_tool as code_tool
-from tools.approval import reset_session_approvals, set_default_approval_callback
-from tools.config import load_config
-from tools.registry import registry
+import hermes_nb.tools.code_tool as code_tool
+from hermes_nb.tools.approval import reset_session_approvals, set_default_approval_callback
+from hermes_nb.tools.config import load_config
+from hermes_nb.tools.registry import registry
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +106,7 @@ def test_real_kernel_live_namespace(tmp_path: Path) -> None:
     home.mkdir()
     (home / "config.yaml").write_text(yaml.safe_dump({"code": {"require_approval": False}}))
     with KernelSession(env={"HERMES_NB_HOME": str(home), "HERMES_NB_WORKSPACE": str(tmp_path)}) as k:
-        k.run("from tools.registry import registry\nimport tools.code_tool")
+        k.run("from hermes_nb.tools.registry import registry\nimport hermes_nb.tools.code_tool")
         k.run("x = 41")
         r = k.run("import json\nprint(json.loads(registry.dispatch('python', {'code': 'x + 1'}))['result'])")
         assert r.stdout.strip() == "42"

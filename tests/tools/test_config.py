@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools import config
-from tools.errors import ConfigError
+from hermes_nb.tools import config
+from hermes_nb.tools.errors import ConfigError
 
 
 def test_home_follows_env_at_call_time(hermes_home, monkeypatch, tmp_path):

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tools import discovery
-from tools.discovery import discover_builtin_tools, discover_tool_files, scan_file
-from tools.load_report import failures
-from tools.registry import registry
+from hermes_nb.tools import discovery
+from hermes_nb.tools.discovery import discover_builtin_tools, discover_tool_files, scan_file
+from hermes_nb.tools.load_report import failures
+from hermes_nb.tools.registry import registry
 
 _prefixes = itertools.count()
 
@@ -164,9 +164,9 @@ def test_unwritable_cache_is_ignored(tmp_path: Path, prefix: str, hermes_home: P
 
 def test_builtin_tools_are_found() -> None:
     loaded = discover_builtin_tools()
-    for module in ("tools.file_tools", "tools.terminal_tool", "tools.code_tool", "tools.clarify_tool"):
+    for module in ("hermes_nb.tools.file_tools", "hermes_nb.tools.terminal_tool", "hermes_nb.tools.code_tool", "hermes_nb.tools.clarify_tool"):
         assert module in loaded
-    assert "tools.registry" not in loaded
+    assert "hermes_nb.tools.registry" not in loaded
     assert {"read_file", "write_file", "patch", "search_files", "terminal", "python", "clarify"} <= set(
         registry.get_all_tool_names())
 

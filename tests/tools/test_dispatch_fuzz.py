@@ -8,7 +8,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools.registry import ToolRegistry
+from hermes_nb.tools.registry import ToolRegistry
 
 REG = ToolRegistry()
 REG.register(

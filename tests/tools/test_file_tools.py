@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-import tools.file_tools  # noqa: F401  (registers the tools)
-from tools.registry import registry
-from tools.workspace import WorkspaceError, resolve_path, workspace_root
+import hermes_nb.tools.file_tools  # noqa: F401  (registers the tools)
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools.workspace import WorkspaceError, resolve_path, workspace_root
 
 
 @pytest.fixture
@@ -145,7 +145,7 @@ def test_reads_outside_allowed_unless_strict(ws: Path, tmp_path: Path, hermes_ho
 
 
 def test_workspace_root_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> None:
-    import tools.workspace as workspace
+    import hermes_nb.tools.workspace as workspace
 
     monkeypatch.delenv("HERMES_NB_WORKSPACE", raising=False)
     assert workspace_root() == Path(os.path.realpath(workspace._START_CWD))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.discovery import discover_tool_files
-from tools.registry import registry
+from hermes_nb.tools.discovery import discover_tool_files
+from hermes_nb.tools.registry import registry
 
 HERMES_TOOL = '''
 import json

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from tools import async_bridge, interaction
+from hermes_nb.tools import async_bridge, interaction
 
 
 def test_runs_in_place_when_nobody_waits():

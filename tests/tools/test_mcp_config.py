@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tools.errors import ConfigError
-from tools.load_report import clear_failures, failures
-from tools.mcp_config import MCPServerConfig, load_mcp_server_configs, parse_mcp_servers, parse_server
+from hermes_nb.tools.errors import ConfigError
+from hermes_nb.tools.load_report import clear_failures, failures
+from hermes_nb.tools.mcp_client.config import (
+    MCPServerConfig,
+    load_mcp_server_configs,
+    parse_mcp_servers,
+    parse_server,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +75,7 @@ def test_claude_desktop_block_and_disabled_flags():
         ({"command": "x", "connect_timeout": 0}, "connect_timeout"),
         ({"command": "x", "trusted": "yes"}, "trusted"),
         ({"command": "x", "tools": ["a"]}, "tools"),
-        ({"command": "x", "tools": {"include": [{"x": 1}]}}, "tools.include"),
+        ({"command": "x", "tools": {"include": [{"x": 1}]}}, "hermes_nb.tools.include"),
     ],
 )
 def test_a_bad_key_is_one_error_naming_server_and_key(raw, key):
@@ -124,7 +129,7 @@ def test_a_bare_command_is_found_next_to_the_interpreter_when_not_on_path(monkey
     import os
     import sys
 
-    from tools.mcp_session import resolve_command
+    from hermes_nb.tools.mcp_client.session import resolve_command
 
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing useful on PATH
     resolved = resolve_command("mcp-server-time")

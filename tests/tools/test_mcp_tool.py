@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tools import mcp_tool
-from tools.load_report import clear_failures, failures
-from tools.mcp_config import parse_server
-from tools.mcp_tool import (
+from hermes_nb.tools import mcp_tool
+from hermes_nb.tools.load_report import clear_failures, failures
+from hermes_nb.tools.mcp_client.config import parse_server
+from hermes_nb.tools.mcp_tool import (
     add_mcp_server,
     approve_mcp_tool,
     discover_mcp_tools,
@@ -29,7 +29,7 @@ from tools.mcp_tool import (
     remove_mcp_server,
     shutdown_mcp_servers,
 )
-from tools.registry import registry
+from hermes_nb.tools.registry import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "mcp_servers"
@@ -127,7 +127,7 @@ def test_results_text_structured_images_resources_and_errors():
 
     import mcp_types as t
 
-    from tools.mcp_results import convert_result
+    from hermes_nb.tools.mcp_client.results import convert_result
 
     text = t.TextContent(type="text", text="hello")
     assert (
@@ -164,7 +164,7 @@ def test_attachments_are_bounded():
 
     import mcp_types as t
 
-    from tools import mcp_results
+    from hermes_nb.tools.mcp_client import results as mcp_results
 
     image = t.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")
     first = mcp_results.convert_result(_result(image), server="s", tool="x").rsplit("id=", 1)[1][:-1]
@@ -417,7 +417,7 @@ def test_servers_whose_names_clean_alike_never_replace_each_others_tools():
 
 @pytest.mark.mcp
 def test_destructive_tool_asks_and_a_deny_blocks_it():
-    from tools.approval import set_default_approval_callback
+    from hermes_nb.tools.approval import set_default_approval_callback
 
     add_mcp_server(dynamic_config(trusted=True))  # even a trusted server's destructive tool asks
     asked: list[tuple[str, str, str]] = []
@@ -441,7 +441,7 @@ def test_destructive_tool_asks_and_a_deny_blocks_it():
 
 @pytest.mark.mcp
 def test_a_change_arriving_during_a_batch_applies_only_after_it():
-    from tools.scheduling import run_tool_batch
+    from hermes_nb.tools.batch.scheduling import run_tool_batch
 
     add_mcp_server(dynamic_config())
 
@@ -488,7 +488,7 @@ def test_servers_started_without_shutdown_end_at_interpreter_exit(tmp_path):
     script.write_text(
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "from tools.mcp_tool import discover_mcp_tools\n"
+        "from hermes_nb.tools.mcp_tool import discover_mcp_tools\n"
         "found = discover_mcp_tools({'mcp_servers': {"
         f"'a': {{'command': {TIME_SERVER!r}}}, "
         f"'b': {{'command': {sys.executable!r}, 'args': [{str(FIXTURES / 'dynamic_server.py')!r}], "

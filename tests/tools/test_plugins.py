@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tools import plugins
-from tools.load_report import clear_failures, failures
-from tools.plugins import discover_plugins, loaded_plugins
-from tools.registry import registry
+from hermes_nb.tools import plugins
+from hermes_nb.tools.load_report import clear_failures, failures
+from hermes_nb.tools.plugins import discover_plugins, loaded_plugins
+from hermes_nb.tools.registry import registry
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from tools.errors import ToolSchemaError
-from tools.registry import ToolEntry, ToolRegistry
+from hermes_nb.tools.errors import ToolSchemaError
+from hermes_nb.tools.registry import ToolEntry, ToolRegistry
 
 SCHEMA = {
     "name": "add",
@@ -327,7 +327,7 @@ def test_concurrent_register_and_dispatch(fresh_registry):
 
 
 def test_needs_approval_asks_and_respects_the_answer(reg):
-    from tools import approval
+    from hermes_nb.tools import approval
 
     ran = []
     reg.register("wipe", "danger", SCHEMA, lambda a, **k: ran.append(a) or "wiped", needs_approval=True,
@@ -435,7 +435,7 @@ def test_hermes_query_methods(fresh_registry, monkeypatch):
 
 
 def test_hermes_module_names_import_from_tools_registry(tmp_path):
-    from tools.registry import (  # noqa: F401  (what Hermes tool files and model_tools import)
+    from hermes_nb.tools.registry import (  # noqa: F401  (what Hermes tool files and model_tools import)
         discover_builtin_tools,
         invalidate_check_fn_cache,
         no_cache_check_fn,
@@ -466,6 +466,6 @@ def test_a_tool_calling_sys_exit_is_an_error_result_not_an_exit(reg):
     assert err(asyncio.run(reg.dispatch_async("quitter", {"a": 1, "b": 2}))) == "Tool execution failed: SystemExit: 3"
     # the shared background loop survived both
     assert reg.dispatch("aquitter", {"a": 1, "b": 2}).startswith('{"error"')
-    from tools import async_bridge
+    from hermes_nb.tools import async_bridge
 
     assert async_bridge.get_loop().is_running()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tools.registry import ToolRegistry, parse_arguments, serialize_result, tool_error, tool_result
+from hermes_nb.tools.registry import ToolRegistry, parse_arguments, serialize_result, tool_error, tool_result
 
 
 class _EqualsRaises:

@@ -15,10 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools import async_bridge
-from tools.errors import BridgeError
-from tools.registry import ToolRegistry
-from tools.scheduling import (
+from hermes_nb.tools import async_bridge
+from hermes_nb.tools.batch.scheduling import (
     BatchEvent,
     BatchInterrupted,
     BatchSegment,
@@ -27,6 +25,8 @@ from tools.scheduling import (
     run_tool_batch,
     should_parallelize_tool_batch,
 )
+from hermes_nb.tools.errors import BridgeError
+from hermes_nb.tools.registry import ToolRegistry
 
 WAIT = 10.0  # generous deadline for anything that should happen promptly
 
@@ -120,7 +120,7 @@ def test_plan_relative_paths_follow_the_workspace_root(planning: ToolRegistry, t
 
 
 def test_plan_uses_the_global_registry_by_default() -> None:
-    from tools.registry import registry
+    from hermes_nb.tools.registry import registry
 
     registry.register("sched_probe", "sched_test", _schema(), lambda a, **k: "ok", read_only=True)
     assert plan_tool_batch([call("sched_probe"), call("sched_probe")]) == [BatchSegment(parallel=True, indices=(0, 1))]
@@ -440,7 +440,7 @@ def test_arun_async_tools_overlap(reg: ToolRegistry) -> None:
 
 
 def test_a_prompt_from_a_worker_runs_on_the_waiting_main_thread(reg: ToolRegistry) -> None:
-    from tools.interaction import run_on_main
+    from hermes_nb.tools.interaction import run_on_main
 
     def ask(args: dict[str, Any], **kw: Any) -> str:
         # What an approval prompt does: only the main thread can receive a widget click.
@@ -456,8 +456,8 @@ def test_a_prompt_from_a_worker_runs_on_the_waiting_main_thread(reg: ToolRegistr
 
 KERNEL_CELL = '''
 import json, threading, time
-from tools.registry import registry
-from tools.scheduling import BatchInterrupted, run_tool_batch
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools.batch.scheduling import BatchInterrupted, run_tool_batch
 
 S = {"description": "t", "parameters": {"type": "object", "properties": {}}}
 def doze(args, **kw):
@@ -516,8 +516,8 @@ def test_a_malformed_metadata_timeout_means_no_timeout(reg: ToolRegistry, bad: A
 
 
 def test_mcp_list_changed_is_applied_before_a_batch_not_during(monkeypatch, fresh_registry):
-    import tools.mcp_tool as mcp_tool
-    from tools.scheduling import arun_tool_batch as arun
+    import hermes_nb.tools.mcp_tool as mcp_tool
+    from hermes_nb.tools.batch.scheduling import arun_tool_batch as arun
 
     order: list[str] = []
     monkeypatch.setattr(mcp_tool, "refresh_pending_mcp_servers", lambda: order.append("refresh"))
@@ -539,8 +539,8 @@ def test_mcp_list_changed_is_applied_before_a_batch_not_during(monkeypatch, fres
 def test_awaited_on_the_main_thread_worker_prompts_run_on_the_main_thread(fresh_registry):
     """Top-level ``await arun_tool_batch(...)`` in a cell: a worker's question is shown from the main
     thread (the cell's context), as with the sync run_tool_batch."""
-    from tools import interaction
-    from tools.scheduling import arun_tool_batch as arun
+    from hermes_nb.tools import interaction
+    from hermes_nb.tools.batch.scheduling import arun_tool_batch as arun
 
     asked_on: list[bool] = []
 

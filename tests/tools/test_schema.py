@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal, NewType, Optional, TypedDict
 import pydantic
 import pytest
 
-from tools.errors import ToolArgumentError, ToolSchemaError
-from tools.schema import FunctionSchema, compile_validator, function_schema, make_handler, tool
+from hermes_nb.tools.errors import ToolArgumentError, ToolSchemaError
+from hermes_nb.tools.schema import FunctionSchema, compile_validator, function_schema, make_handler, tool
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -332,7 +332,7 @@ def test_handler_keeps_async():
 # -- the decorator --------------------------------------------------------------------------------------
 
 def test_tool_decorator_registers():
-    registry_mod = pytest.importorskip("tools.registry")
+    registry_mod = pytest.importorskip("hermes_nb.tools.registry")
     reg = registry_mod.ToolRegistry()
 
     @tool(registry=reg, toolset="maths", emoji="+", read_only=True)
@@ -356,7 +356,7 @@ def test_tool_decorator_registers():
 
 
 def test_tool_decorator_bare_uses_default_registry(monkeypatch):
-    registry_mod = pytest.importorskip("tools.registry")
+    registry_mod = pytest.importorskip("hermes_nb.tools.registry")
     reg = registry_mod.ToolRegistry()
     monkeypatch.setattr(registry_mod, "registry", reg)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import tools.file_tools  # noqa: F401  (registers write_file)
-import tools.terminal_tool as terminal_tool
-from tools.registry import registry
+import hermes_nb.tools.file_tools  # noqa: F401  (registers write_file)
+import hermes_nb.tools.terminal_tool as terminal_tool
+from hermes_nb.tools.registry import registry
 
 
 @pytest.fixture(autouse=True)

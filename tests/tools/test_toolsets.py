@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tools import toolsets
-from tools.errors import UnknownToolsetError
-from tools.model_tools import check_tool_availability, get_tool_definitions, handle_function_call
-from tools.registry import registry
+from hermes_nb.tools import toolsets
+from hermes_nb.tools.errors import UnknownToolsetError
+from hermes_nb.tools.model_tools import check_tool_availability, get_tool_definitions, handle_function_call
+from hermes_nb.tools.registry import registry
 
 SCHEMA = {"description": "t", "parameters": {"type": "object", "properties": {}}}
 
@@ -94,8 +94,8 @@ def test_a_single_toolset_name_as_a_string_is_that_toolset(custom):
 
 
 def test_hermes_model_tools_names(custom):
-    from tools import model_tools
-    from tools.model_tools import (  # Hermes's model_tools public names
+    from hermes_nb.tools import model_tools
+    from hermes_nb.tools.model_tools import (  # Hermes's model_tools public names
         TOOL_TO_TOOLSET_MAP,
         TOOLSET_REQUIREMENTS,
         check_toolset_requirements,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.errors import ToolArgumentError, ToolSchemaError
-from tools.validation import compile_validator, validate_arguments
+from hermes_nb.tools.errors import ToolArgumentError, ToolSchemaError
+from hermes_nb.tools.schema.validation import compile_validator, validate_arguments
 
 
 def obj(props: dict, required: tuple = (), **extra) -> dict:

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from tools.registry import tool_error
+from hermes_nb.tools.registry import tool_error
 
 __all__ = ["MCPAttachment", "convert_result", "get_mcp_attachment"]
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from hermes_nb import _state
 from hermes_nb.display import Table, _esc
-from hermes_nb.toolsets import Selection
-from hermes_nb.toolsets import selection as global_selection
-from tools.registry import ToolRegistry
-from tools.registry import registry as global_registry
+from hermes_nb.selection import Selection
+from hermes_nb.selection import selection as global_selection
+from hermes_nb.tools.registry import ToolRegistry
+from hermes_nb.tools.registry import registry as global_registry
 
 __all__ = ["ToolsetPicker", "ToolsetRow", "SelectionSummary", "show_picker", "toolset_rows"]
 
@@ -95,7 +95,7 @@ class ToolsetRow:
 
 def toolset_rows(reg: ToolRegistry | None = None) -> list[ToolsetRow]:
     """Every toolset (static table and registry), with counts and why it is unavailable."""
-    from tools.toolsets import get_all_toolsets, resolve_toolset
+    from hermes_nb.tools.toolsets import get_all_toolsets, resolve_toolset
 
     reg = reg or global_registry
     rows = []
@@ -116,8 +116,8 @@ def toolset_rows(reg: ToolRegistry | None = None) -> list[ToolsetRow]:
 
 
 def _model_tool_count(sel: Selection) -> int:
-    from tools.model_tools import get_tool_definitions
-    from tools.toolsets import validate_toolset
+    from hermes_nb.tools.model_tools import get_tool_definitions
+    from hermes_nb.tools.toolsets import validate_toolset
 
     # A selected toolset can vanish (its last tool removed); count what is left rather than fail.
     enabled = sel.enabled_toolsets()
@@ -183,7 +183,7 @@ class ToolsetPicker:
     def __init__(self, selection: Selection | None = None, reg: ToolRegistry | None = None) -> None:
         import ipywidgets as w
 
-        from tools.model_tools import ensure_discovered
+        from hermes_nb.tools.model_tools import ensure_discovered
 
         # Discover first: discovery holds a lock while it registers, and our listener counts definitions.
         ensure_discovered()

@@ -2,7 +2,7 @@
 
 ``function_schema`` derives the schema, ``make_handler`` adapts the function to Hermes's
 ``handler(args, **kw)``, and ``@tool`` does both and registers the result. Argument validation lives in
-``tools.validation`` and docstring parsing in ``tools.docstrings``; both are re-exported here.
+``hermes_nb.tools.schema.validation`` and docstring parsing in ``hermes_nb.tools.schema.docstrings``; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections import abc
 from collections.abc import Callable
 from typing import Any
 
-from tools.docstrings import parse_docstring
-from tools.errors import ToolSchemaError
-from tools.validation import compile_validator, validate_arguments
+from hermes_nb.tools.errors import ToolSchemaError
+from hermes_nb.tools.schema.docstrings import parse_docstring
+from hermes_nb.tools.schema.validation import compile_validator, validate_arguments
 
 __all__ = ["FunctionSchema", "compile_validator", "function_schema", "make_handler", "tool",
            "validate_arguments"]
@@ -399,7 +399,7 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, tools
         spec = function_schema(f, name=name, description=description)
         target = registry
         if target is None:
-            from tools.registry import registry as target
+            from hermes_nb.tools.registry import registry as target
         target.register(
             spec.name, toolset, spec.to_tool_schema(), make_handler(f), check_fn=check_fn,
             requires_env=requires_env, is_async=spec.is_async, description=spec.description, emoji=emoji,

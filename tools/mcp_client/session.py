@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Callable
 from typing import IO, Any
 
-from tools.errors import HermesNbError
-from tools.mcp_config import MCPServerConfig
+from hermes_nb.tools.errors import HermesNbError
+from hermes_nb.tools.mcp_client.config import MCPServerConfig
 
 __all__ = ["MCPServerError", "ServerConnection"]
 

@@ -1,6 +1,6 @@
 """The records of a tool batch: one result per call, the start/end events, and the interrupt.
 
-``tools.scheduling`` produces them; the agent loop, the timeline display and ``%tools call`` read them.
+``hermes_nb.tools.batch.scheduling`` produces them; the agent loop, the timeline display and ``%tools call`` read them.
 """
 
 from __future__ import annotations

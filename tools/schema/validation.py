@@ -14,18 +14,18 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tools.errors import ToolArgumentError, ToolSchemaError
+from hermes_nb.tools.errors import ToolArgumentError, ToolSchemaError
 
 # The message helpers keep their private names here: `items` and `key` are also local names below.
-from tools.validation_messages import ARTICLE as _ARTICLE
-from tools.validation_messages import branch_kinds as _branch_kinds
-from tools.validation_messages import describe as _describe
-from tools.validation_messages import got as _got
-from tools.validation_messages import items as _items
-from tools.validation_messages import json_type as _json_type
-from tools.validation_messages import key as _key
-from tools.validation_messages import show as _show
-from tools.validation_messages import where as _where
+from hermes_nb.tools.schema.messages import ARTICLE as _ARTICLE
+from hermes_nb.tools.schema.messages import branch_kinds as _branch_kinds
+from hermes_nb.tools.schema.messages import describe as _describe
+from hermes_nb.tools.schema.messages import got as _got
+from hermes_nb.tools.schema.messages import items as _items
+from hermes_nb.tools.schema.messages import json_type as _json_type
+from hermes_nb.tools.schema.messages import key as _key
+from hermes_nb.tools.schema.messages import show as _show
+from hermes_nb.tools.schema.messages import where as _where
 
 __all__ = ["compile_validator", "validate_arguments"]
 

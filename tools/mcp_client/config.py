@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tools.errors import ConfigError
+from hermes_nb.tools.errors import ConfigError
 
 __all__ = ["MCPServerConfig", "load_mcp_server_configs", "parse_mcp_servers", "parse_server"]
 
@@ -144,8 +144,8 @@ def parse_server(name: str, raw: Any) -> MCPServerConfig:
         connect_timeout=_seconds(
             name, "connect_timeout", raw.get("connect_timeout"), DEFAULT_CONNECT_TIMEOUT
         ),
-        include=_str_list(name, "tools.include", tools.get("include")),
-        exclude=_str_list(name, "tools.exclude", tools.get("exclude")),
+        include=_str_list(name, "hermes_nb.tools.include", tools.get("include")),
+        exclude=_str_list(name, "hermes_nb.tools.exclude", tools.get("exclude")),
         trusted=_flag(name, "trusted", raw.get("trusted"), False),
         enabled=enabled,
     )
@@ -186,10 +186,10 @@ def load_mcp_server_configs(
 
     Each bad entry is recorded with ``record_failure("mcp", server, ...)`` and left out.
     """
-    from tools.load_report import record_failure
+    from hermes_nb.tools.load_report import record_failure
 
     if config is None:
-        from tools.config import load_config
+        from hermes_nb.tools.config import load_config
 
         try:
             config = load_config()

@@ -23,10 +23,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tools.workspace import workspace_root
+from hermes_nb.tools.workspace import workspace_root
 
 if TYPE_CHECKING:
-    from tools.registry import ToolEntry, ToolRegistry
+    from hermes_nb.tools.registry import ToolEntry, ToolRegistry
 
 __all__ = ["BatchSegment", "CallView", "plan_tool_batch", "should_parallelize_tool_batch", "unpack_call"]
 
@@ -183,7 +183,7 @@ def _serial(n: int) -> list[BatchSegment]:
 def plan_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None = None) -> list[BatchSegment]:
     """Ordered segments covering every call once, in call order."""
     if registry is None:
-        from tools.registry import registry as registry_
+        from hermes_nb.tools.registry import registry as registry_
         registry = registry_
     calls = [unpack_call(c, i) for i, c in enumerate(tool_calls)]
     if len(calls) <= 1:

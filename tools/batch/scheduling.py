@@ -1,7 +1,7 @@
 """Running a batch of tool calls: segment by segment, results in call order, never one failure for all.
 
-``plan_tool_batch`` (``tools.batch_plan``) decides what may share time; the records it returns live in
-``tools.batch_records`` and one batch's bookkeeping in ``tools.batch_state``. Here each parallel segment
+``plan_tool_batch`` (``hermes_nb.tools.batch.plan``) decides what may share time; the records it returns live in
+``hermes_nb.tools.batch.records`` and one batch's bookkeeping in ``hermes_nb.tools.batch.state``. Here each parallel segment
 runs its sync handlers in one shared thread pool (created lazily, reused across batches) and its async
 handlers concurrently on the background loop (``tools.async_bridge``); every call goes through
 ``registry.dispatch`` / ``dispatch_async``. A failing call is an error result, a timed-out call is
@@ -35,13 +35,20 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tools import async_bridge
-from tools.batch_plan import BatchSegment, plan_tool_batch, should_parallelize_tool_batch
-from tools.batch_records import INTERRUPTED_MESSAGE, BatchEvent, BatchInterrupted, ToolCallResult
-from tools.batch_state import DEFAULT_MAX_WORKERS, Batch, Slot, run_async_call, run_sync_call, shared_pool
-from tools.errors import BridgeError
-from tools.interaction import main_thread_waiting, service
-from tools.registry import ToolRegistry
+from hermes_nb.tools import async_bridge
+from hermes_nb.tools.batch.plan import BatchSegment, plan_tool_batch, should_parallelize_tool_batch
+from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, BatchInterrupted, ToolCallResult
+from hermes_nb.tools.batch.state import (
+    DEFAULT_MAX_WORKERS,
+    Batch,
+    Slot,
+    run_async_call,
+    run_sync_call,
+    shared_pool,
+)
+from hermes_nb.tools.errors import BridgeError
+from hermes_nb.tools.interaction import main_thread_waiting, service
+from hermes_nb.tools.registry import ToolRegistry
 
 __all__ = ["INTERRUPTED_MESSAGE", "BatchEvent", "BatchInterrupted", "BatchSegment", "ToolCallResult",
            "arun_tool_batch", "plan_tool_batch", "run_tool_batch", "should_parallelize_tool_batch"]
@@ -92,7 +99,7 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
         raise BridgeError("run_tool_batch() was called on the hermes_nb background loop; "
                           "await arun_tool_batch() instead")
     if registry is None:
-        from tools.registry import registry as registry_
+        from hermes_nb.tools.registry import registry as registry_
         registry = registry_
     _refresh_mcp()
     batch = Batch(tool_calls, registry, timeout, on_event)
@@ -107,13 +114,13 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
 
 def _refresh_mcp() -> None:
     """Apply MCP ``tools/list_changed`` between batches, never during one (only if MCP is in use)."""
-    if "tools.mcp_tool" in sys.modules:
-        sys.modules["tools.mcp_tool"].refresh_pending_mcp_servers()
+    if "hermes_nb.tools.mcp_tool" in sys.modules:
+        sys.modules["hermes_nb.tools.mcp_tool"].refresh_pending_mcp_servers()
 
 
 async def _arefresh_mcp() -> None:
-    if "tools.mcp_tool" in sys.modules:
-        await sys.modules["tools.mcp_tool"].arefresh_pending_mcp_servers()
+    if "hermes_nb.tools.mcp_tool" in sys.modules:
+        await sys.modules["hermes_nb.tools.mcp_tool"].arefresh_pending_mcp_servers()
 
 
 # -- async entry point ----------------------------------------------------------------------------
@@ -160,7 +167,7 @@ async def arun_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry |
     cancelled, the calls are cancelled and ``CancelledError`` propagates (asyncio's contract).
     """
     if registry is None:
-        from tools.registry import registry as registry_
+        from hermes_nb.tools.registry import registry as registry_
         registry = registry_
     await _arefresh_mcp()
     batch = Batch(tool_calls, registry, timeout, on_event)

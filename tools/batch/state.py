@@ -1,6 +1,6 @@
 """One batch's bookkeeping: the shared thread pool, a slot per call, and settling each call exactly once.
 
-``tools.scheduling`` drives it. Every call is settled once (finished, timed out or interrupted); a late
+``hermes_nb.tools.batch.scheduling`` drives it. Every call is settled once (finished, timed out or interrupted); a late
 settlement is ignored, so a timed-out handler finishing afterwards cannot change the answer.
 """
 
@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from tools.batch_plan import BatchSegment, CallView, plan_tool_batch, unpack_call
-from tools.batch_records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
-from tools.registry import ToolRegistry, tool_error
+from hermes_nb.tools.batch.plan import BatchSegment, CallView, plan_tool_batch, unpack_call
+from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
+from hermes_nb.tools.registry import ToolRegistry, tool_error
 
-log = logging.getLogger("tools.scheduling")  # one logger name for the whole batch machinery
+log = logging.getLogger("hermes_nb.tools.batch.scheduling")  # one logger name for the whole batch machinery
 
 DEFAULT_MAX_WORKERS = 8
 

@@ -1,0 +1,1 @@
+"""Batches of tool calls: the plan (what may share time), the records, the running state, the scheduler."""
