@@ -37,11 +37,13 @@ def load_ipython_extension(ip: Any) -> None:
     """Install the registry, magics and callbacks into ``ip``; prints one summary line."""
     if _state.undos:  # loaded before and never unloaded: start clean so nothing is doubled
         unload_ipython_extension(ip)
+    from hermes_nb.tools.hermes_imports import install_fallback
     from hermes_nb.tools.model_tools import ensure_discovered
 
     ensure_discovered()
     _state.shell = ip
     _state.undos.append(_forget_configurables(ip))
+    _state.undos.append(install_fallback())  # a cell's `import tools.registry`, when no `tools` exists
     try:
         for module_name, function in _FEATURES:
             module = importlib.import_module(module_name)

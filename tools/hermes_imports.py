@@ -172,12 +172,9 @@ def install_fallback() -> Callable[[], None]:
         for finder in (first, last):
             if finder in sys.meta_path:
                 sys.meta_path.remove(finder)
-        for name in ("tools", "model_tools", "toolsets"):
-            ours = hermes_name(name)
-            if ours is not None and sys.modules.get(name) is sys.modules.get(ours):
-                del sys.modules[name]
-        for name in [n for n in sys.modules if n.startswith("tools.")]:
-            if sys.modules[name] is sys.modules.get(hermes_name(name) or ""):
-                del sys.modules[name]
+        for name in [n for n in sys.modules if n in _TOP or n.startswith("tools.")]:
+            ours = sys.modules.get(hermes_name(name) or "")
+            if ours is not None and sys.modules[name] is ours:
+                del sys.modules[name]  # forget only the aliases we handed out
 
     return undo
