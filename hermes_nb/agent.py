@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage, resolve_model
+from hermes_nb.model_choice import resolve_model
+from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.errors import BridgeError
 

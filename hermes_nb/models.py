@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from urllib.parse import urlparse
 from hermes_nb.tools.errors import HermesNbError
 
 __all__ = [
+    "is_local_url",
     "Model",
     "ModelConfigError",
     "ModelError",
@@ -27,7 +27,6 @@ __all__ = [
     "OpenAIModel",
     "ToolCallSpec",
     "Usage",
-    "resolve_model",
 ]
 
 #: Callbacks the loop passes in: streamed text, and "retrying in N s" notices.
@@ -294,30 +293,8 @@ def _backoff(attempt: int) -> float:
     return min(0.5 * 2**attempt, _MAX_DELAY) * (0.75 + random.random() / 2)
 
 
-def _is_local(base_url: str | None) -> bool:
+def is_local_url(base_url: str | None) -> bool:
+    """Whether ``base_url`` points at this machine (no API key is needed there)."""
     if not base_url:
         return False
     return (urlparse(base_url).hostname or "") in _LOCAL_HOSTS
-
-
-def resolve_model(
-    model: str | None,
-    base_url: str | None,
-    api_key: str | None,
-    **options: Any,
-) -> Any:
-    """The ``Model`` for these arguments, with defaults from the environment (read now).
-
-    ``replay:PATH`` gives the offline ``ReplayModel``. A base URL on 127.0.0.1 or localhost needs no key
-    (a dummy one is sent). A missing key is reported when the run starts, not here.
-    """
-    model = model or os.environ.get("HERMES_NB_MODEL") or "gpt-4o-mini"
-    if model.startswith("replay:"):
-        from hermes_nb.replay import ReplayModel
-
-        return ReplayModel(model.removeprefix("replay:"), stream=bool(options.get("stream", True)))
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
-    if not api_key and _is_local(base_url):
-        api_key = "not-needed"
-    return OpenAIModel(model=model, base_url=base_url, api_key=api_key, **options)
