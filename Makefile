@@ -8,11 +8,12 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml tests/fixtures/entry_point_plugin/pyproject.toml
+$(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	$(BIN)/python -m pip install -q -e tests/fixtures/entry_point_plugin
+	# the test suite's example plugin is never installed here (older venvs had it: take it out)
+	-$(BIN)/python -m pip uninstall -q -y hermes-nb-example-plugin 2>/dev/null
 	touch $(STAMP)
 
 lint: venv

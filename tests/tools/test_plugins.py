@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import textwrap
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -24,6 +25,35 @@ def _clean():
     clear_failures("plugin")
     plugins._loaded.clear()
     plugins._file_digests.clear()
+
+
+FIXTURE_PLUGIN = Path(__file__).resolve().parents[1] / "fixtures" / "entry_point_plugin"
+
+
+@pytest.fixture
+def example_plugin_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example entry-point plugin, visible to this test only: a site folder with its module and a
+    dist-info holding its entry points, first on sys.path. It is never installed into the venv that
+    people and `make demo` use, so their pickers stay free of test fixtures."""
+    import tomllib
+
+    project = tomllib.loads((FIXTURE_PLUGIN / "pyproject.toml").read_text())["project"]
+    site = tmp_path / "example-plugin-site"
+    dist_info = site / "hermes_nb_example_plugin-0.1.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (site / "hermes_nb_example_plugin.py").write_text((FIXTURE_PLUGIN / "hermes_nb_example_plugin.py").read_text())
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    groups = "".join(
+        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in eps.items()) + "\n"
+        for group, eps in project["entry-points"].items()
+    )
+    (dist_info / "entry_points.txt").write_text(groups)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "hermes_nb_example_plugin", raising=False)
+    yield
+    sys.modules.pop("hermes_nb_example_plugin", None)
 
 
 def write_plugin(root: Path, folder: str, body: str, manifest: str | None = None) -> Path:
@@ -122,6 +152,7 @@ def test_project_plugins_need_the_opt_in(hermes_home, tmp_path, monkeypatch):
     assert registry.get_entry("proj_tool").origin == "proj"
 
 
+@pytest.mark.usefixtures("example_plugin_installed")
 def test_disabled_by_name_in_config(hermes_home):
     write_plugin(
         hermes_home / "plugins", "quiet", TOOL.format(tool="quiet_tool", toolset="quiet", answer="x")
@@ -134,10 +165,14 @@ def test_disabled_by_name_in_config(hermes_home):
     assert not {"quiet_tool", "ep_greet", "offfile_tool"} & set(registry.get_all_tool_names())
 
 
+def test_example_plugin_is_not_installed_where_people_work():
+    assert not any(ep.name == "example_ep" for ep in entry_points(group="hermes_nb.plugins"))
+    assert "example_ep" not in discover_plugins()
+
+
+@pytest.mark.usefixtures("example_plugin_installed")
 def test_entry_point_plugin_is_installed_and_loads():
-    assert any(ep.name == "example_ep" for ep in entry_points(group="hermes_nb.plugins")), (
-        "run: .venv/bin/pip install -e tests/fixtures/entry_point_plugin"
-    )
+    assert any(ep.name == "example_ep" for ep in entry_points(group="hermes_nb.plugins"))
     assert "example_ep" in discover_plugins()
     entry = registry.get_entry("ep_greet")
     assert (entry.source, entry.origin, entry.emoji) == ("plugin", "example_ep", "👋")
@@ -250,10 +285,9 @@ def test_broken_tool_file_is_recorded_and_retried_after_a_fix(hermes_home):
     assert "broken" in discover_plugins() and "broken" not in _plugin_failures()
 
 
+@pytest.mark.usefixtures("example_plugin_installed")
 def test_hermes_agent_entry_point_group_loads_too():
-    assert any(ep.name == "example_hermes_ep" for ep in entry_points(group="hermes_agent.plugins")), (
-        "run: .venv/bin/pip install -e tests/fixtures/entry_point_plugin"
-    )
+    assert any(ep.name == "example_hermes_ep" for ep in entry_points(group="hermes_agent.plugins"))
     assert "example_hermes_ep" in discover_plugins()
     entry = registry.get_entry("ep_hermes_echo")
     assert (entry.source, entry.origin) == ("plugin", "example_hermes_ep")
