@@ -9,6 +9,8 @@ import time
 import traceback
 from pathlib import Path
 
+from bench.common import TargetMissed
+
 
 def main(argv: list[str]) -> int:
     here = Path(__file__).parent
@@ -21,12 +23,18 @@ def main(argv: list[str]) -> int:
         start = time.perf_counter()
         try:
             importlib.import_module(f"bench.{name}").main()
+        except TargetMissed as exc:
+            print(f"TARGET MISSED: {exc}")
+            failed.append(name)
+        except SystemExit as exc:  # a benchmark that exits non-zero has missed a target
+            if exc.code not in (0, None):
+                failed.append(name)
         except Exception:
             traceback.print_exc()
             failed.append(name)
         print(f"({name}: {time.perf_counter() - start:.1f} s)", flush=True)
     if failed:
-        print(f"\nbenchmarks that crashed: {', '.join(failed)}")
+        print(f"\nbenchmarks that missed a target or crashed: {', '.join(failed)}")
     return 1 if failed else 0
 
 

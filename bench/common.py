@@ -26,6 +26,16 @@ def per_call(fn: Callable[[], object], *, min_time: float = 0.3, repeat: int = 5
     return best
 
 
+class TargetMissed(Exception):
+    """A benchmark's target was missed: ``make bench`` exits non-zero."""
+
+
+def require(ok: bool, what: str) -> None:
+    """Fail the benchmark (after it printed its figures) when a target is missed."""
+    if not ok:
+        raise TargetMissed(what)
+
+
 def verdict(ok: bool) -> str:
     return "target met" if ok else "target MISSED"
 

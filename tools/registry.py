@@ -101,6 +101,7 @@ class ToolRegistry(HermesQueries):
             validator = compile_validator(schema["parameters"])
         except ToolSchemaError as exc:
             raise ToolSchemaError(f"tool {name!r}: {exc}") from None
+        _report_unenforced(name, validator)
         if source is None:
             source = "builtin"
         if source not in SOURCES:
@@ -414,3 +415,16 @@ async def _await(awaitable: Any) -> Any:
 
 #: The process-wide registry (Hermes's name).
 registry = ToolRegistry()
+
+
+def _report_unenforced(name: str, validator: Any) -> None:
+    """Say once, at registration and in ``%tools doctor``, which schema keywords no check enforces."""
+    from hermes_nb.tools.load_report import clear_failures, record_failure
+
+    unenforced = getattr(validator, "unenforced", ())
+    if not unenforced:
+        clear_failures("schema", name)
+        return
+    words = ", ".join(unenforced)
+    log.warning("tool %r: schema keywords not enforced by the validator: %s", name, words)
+    record_failure("schema", name, f"schema keywords not enforced (the model is not held to them): {words}")

@@ -66,17 +66,21 @@ def got(value: Any) -> str:
 
 
 def key(value: Any) -> Any:
-    """A hashable key with JSON equality: 1 == 1.0 but True != 1, lists and objects by content."""
+    """A hashable key with JSON equality: 1 == 1.0 but True != 1, arrays and objects by content."""
     if isinstance(value, bool) or value is None:
         return ("b", value)
     if isinstance(value, int | float):
         return ("n", value)
     if isinstance(value, str):
         return ("s", value)
-    try:
-        return ("j", json.dumps(value, sort_keys=True, default=repr))
-    except (TypeError, ValueError, RecursionError):  # mixed key types, or nested too deep
-        return ("id", id(value))
+    if isinstance(value, list | tuple):
+        return ("a", tuple(key(v) for v in value))
+    if isinstance(value, dict):
+        try:
+            return ("o", frozenset((k, key(v)) for k, v in value.items()))
+        except TypeError:  # an unhashable key: compare by identity rather than fail
+            return ("id", id(value))
+    return ("id", id(value))
 
 
 

@@ -24,22 +24,29 @@ from hermes_nb.tools.schema.messages import got as _got
 from hermes_nb.tools.schema.messages import items as _items
 from hermes_nb.tools.schema.messages import json_type as _json_type
 from hermes_nb.tools.schema.messages import key as _key
-from hermes_nb.tools.schema.messages import show as _show
 from hermes_nb.tools.schema.messages import where as _where
+from hermes_nb.tools.schema.value_checks import enum_check, number_check, object_size_check, string_check
 
-__all__ = ["compile_validator", "validate_arguments"]
+__all__ = ["ENFORCED_KEYWORDS", "compile_validator", "validate_arguments"]
 
 log = logging.getLogger(__name__)
 
 Check = Callable[[Any, str, list[str]], Any]
 
 
-def compile_validator(parameters: dict) -> Callable[[dict], dict]:
-    """Compile a JSON-schema object into ``validate(args) -> args`` raising ToolArgumentError."""
+def compile_validator(parameters: dict, *, coerce: bool = True) -> Callable[[dict], dict]:
+    """Compile a JSON-schema object into ``validate(args) -> args`` raising ToolArgumentError.
+
+    With ``coerce`` (the default for tool calls) a value the model sent as the wrong JSON type is
+    converted where the schema says what it should be ("3" for an integer). Without it, the verdict is
+    JSON Schema's (2020-12; ``1.0`` is an integer). The keywords present that no check enforces are on
+    ``validate.unenforced`` (a sorted tuple), for the registry to report once.
+    """
     if not isinstance(parameters, dict):
         raise ToolSchemaError(f"parameters schema must be a dict, got {type(parameters).__name__}")
+    compiler = _Compiler(parameters, json_integers=not coerce)
     try:
-        check = _Compiler(parameters).compile(parameters, coerce=True)
+        check = compiler.compile(parameters, coerce=coerce)
     except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a malformed keyword value
         if isinstance(exc, ToolSchemaError):
             raise
@@ -58,6 +65,7 @@ def compile_validator(parameters: dict) -> Callable[[dict], dict]:
             raise ToolArgumentError("; ".join(errors))
         return out
 
+    validate.unenforced = tuple(sorted(compiler.unenforced))  # type: ignore[attr-defined]
     return validate
 
 
@@ -117,13 +125,16 @@ def _coerce(kind: str, v: Any) -> Any:
     return _MISS
 
 
-def _type_check(kinds: list[str], coerce: bool) -> Check:
+def _type_check(kinds: list[str], coerce: bool, json_integers: bool = False) -> Check:
     want = " or ".join(_ARTICLE.get(k, k) for k in kinds)
+    integral_floats = json_integers and "integer" in kinds
 
     def check_type(v: Any, path: str, errors: list[str]) -> Any:
         for kind in kinds:
             if _exact(kind, v):
                 return v
+        if integral_floats and type(v) is float and math.isfinite(v) and v.is_integer():
+            return v  # JSON Schema: 1.0 is an integer
         if coerce:
             for kind in kinds:
                 new = _coerce(kind, v)
@@ -153,9 +164,11 @@ _FAST_TYPES: dict[str, tuple[type, ...]] = {
 class _Compiler:
     """Compiles one schema tree; ``$ref`` targets are compiled once and may be recursive."""
 
-    def __init__(self, root: dict) -> None:
+    def __init__(self, root: dict, *, json_integers: bool = False) -> None:
         self.root = root
         self.refs: dict[tuple[str, bool], Check] = {}
+        self.json_integers = json_integers
+        self.unenforced: set[str] = set()
 
     def compile(self, schema: Any, *, coerce: bool) -> Check:
         if schema is True or schema == {}:
@@ -165,6 +178,7 @@ class _Compiler:
         if not isinstance(schema, dict):
             raise ToolSchemaError(f"a schema must be an object or boolean, got {type(schema).__name__}")
         steps: list[Check] = []
+        self.unenforced.update(k for k in schema if k not in ENFORCED_KEYWORDS and k not in ANNOTATIONS)
         if "$ref" in schema:
             steps.append(self._ref(schema["$ref"], coerce))
         _check_keyword_values(schema)
@@ -175,28 +189,67 @@ class _Compiler:
             if unknown:
                 raise ToolSchemaError(f"unknown JSON schema type {unknown[0]!r}")
         if "enum" in schema or "const" in schema:
-            steps.append(_enum_check(schema))
-        if any(k in schema for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
-            steps.append(_number_check(schema))
+            steps.append(enum_check(schema))
+        if any(k in schema for k in _NUMBER_WORDS):
+            steps.append(number_check(schema))
         if any(k in schema for k in ("minLength", "maxLength", "pattern")):
-            steps.append(_string_check(schema))
-        if any(k in schema for k in ("items", "prefixItems", "minItems", "maxItems", "uniqueItems")):
+            steps.append(string_check(schema))
+        if any(k in schema for k in _ARRAY_WORDS):
             steps.append(self._array_check(schema, coerce))
-        for word in ("anyOf", "oneOf"):
-            if word in schema:
-                steps.append(self._any_of(schema[word], coerce))
+        if "anyOf" in schema:
+            steps.append(self._any_of(schema["anyOf"], coerce, exactly_one=False))
+        if "oneOf" in schema:
+            steps.append(self._any_of(schema["oneOf"], coerce, exactly_one=True))
         for sub in schema.get("allOf", ()):
             steps.append(self.compile(sub, coerce=coerce))
+        if "not" in schema:
+            steps.append(self._not(schema["not"]))
+        if "if" in schema:
+            steps.append(self._conditional(schema, coerce))
+        if "minProperties" in schema or "maxProperties" in schema:
+            steps.append(object_size_check(schema))
         obj = None
-        if any(k in schema for k in ("properties", "required", "additionalProperties")):
+        if any(k in schema for k in _OBJECT_WORDS):
             obj = self._object_check(schema, coerce, own_type=kinds == ["object"])
             if kinds == ["object"] and not steps:
                 return obj  # the hot path: the object check does its own type check
             steps.append(obj)
-        type_check = _type_check(kinds, coerce) if kinds else None
+        type_check = _type_check(kinds, coerce, self.json_integers) if kinds else None
         if type_check is not None and not steps:
             return type_check
         return _sequence(type_check, steps)
+
+    def _trial(self, schema: Any) -> Callable[[Any, str], bool]:
+        """Whether a value fits ``schema`` exactly (no coercion), without reporting anything."""
+        check = self.compile(schema, coerce=False)
+
+        def fits(v: Any, path: str) -> bool:
+            trial: list[str] = []
+            check(v, path, trial)
+            return not trial
+
+        return fits
+
+    def _not(self, schema: Any) -> Check:
+        fits = self._trial(schema)
+        shown = _describe(schema) if isinstance(schema, dict) else "this"
+
+        def check_not(v: Any, path: str, errors: list[str]) -> Any:
+            if fits(v, path):
+                errors.append(f"{_where(path)} must not be {shown}, got {_got(v)}")
+            return v
+
+        return check_not
+
+    def _conditional(self, schema: dict, coerce: bool) -> Check:
+        condition = self._trial(schema["if"])
+        then = self.compile(schema.get("then", True), coerce=coerce)
+        other = self.compile(schema.get("else", True), coerce=coerce)
+
+        def check_if(v: Any, path: str, errors: list[str]) -> Any:
+            return (then if condition(v, path) else other)(v, path, errors)
+
+        return check_if
 
     def _ref(self, ref: Any, coerce: bool) -> Check:
         key = (ref, coerce)
@@ -219,10 +272,25 @@ class _Compiler:
         required = tuple(schema.get("required", ()))
         extra = schema.get("additionalProperties", True)
         extra_check = None if isinstance(extra, bool) else self.compile(extra, coerce=coerce)
+        patterns = [(_regex(p), self.compile(sub, coerce=coerce)) for p, sub in schema.get("patternProperties", {}).items()]
+        name_fits = self._trial(schema["propertyNames"]) if "propertyNames" in schema else None
+        dependent = [(k, tuple(v)) for k, v in schema.get("dependentRequired", {}).items()]
         allowed = ", ".join(sorted(props))
         as_object = _type_check(["object"], coerce)
+        fast = _flat_types(schema)
 
         def check_object(v: Any, path: str, errors: list[str]) -> Any:
+            if fast is not None and type(v) is dict:  # flat schemas of primitives: one dict lookup a key
+                for name in required:
+                    if name not in v:
+                        break
+                else:
+                    for name, item in v.items():
+                        kinds = fast.get(name)
+                        if kinds is None or type(item) not in kinds:
+                            break
+                    else:
+                        return v
             if type(v) is not dict:
                 if not own_type:
                     return v  # the type (if any) was checked before; object keywords apply to objects only
@@ -234,10 +302,18 @@ class _Compiler:
             for name in required:
                 if name not in v:
                     errors.append(f"missing required argument {prefix + name!r}")
+            for name, needs in dependent:
+                if name in v:
+                    for other in needs:
+                        if other not in v:
+                            errors.append(f"missing argument {prefix + other!r} (required with {prefix + name!r})")
             out = v
             for name, item in v.items():
                 check = props.get(name)
-                if check is None:
+                matched = [c for rx, c in patterns if isinstance(name, str) and rx.search(name)] if patterns else ()
+                if name_fits is not None and not name_fits(name, prefix + str(name)):
+                    errors.append(f"argument name {prefix + str(name)!r} is not allowed")
+                if check is None and not matched:
                     if not isinstance(name, str):
                         errors.append(f"argument names must be strings, got {_got(name)}")
                         continue
@@ -247,7 +323,10 @@ class _Compiler:
                     if extra_check is None:
                         continue
                     check = extra_check
-                new = check(item, prefix + name if prefix else name, errors)
+                where = prefix + name if prefix else name
+                new = check(item, where, errors) if check is not None else item
+                for pattern_check in matched:
+                    new = pattern_check(new, where, errors)
                 if new is not item:
                     if out is v:
                         out = dict(v)
@@ -265,10 +344,19 @@ class _Compiler:
         rest = self.compile(items, coerce=coerce)
         lo, hi = schema.get("minItems"), schema.get("maxItems")
         unique = schema.get("uniqueItems", False)
+        contains = self._trial(schema["contains"]) if "contains" in schema else None
+        least, most = schema.get("minContains", 1), schema.get("maxContains")
+        shown = _describe(schema["contains"]) if isinstance(schema.get("contains"), dict) else "matching"
 
         def check_array(v: Any, path: str, errors: list[str]) -> Any:
             if not isinstance(v, list | tuple):
                 return v
+            if contains is not None:
+                n = sum(1 for i, item in enumerate(v) if contains(item, f"{path}[{i}]"))
+                if n < least:
+                    errors.append(f"{_where(path)} must contain at least {_items(least)} that {'is' if least == 1 else 'are'} {shown}, got {n}")
+                if most is not None and n > most:
+                    errors.append(f"{_where(path)} must contain at most {_items(most)} that {'is' if most == 1 else 'are'} {shown}, got {n}")
             if lo is not None and len(v) < lo:
                 errors.append(f"{_where(path)} must have at least {_items(lo)}, got {len(v)}")
             if hi is not None and len(v) > hi:
@@ -289,21 +377,35 @@ class _Compiler:
 
         return check_array
 
-    def _any_of(self, branches: list, coerce: bool) -> Check:
+    def _any_of(self, branches: list, coerce: bool, *, exactly_one: bool) -> Check:
+        """anyOf, or oneOf with ``exactly_one``: an exact fit wins over a coerced one, and for oneOf the
+        value must fit exactly one branch (two exact fits, or two coerced ones, are an error)."""
         exact = [self.compile(b, coerce=False) for b in branches]
         loose = [self.compile(b, coerce=True) for b in branches] if coerce else []
         kinds = [_branch_kinds(b) for b in branches]
         want = " or ".join(dict.fromkeys(_describe(b) for b in branches))
-        tries = exact + loose  # an exact fit wins over a coerced one
 
-        def check_any(v: Any, path: str, errors: list[str]) -> Any:
-            found: list[list[str]] = []
-            for check in tries:
+        def fits(checks: list[Check], v: Any, path: str, found: list[list[str]]) -> list[Any]:
+            hits = []
+            for check in checks:
                 branch_errors: list[str] = []
                 new = check(v, path, branch_errors)
                 if not branch_errors:
-                    return new
+                    hits.append(new)
+                    if not exactly_one:
+                        break
                 found.append(branch_errors)
+            return hits
+
+        def check_any(v: Any, path: str, errors: list[str]) -> Any:
+            found: list[list[str]] = []
+            for checks in (exact, loose):
+                hits = fits(checks, v, path, found)
+                if len(hits) == 1 or (hits and not exactly_one):
+                    return hits[0]
+                if len(hits) > 1:
+                    errors.append(f"{_where(path)} must match exactly one of {want}, but matches {len(hits)}")
+                    return v
             kind = _json_type(v)
             fitting = [i for i, ks in enumerate(kinds) if ks is None or kind in ks
                        or (kind == "integer" and "number" in ks)]
@@ -316,7 +418,24 @@ class _Compiler:
         return check_any
 
 
-_COUNTS = ("minItems", "maxItems", "minLength", "maxLength")
+_NUMBER_WORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_ARRAY_WORDS = ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains")
+_OBJECT_WORDS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+                 "dependentRequired")
+#: Every keyword a compiled check enforces (``then``/``else`` with ``if``; ``min/maxContains`` with ``contains``).
+ENFORCED_KEYWORDS = frozenset({
+    "$ref", "type", "enum", "const", "minLength", "maxLength", "pattern", "allOf", "anyOf", "oneOf", "not",
+    "if", "then", "else", "minProperties", "maxProperties", "additionalItems", "minContains", "maxContains",
+    *_NUMBER_WORDS, *_ARRAY_WORDS, *_OBJECT_WORDS,
+})
+#: Keywords that only describe (nothing to enforce).
+ANNOTATIONS = frozenset({
+    "title", "description", "default", "examples", "$schema", "$id", "$comment", "$anchor", "$defs",
+    "definitions", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
+})
+
+_COUNTS = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties", "minContains",
+           "maxContains")
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
@@ -333,9 +452,38 @@ def _check_keyword_values(schema: dict) -> None:
     for word in ("enum", "anyOf", "oneOf", "allOf", "prefixItems"):
         if word in schema and not isinstance(schema[word], list):
             raise ToolSchemaError(f"schema keyword {word!r} must be a list, got {schema[word]!r}")
-    for word in ("properties", "$defs", "definitions"):
+    step = schema.get("multipleOf")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int | float) or step <= 0):
+        raise ToolSchemaError(f"schema keyword 'multipleOf' must be a number > 0, got {step!r}")
+    for word in ("properties", "$defs", "definitions", "patternProperties", "dependentRequired"):
         if word in schema and not isinstance(schema[word], dict):
             raise ToolSchemaError(f"schema keyword {word!r} must be an object, got {schema[word]!r}")
+
+
+_PLAIN = frozenset({"type", "description", "title", "default", "examples"})
+
+
+def _flat_types(schema: dict) -> dict[str, frozenset[type]] | None:
+    """``{name: exact Python types}`` when every property is just a ``type`` (floats excluded: they need a
+    finiteness check) and nothing else about the object needs checking; else None (the general path)."""
+    if any(k in schema for k in ("patternProperties", "propertyNames", "dependentRequired")):
+        return None
+    out: dict[str, frozenset[type]] = {}
+    for name, sub in schema.get("properties", {}).items():
+        if not isinstance(sub, dict) or not sub.keys() <= _PLAIN or "type" not in sub:
+            return None
+        kinds = [sub["type"]] if isinstance(sub["type"], str) else sub["type"]
+        if not isinstance(kinds, list) or any(k not in _FAST_TYPES for k in kinds):
+            return None
+        out[name] = frozenset(t for k in kinds for t in _FAST_TYPES[k] if t is not float)
+    return out
+
+
+def _regex(pattern: Any) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except (re.error, TypeError) as exc:
+        raise ToolSchemaError(f"invalid pattern {pattern!r}: {exc}") from None
 
 
 def _accept(v: Any, path: str, errors: list[str]) -> Any:
@@ -359,53 +507,3 @@ def _sequence(type_check: Check | None, steps: list[Check]) -> Check:
         return v
 
     return check_all
-
-
-def _enum_check(schema: dict) -> Check:
-    values = list(schema["enum"]) if "enum" in schema else [schema["const"]]
-    keys = {_key(x) for x in values}
-    shown = ", ".join(_show(x) for x in values)
-    want = f"one of {shown}" if "enum" in schema else shown
-
-    def check_enum(v: Any, path: str, errors: list[str]) -> Any:
-        if _key(v) not in keys:
-            errors.append(f"{_where(path)} must be {want}, got {_got(v)}")
-        return v
-
-    return check_enum
-
-
-def _number_check(schema: dict) -> Check:
-    bounds = [(schema[word], text) for word, text in (
-        ("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<"))
-        if isinstance(schema.get(word), int | float) and not isinstance(schema.get(word), bool)]
-
-    def check_number(v: Any, path: str, errors: list[str]) -> Any:
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            for bound, text in bounds:
-                ok = v >= bound if text == ">=" else v <= bound if text == "<=" else v > bound if text == ">" else v < bound
-                if not ok:
-                    errors.append(f"{_where(path)} must be {text} {_show(bound)}, got {_show(v)}")
-        return v
-
-    return check_number
-
-
-def _string_check(schema: dict) -> Check:
-    lo, hi, pattern = schema.get("minLength"), schema.get("maxLength"), schema.get("pattern")
-    try:
-        regex = re.compile(pattern) if pattern is not None else None
-    except (re.error, TypeError) as exc:
-        raise ToolSchemaError(f"invalid pattern {pattern!r}: {exc}") from None
-
-    def check_string(v: Any, path: str, errors: list[str]) -> Any:
-        if isinstance(v, str):
-            if lo is not None and len(v) < lo:
-                errors.append(f"{_where(path)} must be at least {lo} characters long, got {len(v)}")
-            if hi is not None and len(v) > hi:
-                errors.append(f"{_where(path)} must be at most {hi} characters long, got {len(v)}")
-            if regex is not None and not regex.search(v):
-                errors.append(f"{_where(path)} must match pattern {pattern!r}, got {_show(v)}")
-        return v
-
-    return check_string
