@@ -148,7 +148,7 @@ def test_help_for_every_magic(kernel: KernelSession) -> None:
     for sub in ("show NAME", "call NAME", "rm NAME", "doctor"):
         assert sub in tools, sub
     assert "--requires-env" in tool and "--check" in tool
-    assert "hermes_nb.selection.select" in toolsets
+    assert "hermes_nb.toolsets.select" in toolsets
 
 
 def test_bad_input_is_a_one_line_usage_error(kernel: KernelSession) -> None:
