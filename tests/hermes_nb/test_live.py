@@ -4,6 +4,8 @@ and the %%agent magics in a plain InteractiveShell (load, unload, load again).""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from hermes_nb import live
@@ -79,7 +81,9 @@ def test_spill_path_under_home_reads_as_tilde(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(("markdown", "expected"), [
-    ("**Weather:** sunny", "<b>Weather:</b> sunny"),
+    ("**Weather:** sunny", "<strong>Weather:</strong> sunny"),
+    ("| a | b |\n|---|---|\n| 1 | 2 |", "<table>"),
+    ("~~old~~ new", "<s>old</s>"),
     ("- one\n- two", "<ul"),
     ("1. one\n2. two", "<ol"),
     ("## Summary", "<h4"),
@@ -97,15 +101,56 @@ def test_answer_markdown_subset(markdown, expected):
     "<script>alert(1)</script>",
     "<img src=x onerror=alert(1)>",
     "[x](javascript:alert(1))",
+    "[x](JaVaScRiPt:alert(1))",
+    "[x](data:text/html;base64,PHNjcmlwdD4=)",
+    "<javascript:alert(1)>",
+    "[x][r]\n\n[r]: javascript:alert(1)",
     '[x](https://e.org/" onmouseover="alert(1))',
+    '[x](https://e.org/ "t\" onmouseover=\"alert(1)")',
+    "![pixel](https://tracker.example/p.gif)",
     "`<b>`",
+    "| <b>x</b> | y |\n|---|---|\n| <i>1</i> | 2 |",
+    "<details open ontoggle=alert(1)>",
 ])
 def test_answer_markdown_never_passes_raw_html(hostile):
     from hermes_nb.markdown import to_html
 
-    out = to_html(hostile)
-    assert "<script" not in out and "<img" not in out and "javascript:" not in out.split("href")[-1][:12]
-    assert "onmouseover=\"" not in out and "<b>" not in out
+    _assert_safe(to_html(hostile))
+
+
+_ALLOWED_TAGS = {"p", "strong", "em", "code", "pre", "a", "ul", "ol", "li", "h3", "h4", "h5", "h6", "blockquote",
+                 "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "s"}
+
+
+def _assert_safe(out: str) -> None:
+    """Every tag in ``out`` is one we emit, with only our attributes, links only http(s)/mailto."""
+    from html.parser import HTMLParser
+
+    from hermes_nb.markdown import CODE_STYLE
+
+    class Check(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            assert tag in _ALLOWED_TAGS, (tag, out)
+            for name, value in attrs:
+                if name == "href":
+                    assert value.lower().startswith(("http://", "https://", "mailto:")), out
+                elif name == "style":
+                    assert value == CODE_STYLE or value.startswith("border:1px solid var(--jp-border"), out
+                else:
+                    assert (name, value) in {("target", "_blank"), ("rel", "noopener noreferrer"),
+                                             ("title", value)}, (name, out)
+
+    Check().feed(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("<>&\"'`*_[]()!:/| -=#\n\\abjsx\t") + ["javascript:", "<img", "href=",
+                                                                       "<script>", "data:", "]("]),
+                max_size=40).map("".join))
+def test_hostile_markdown_never_yields_a_tag_or_attribute_of_its_own(text):
+    from hermes_nb.markdown import to_html
+
+    _assert_safe(to_html(text))
 
 
 def test_final_answer_is_markdown_in_html_and_plain_in_text():
@@ -115,11 +160,11 @@ def test_final_answer_is_markdown_in_html_and_plain_in_text():
                          usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, iterations=1,
                          stopped_reason="done")
     bundle = result._repr_mimebundle_()
-    assert "<li><b>Paris:</b> sunny</li>" in bundle["text/html"] and "&lt;i&gt;Oslo" in bundle["text/html"]
+    assert "<li><strong>Paris:</strong> sunny</li>" in bundle["text/html"] and "&lt;i&gt;Oslo" in bundle["text/html"]
     assert bundle["text/plain"].startswith("- **Paris:** sunny")
     t = live.Transcript(prompt="go", model="m")
     t.handle("text", {"delta": "**done**"})
-    assert "<b>done</b>" in t.html() and "**done**" in t.text()
+    assert "<strong>done</strong>" in t.html() and "**done**" in t.text()
 
 
 class _Handle:
