@@ -1,4 +1,10 @@
-"""Docstring parsing: a description and per-parameter descriptions from Google, NumPy or reST docstrings."""
+"""Docstring parsing: a description and per-parameter descriptions from Google, NumPy, reST or Epydoc docstrings.
+
+Our own rather than docstring-parser's, for what a tool schema needs (tests/tools/test_docstrings_vs_library.py
+shows each difference): styles mixed in one docstring are all read, ``*args``/``**kwargs`` entries map to
+the parameter names, NumPy's ``a, b : int`` documents both names, a wrapped summary stays one paragraph,
+and continuation lines join into one line of JSON description.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ _OTHER_SECTIONS = {"returns", "return", "yields", "yield", "raises", "raise", "e
 _SECTIONS = _PARAM_SECTIONS | _OTHER_SECTIONS
 
 _REST_FIELD = re.compile(r"^:(\w+)(?:\s+([^:]*?))?:\s*(.*)$")
+_EPYDOC_FIELD = re.compile(r"^@(\w+)(?:\s+([^:]*?))?:\s*(.*)$")
 _GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 _NUMPY_ENTRY = re.compile(r"^\*{0,2}(\w+)(?:\s*,\s*\*{0,2}\w+)*\s*(?::\s*(.*))?$")
 
@@ -48,7 +55,7 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
             if header in _PARAM_SECTIONS:
                 params.update(_numpy_params(body) if is_numpy else _google_params(body))
             continue
-        if _REST_FIELD.match(stripped) and not line.startswith((" ", "\t")):
+        if (_REST_FIELD.match(stripped) or _EPYDOC_FIELD.match(stripped)) and not line.startswith((" ", "\t")):
             end = min(end, i)
             i = _rest_field(lines, i, params)
             continue
@@ -111,21 +118,21 @@ def _google_params(body: list[str]) -> dict[str, str]:
 
 
 def _numpy_params(body: list[str]) -> dict[str, str]:
-    entries: list[tuple[str, list[str]]] = []
+    """``a : int`` entries; ``b, c : float`` documents both names with the one description."""
+    groups: list[tuple[list[str], list[str]]] = []
     for line in _dedent(body):
         match = _NUMPY_ENTRY.match(line) if line[:1].strip() else None
         if match:
-            names = [n.strip().lstrip("*") for n in line.split(":", 1)[0].split(",")]
-            for name in names:
-                entries.append((name, []))
-        elif entries and line.strip():
-            entries[-1][1].append(line)
-    return _collect(entries)
+            groups.append(([n.strip().lstrip("*") for n in line.split(":", 1)[0].split(",")], []))
+        elif groups and line.strip():
+            groups[-1][1].append(line)
+    return _collect([(name, text) for names, text in groups for name in names])
 
 
 def _rest_field(lines: list[str], i: int, params: dict[str, str]) -> int:
-    """Read one ``:param [type] name: text`` field (with indented continuation lines)."""
-    match = _REST_FIELD.match(lines[i].strip())
+    """Read one ``:param [type] name: text`` (reST) or ``@param name: text`` (Epydoc) field, with indented
+    continuation lines."""
+    match = _REST_FIELD.match(lines[i].strip()) or _EPYDOC_FIELD.match(lines[i].strip())
     assert match is not None
     kind, arg, text = match.groups()
     parts = [text]
