@@ -30,7 +30,7 @@ test: venv lint typecheck
 	$(BIN)/python -m pytest
 
 demo: venv
-	$(BIN)/python -m hermes_nb.demo
+	$(BIN)/python -m scripts.demo
 
 bench: venv
 	$(BIN)/python -m bench

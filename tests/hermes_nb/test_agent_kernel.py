@@ -150,7 +150,7 @@ def test_mcp_tool_through_the_agent(kernel):
 def test_demo_runs_a_notebook_and_fails_loudly(tmp_path, capsys):
     import nbformat
 
-    from hermes_nb import demo
+    from scripts import demo
 
     good = tmp_path / "good.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[

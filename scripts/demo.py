@@ -1,4 +1,4 @@
-"""``python -m hermes_nb.demo``: run the quickstart notebook headless in a real kernel and tell its story.
+"""``make demo`` (``python -m scripts.demo``): run the quickstart notebook headless in a real kernel and tell its story.
 
 Executes ``notebooks/quickstart.ipynb`` with nbclient (cwd ``notebooks/``, offline: the model is a
 replay cassette), prints a readable transcript cell by cell, writes the executed notebook as HTML to
@@ -124,7 +124,7 @@ def _nice(path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns the process exit code."""
-    parser = argparse.ArgumentParser(prog="python -m hermes_nb.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.demo", description=__doc__.splitlines()[0])
     parser.add_argument("notebook", nargs="?", default=str(NOTEBOOK), help="notebook to run (default: quickstart)")
     parser.add_argument("--html", default=None, help="where to write the HTML (default: next to the notebook)")
     args = parser.parse_args(argv)
