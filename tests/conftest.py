@@ -39,21 +39,12 @@ def hermes_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
 
 @pytest.fixture(autouse=True)
 def _restore_registry() -> Iterator[None]:
-    """Whatever a test registers in the global registry is removed after it; replaced tools come back."""
+    """Whatever a test registers, replaces or removes in the global registry is undone after it."""
     from hermes_nb.tools.registry import registry
 
-    before = {e.name: e for e in registry.entries()}
+    before = registry.snapshot()
     yield
-    after = {e.name: e for e in registry.entries()}
-    for name in after.keys() - before.keys():
-        registry.deregister(name)
-    for name, entry in before.items():
-        if after.get(name) is not entry:
-            with registry._lock:
-                if name in registry._tools:
-                    registry._drop_from_toolset(registry._tools[name])
-                registry._tools[name] = entry
-                registry._toolsets.setdefault(entry.toolset, set()).add(name)
+    registry.restore(before)
 
 
 @pytest.fixture

@@ -171,6 +171,24 @@ class ToolRegistry(HermesQueries):
         self._notify("update", name)
         return entry
 
+    def snapshot(self) -> dict[str, ToolEntry]:
+        """The entries as they are now (records are frozen, so this captures the whole tool table)."""
+        with self._lock:
+            return dict(self._tools)
+
+    def restore(self, snapshot: Mapping[str, ToolEntry]) -> None:
+        """Hold exactly ``snapshot``'s entries again; listeners hear each change (tests, undo of a trial)."""
+        with self._lock:
+            before = self._tools
+            self._tools = dict(snapshot)
+            self._toolsets = {}
+            for entry in self._tools.values():
+                self._toolsets.setdefault(entry.toolset, set()).add(entry.name)
+        for name in sorted(before.keys() | snapshot.keys()):
+            if before.get(name) is not snapshot.get(name):
+                event = "deregister" if name not in snapshot else "register" if name not in before else "update"
+                self._notify(event, name)
+
     def _drop_from_toolset(self, entry: ToolEntry) -> None:
         members = self._toolsets.get(entry.toolset)
         if members is not None:

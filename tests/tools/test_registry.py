@@ -469,3 +469,21 @@ def test_a_tool_calling_sys_exit_is_an_error_result_not_an_exit(reg):
     from hermes_nb.tools import async_bridge
 
     assert async_bridge.get_loop().is_running()
+
+
+def test_snapshot_and_restore_undo_adds_replacements_and_removals(fresh_registry) -> None:
+    schema = {"description": "d", "parameters": {"type": "object", "properties": {}}}
+    fresh_registry.register("keep", "a", schema, lambda args, **kw: "k")
+    fresh_registry.register("gone", "a", schema, lambda args, **kw: "g")
+    snap = fresh_registry.snapshot()
+    heard: list[tuple[str, str]] = []
+    fresh_registry.add_listener(lambda event, name: heard.append((event, name)))
+    fresh_registry.deregister("gone")
+    fresh_registry.register("keep", "a", schema, lambda args, **kw: "changed")
+    fresh_registry.register("new", "b", schema, lambda args, **kw: "n")
+    heard.clear()
+    fresh_registry.restore(snap)
+    assert fresh_registry.snapshot() == snap
+    assert fresh_registry.get_toolsets() == {"a": ["gone", "keep"]}
+    assert fresh_registry.dispatch("keep", {}) == "k"
+    assert sorted(heard) == [("deregister", "new"), ("register", "gone"), ("update", "keep")]
