@@ -123,8 +123,7 @@ def _model_tool_count(sel: Selection) -> int:
     enabled = sel.enabled_toolsets()
     if enabled is not None:
         enabled = [n for n in enabled if validate_toolset(n)]
-    disabled = [n for n in sel.disabled if validate_toolset(n)]
-    return len(get_tool_definitions(enabled, disabled or None, quiet_mode=True))
+    return len(get_tool_definitions(enabled, None, quiet_mode=True))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,11 +10,13 @@ __all__ = ["Selection", "current", "enabled_toolsets", "select", "selection"]
 
 
 class Selection(HasTraits):
-    """Observable selection. ``enabled`` empty with ``all_tools`` true means every toolset."""
+    """Observable selection: ``mode`` 'all' means every toolset, 'list' means exactly ``enabled``.
+
+    (Subtracting toolsets is the agent's own ``disabled_toolsets`` argument, not part of the picker's state.)
+    """
 
     enabled = List(Unicode(), help="Enabled toolset names; [] with mode 'all' means everything.")
-    disabled = List(Unicode(), help="Toolsets always subtracted.")
-    mode = Unicode("all", help="'all' (every toolset, minus disabled) or 'list' (only `enabled`).")
+    mode = Unicode("all", help="'all' (every toolset) or 'list' (only `enabled`).")
 
     def select(self, names: Iterable[str] | None) -> None:
         """Enable exactly these toolsets (``None`` or ``["all"]`` selects every toolset)."""
@@ -42,8 +44,8 @@ class Selection(HasTraits):
         def handler(_change: object) -> None:
             callback()
 
-        self.observe(handler, names=["enabled", "disabled", "mode"])
-        return lambda: self.unobserve(handler, names=["enabled", "disabled", "mode"])
+        self.observe(handler, names=["enabled", "mode"])
+        return lambda: self.unobserve(handler, names=["enabled", "mode"])
 
 
 #: The one selection of this process (module state survives ``%reload_ext``: only hermes_nb/__init__ reloads).

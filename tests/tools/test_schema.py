@@ -332,7 +332,7 @@ def test_handler_keeps_async():
 # -- the decorator --------------------------------------------------------------------------------------
 
 def test_tool_decorator_registers():
-    registry_mod = pytest.importorskip("hermes_nb.tools.registry")
+    import hermes_nb.tools.registry as registry_mod
     reg = registry_mod.ToolRegistry()
 
     @tool(registry=reg, toolset="maths", emoji="+", read_only=True)
@@ -356,7 +356,7 @@ def test_tool_decorator_registers():
 
 
 def test_tool_decorator_bare_uses_default_registry(monkeypatch):
-    registry_mod = pytest.importorskip("hermes_nb.tools.registry")
+    import hermes_nb.tools.registry as registry_mod
     reg = registry_mod.ToolRegistry()
     monkeypatch.setattr(registry_mod, "registry", reg)
 
