@@ -32,7 +32,7 @@ def _parser() -> Any:
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"]).disable("image")
-    md.validateLink = _safe_link
+    md.validateLink = _safe_link  # type: ignore[method-assign]
 
     def link_open(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
         if not _safe_link(str(tokens[idx].attrGet("href") or "")):  # e.g. an empty one: keep the text only

@@ -15,7 +15,7 @@ __all__ = ["resolve_model"]
 
 
 def resolve_model(
-    model: str | None,
+    model: Any,
     base_url: str | None,
     api_key: str | None,
     **options: Any,
@@ -25,6 +25,8 @@ def resolve_model(
     ``replay:PATH`` gives the offline ``ReplayModel``. A base URL on 127.0.0.1 or localhost needs no key
     (a dummy one is sent). A missing key is reported when the run starts, not here.
     """
+    if model is not None and not isinstance(model, str):
+        return model  # a Model object, e.g. ReplayModel(path, on_drift="stop")
     model = model or os.environ.get("HERMES_NB_MODEL") or "gpt-4o-mini"
     if model.startswith("replay:"):
         return ReplayModel(model.removeprefix("replay:"), stream=bool(options.get("stream", True)))

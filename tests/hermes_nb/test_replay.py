@@ -146,3 +146,44 @@ def test_rerecording_the_quickstart_reproduces_the_shipped_cassettes_which_repla
             result = Agent(model=f"replay:{path}", enabled_toolsets=list(scene.toolsets), display=False,
                            approval_callback=lambda *a: "once").run(scene.prompt)
             assert result.stopped_reason == "done" and result.text == scene.replies[-1].content
+
+
+def test_record_keeps_the_tool_results_each_turn_was_answered_after(cassette):
+    turns = load_cassette(cassette)["turns"]
+    assert turns[0]["request"]["tool_results"] == []
+    assert turns[1]["request"]["tool_results"] == [{"id": "c1", "name": "add", "content": "5"}]
+
+
+@pytest.mark.parametrize("outcome", ["other output", "error", "denied"])
+def test_replay_marks_drift_where_live_results_differ(cassette, outcome):
+    """The recording says 2 + 3 = 5; today's tool says something else: the answer is marked, not trusted."""
+    if outcome == "other output":
+        handler = lambda a, **kw: "6"  # noqa: E731
+    elif outcome == "error":
+        def handler(a, **kw):
+            raise RuntimeError("disk full")
+    else:
+        handler = lambda a, **kw: "5"  # noqa: E731
+    registry.register("add", "math", ADD, handler, read_only=True, override=True,
+                      needs_approval=outcome == "denied")
+    agent = Agent(model=f"replay:{cassette}", enabled_toolsets=["math"], display=False,
+                  approval_callback=lambda *a: "deny")
+    agent.model.chunk_delay = 0  # type: ignore[attr-defined]
+    result = agent.run("What is 2 + 3?")
+    assert result.text.startswith("⚠️ **Replay drift** — recorded with different tool results: `add` returned “5” then")
+    assert result.text.endswith("2 + 3 = 5")  # the recorded words stay, under the mark
+    assert agent.model.drift and agent.model.drift[0][0] == 2  # type: ignore[attr-defined]
+
+
+def test_replay_without_drift_is_unmarked_and_stop_mode_raises(cassette, add_tool):
+    from hermes_nb.replay import ReplayModel
+
+    same = Agent(model=f"replay:{cassette}", enabled_toolsets=["math"], display=False)
+    same.model.chunk_delay = 0  # type: ignore[attr-defined]
+    assert same.run("What is 2 + 3?").text == "2 + 3 = 5"
+    registry.register("add", "math", ADD, lambda a, **kw: "6", read_only=True, override=True)
+    strict = Agent(model=ReplayModel(cassette, on_drift="stop", chunk_delay=0), enabled_toolsets=["math"], display=False)
+    with pytest.raises(ReplayDriftError, match="turn 2: `add` returned “5” then, “6” now"):
+        strict.run("What is 2 + 3?")
+    with pytest.raises(ValueError, match="on_drift"):
+        ReplayModel(cassette, on_drift="ignore")
