@@ -132,7 +132,8 @@ class _PluginCallHook:
         for answer in answers:
             if not isinstance(answer, dict) or answer.get("action") not in ("block", "approve"):
                 continue  # an observer's return value, or a malformed directive: ignored, as in Hermes
-            message = answer.get("message") if isinstance(answer.get("message"), str) else ""
+            raw = answer.get("message")
+            message = raw if isinstance(raw, str) else ""
             if answer["action"] == "block":
                 if message:
                     return tool_error(message)
@@ -143,10 +144,9 @@ class _PluginCallHook:
     def after(self, entry: ToolEntry, args: dict[str, Any], context: Mapping[str, Any], result: str, *,
               duration_ms: int, blocked: bool) -> str:
         ids = _ids(context)
+        status, error_type, error_message = _outcome(result)
         if blocked:
-            status, error_type, error_message = "blocked", "plugin_block", _outcome(result)[2]
-        else:
-            status, error_type, error_message = _outcome(result)
+            status, error_type = "blocked", "plugin_block"
         observed = {"tool_name": entry.name, "args": args, "result": result, "duration_ms": duration_ms,
                     "status": status, "error_type": error_type, "error_message": error_message, **ids}
         _invoke("post_tool_call", middleware_trace=[], **observed)
