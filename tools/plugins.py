@@ -85,6 +85,10 @@ class PluginContext:
         self.hook_undos: list[Callable[[], None]] = []
         self.unsupported: list[str] = []  # Hermes ctx.register_* calls with no notebook meaning
 
+    def dispatch_tool(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """Hermes's ``ctx.dispatch_tool``: call a tool the way the model would (never raises)."""
+        return registry.dispatch(tool_name, args, **kwargs)
+
     def __getattr__(self, attr: str) -> Any:
         # Hermes's ctx has many more register_* methods (commands, middleware, skills, providers); a
         # plugin calling one still loads its tools and hooks, and %tools doctor lists what was skipped.

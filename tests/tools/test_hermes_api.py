@@ -9,8 +9,10 @@ words and against hermes_nb, every case that is about a name or behaviour a tool
   internals (its discovery's module list and import patching, its snapshot helper, a secret-store dict).
 - toolsets: 26 of 40 mirrored; 3 differ on purpose (a toolset nobody knows is an ``UnknownToolsetError``,
   not ``[]`` / ``None``); 11 test the contents of Hermes's own table (messaging platforms, opt-in tools).
-- model_tools: 11 of 31 mirrored (hooks in ``test_hermes_plugins.py``); 20 test Hermes's own tools and
-  policies (URL-intent guards, agent-loop tools, legacy toolset names, string-to-number coercion).
+- model_tools: 17 of 31 mirrored (the hook cases in ``test_hermes_plugins.py``; the string-to-number
+  cases through dispatch, where ``inf``/``nan`` are refused rather than passed on as strings); 14 test
+  Hermes's own tools and internals (URL-intent guards, agent-loop tools, legacy toolset names, the
+  read-loop tracker, ``hermes_cli.plugins`` helpers).
 """
 
 from __future__ import annotations
@@ -524,3 +526,18 @@ def test_model_tools_module_names_answer_from_the_live_registry():
     assert isinstance(model_tools.get_toolset_for_tool("terminal"), str)
     assert model_tools.get_toolset_for_tool("totally_nonexistent_tool") is None
     assert isinstance(model_tools.TOOL_TO_TOOLSET_MAP, dict) and model_tools.TOOL_TO_TOOLSET_MAP
+
+
+@pytest.mark.parametrize("text", ["inf", "-inf", "nan", "Infinity"])
+def test_a_number_argument_never_becomes_a_value_strict_json_refuses(reg, text):
+    # Hermes leaves these strings as they are; hermes_nb's validator says the call does not fit (README)
+    reg.register(name="num", toolset="s", schema={"parameters": {"type": "object", "properties": {
+        "x": {"type": "number"}}}}, handler=lambda args, **kw: json.dumps(args, allow_nan=False))
+    assert "must be a number" in json.loads(reg.dispatch("num", {"x": text}))["error"]
+
+
+@pytest.mark.parametrize(("text", "value"), [("42", 42), ("3.14", 3.14), ("1e3", 1000)])
+def test_a_number_argument_given_as_a_string_is_coerced(reg, text, value):
+    reg.register(name="num", toolset="s", schema={"parameters": {"type": "object", "properties": {
+        "x": {"type": "number"}}}}, handler=lambda args, **kw: json.dumps(args, allow_nan=False))
+    assert json.loads(reg.dispatch("num", {"x": text})) == {"x": value}

@@ -36,6 +36,7 @@ import json
 
 SEEN = []
 BLOCK = {}
+CTX = None
 
 
 def _echo(args, **kw):
@@ -63,6 +64,8 @@ def _on_session_end(**kwargs):
 
 
 def register(ctx):
+    global CTX
+    CTX = ctx
     ctx.register_tool(
         name="guard_echo", toolset="guard",
         schema={"name": "guard_echo", "description": "Echo.",
@@ -205,3 +208,7 @@ def test_hooks_run_for_the_agent_loops_calls(guard):
     sent = [m["content"] for m in srv.requests[1]["messages"] if m["role"] == "tool"]
     assert sent == ['{"echo": "from the model"} [checked]'] and result.text == "done"
     assert len(_events(guard, "pre")) == 1 and len(_events(guard, "post")) == 1
+
+
+def test_ctx_dispatch_tool_calls_a_tool_as_the_model_would(guard):
+    assert guard.CTX.dispatch_tool("guard_echo", {"text": "via ctx"}) == '{"echo": "via ctx"} [checked]'
