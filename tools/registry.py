@@ -349,8 +349,8 @@ class ToolRegistry(HermesQueries):
         if isinstance(prepared, str):
             return prepared
         entry, call_args = prepared
-        if self._call_hooks:
-            hooked = hooked_entry(self._call_hooks, entry, call_args, kwargs)
+        if self._call_hooks:  # hooks are plugin code that may block (a prompt): off the loop
+            hooked = await asyncio.to_thread(hooked_entry, self._call_hooks, entry, call_args, kwargs)
             if isinstance(hooked, str):
                 return hooked
             entry = hooked

@@ -9,7 +9,8 @@ import json
 from typing import Any
 
 __all__ = [
-    "MultimodalResult", "execution_failed", "parse_arguments", "serialize_result", "tool_error", "tool_result",
+    "MultimodalResult", "execution_failed", "is_multimodal", "parse_arguments", "serialize_result", "tool_error",
+    "tool_result",
 ]
 
 
