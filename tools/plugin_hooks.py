@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_nb.tools.results import tool_error
+from hermes_nb.tools.results import MultimodalResult, tool_error
 
 if TYPE_CHECKING:
     from hermes_nb.tools.entry import ToolEntry
@@ -147,7 +147,10 @@ class _PluginCallHook:
         status, error_type, error_message = _outcome(result)
         if blocked:
             status, error_type = "blocked", "plugin_block"
-        observed = {"tool_name": entry.name, "args": args, "result": result, "duration_ms": duration_ms,
+        shown: Any = result
+        if isinstance(result, MultimodalResult):  # hooks see Hermes's envelope, as Hermes hands it to them
+            shown = {"_multimodal": True, "content": list(result.parts), "text_summary": str(result)}
+        observed = {"tool_name": entry.name, "args": args, "result": shown, "duration_ms": duration_ms,
                     "status": status, "error_type": error_type, "error_message": error_message, **ids}
         _invoke("post_tool_call", middleware_trace=[], **observed)
         if blocked:

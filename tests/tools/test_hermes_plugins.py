@@ -212,3 +212,15 @@ def test_hooks_run_for_the_agent_loops_calls(guard):
 
 def test_ctx_dispatch_tool_calls_a_tool_as_the_model_would(guard):
     assert guard.CTX.dispatch_tool("guard_echo", {"text": "via ctx"}) == '{"echo": "via ctx"} [checked]'
+
+
+def test_hooks_see_a_multimodal_result_as_hermes_envelope_and_it_stays_multimodal(guard):
+    from hermes_nb.tools.results import MultimodalResult
+
+    parts = [{"type": "text", "text": "pixels"}]
+    registry.register("shot", "guard2", {"description": "d"},
+                      lambda a, **kw: {"_multimodal": True, "content": parts, "text_summary": "a shot"})
+    result = registry.dispatch("shot", {})
+    assert isinstance(result, MultimodalResult) and list(result.parts) == parts
+    (post,) = _events(guard, "post")
+    assert post[2] == {"_multimodal": True, "content": parts, "text_summary": "a shot"}
