@@ -316,7 +316,7 @@ class Agent:
             for r in results
         ]
         messages = enforce_turn_budget(messages)
-        self.messages.extend(messages)
+        self.messages.extend(map(_with_parts, messages))
         records = [_record(r, m["content"], iteration) for r, m in zip(results, messages, strict=True)]
         emit(("batch", {"records": records}))
         return records
@@ -338,7 +338,8 @@ class Agent:
                 records.append(ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments,
                                               content=content, iteration=iteration, is_error=True,
                                               interrupted=True))
-            self.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+            self.messages.append(_with_parts({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                              "content": content}))
         if records:
             emit(("batch", {"records": records}))
         return records
@@ -351,6 +352,14 @@ def _assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[st
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
         ]
     return message
+
+
+def _with_parts(message: dict[str, Any]) -> dict[str, Any]:
+    """A multimodal result (Hermes's envelope) goes to the model as content parts, not as its text view."""
+    from hermes_nb.tools.results import MultimodalResult
+
+    content = message["content"]
+    return {**message, "content": list(content.parts)} if isinstance(content, MultimodalResult) else message
 
 
 def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:

@@ -116,8 +116,8 @@ def checked_schema(name: str, schema: Any, description: str) -> dict[str, Any]:
     if not isinstance(schema, dict):
         raise ToolSchemaError(f"tool {name!r}: schema must be a dict, got {type(schema).__name__}")
     params = schema.get("parameters")
-    if params is None:
-        raise ToolSchemaError(f"tool {name!r}: schema has no 'parameters' object")
+    if params is None:  # Hermes accepts a schema without parameters: a tool that takes no arguments
+        params = {}
     if not isinstance(params, dict):
         raise ToolSchemaError(f"tool {name!r}: schema 'parameters' must be an object, got {type(params).__name__}")
     if params.get("type", "object") != "object":

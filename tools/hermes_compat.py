@@ -8,14 +8,23 @@ helpers are harmless no-ops.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+import logging
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    import threading
+
     from hermes_nb.tools.entry import Availability, ToolEntry
 
-__all__ = ["HermesQueries", "discover_builtin_tools", "invalidate_check_fn_cache", "no_cache_check_fn"]
+__all__ = [
+    "HermesQueries", "discover_builtin_tools", "invalidate_check_fn_cache", "is_hermes_style", "keep_existing",
+    "no_cache_check_fn",
+]
+
+log = logging.getLogger("hermes_nb.tools.registry")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,8 +48,55 @@ def discover_builtin_tools(tools_dir: str | Path | None = None) -> list[str]:
     return discover(tools_dir)
 
 
-class HermesQueries:
-    """Hermes's query methods, in terms of ``entries``, ``get_entry`` and ``availability``."""
+class ToolsetAliases:
+    """Hermes's toolset aliases (an MCP server's short name for its ``mcp-<server>`` toolset).
+
+    An alias lives as long as its toolset has tools, as in Hermes: when the last tool leaves, so does
+    every alias pointing at it.
+    """
+
+    if TYPE_CHECKING:
+        def get_toolsets(self) -> dict[str, list[str]]: ...
+        def add_listener(self, callback: Callable[[str, str], None]) -> Callable[[], None]: ...
+        _lock: threading.RLock
+
+    def _aliases(self) -> dict[str, str]:
+        aliases: dict[str, str] | None = self.__dict__.get("_toolset_aliases")
+        if aliases is None:
+            with self._lock:
+                aliases = self.__dict__.setdefault("_toolset_aliases", {})
+                self.add_listener(self._drop_stale_aliases)
+        return aliases
+
+    def register_toolset_alias(self, alias: str, toolset: str) -> None:
+        """Let ``alias`` name ``toolset`` wherever a toolset name is accepted; a new target is logged."""
+        aliases = self._aliases()
+        with self._lock:
+            old = aliases.get(alias)
+            if old and old != toolset:
+                log.warning("toolset alias %r moved from %r to %r", alias, old, toolset)
+            aliases[alias] = toolset
+
+    def get_registered_toolset_aliases(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self.__dict__.get("_toolset_aliases") or {})
+
+    def get_toolset_alias_target(self, alias: str) -> str | None:
+        with self._lock:
+            return (self.__dict__.get("_toolset_aliases") or {}).get(alias)
+
+    def _drop_stale_aliases(self, event: str, name: str) -> None:
+        if event != "deregister":
+            return
+        live = self.get_toolsets()
+        with self._lock:
+            aliases = self.__dict__.get("_toolset_aliases") or {}
+            for alias in [a for a, target in aliases.items() if target not in live]:
+                del aliases[alias]
+
+
+class HermesQueries(ToolsetAliases):
+    """Hermes's query methods, in terms of ``entries``, ``get_entry`` and ``availability``; and its aliases."""
 
     if TYPE_CHECKING:
         def entries(self) -> list[ToolEntry]: ...
@@ -123,3 +179,27 @@ class HermesQueries:
 def _env_names(entries: list[ToolEntry]) -> list[str]:
     """The union of ``requires_env`` names, first seen first (names only, never values)."""
     return list(dict.fromkeys(v for e in entries for v in e.requires_env))
+
+
+def is_hermes_style(caller_globals: Mapping[str, Any]) -> bool:
+    """Whether the calling module was loaded by hermes_nb as a Hermes-style file (plugin, tool file).
+
+    Those run with ``__builtins__`` whose ``__import__`` maps Hermes's names (``hermes_imports``); the
+    mark is on the module itself, so it holds for helper modules of a plugin too.
+    """
+    marker = caller_globals.get("__builtins__")
+    return isinstance(marker, dict) and marker.get("__import__", builtins.__import__) is not builtins.__import__
+
+
+def keep_existing(old: ToolEntry, name: str, toolset: str, origin: str | None) -> ToolEntry:
+    """Hermes's answer to a name taken by another toolset: log it, keep the existing tool, go on.
+
+    ``%tools doctor`` lists it (``load_report``), so the skipped registration is not silent.
+    """
+    from hermes_nb.tools.load_report import record_failure
+
+    message = (f"tool {name!r} (toolset {toolset!r}) not registered: the name belongs to toolset "
+               f"{old.toolset!r} ({old.source}); the existing tool was kept")
+    log.warning("%s (from %s)", message, origin or "?")
+    record_failure("tool", f"{origin or '?'}/{name}", message)
+    return old

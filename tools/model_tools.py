@@ -9,8 +9,9 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from hermes_nb.tools.call_hooks import call_context
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.toolsets import resolve_toolsets
+from hermes_nb.tools.toolsets import resolve_multiple_toolsets
 
 __all__ = [
     "check_tool_availability", "check_toolset_requirements",
@@ -40,8 +41,11 @@ def get_tool_definitions(
     enabled_toolsets: Iterable[str] | None = None,
     disabled_toolsets: Iterable[str] | None = None,
     quiet_mode: bool = False,
+    skip_tool_search_assembly: bool = False,
 ) -> list[dict[str, Any]]:
     """OpenAI tool definitions for the enabled toolsets (all when None) minus the disabled ones.
+
+    ``skip_tool_search_assembly`` is accepted for Hermes callers (hermes_nb has no tool-search bridge).
 
     An unknown toolset name raises ``UnknownToolsetError`` listing the known ones: a typo must not
     silently give the model zero tools.
@@ -50,9 +54,9 @@ def get_tool_definitions(
     if enabled_toolsets is None:
         names = set(registry.get_all_tool_names())
     else:
-        names = set(resolve_toolsets(_names(enabled_toolsets)))
+        names = set(resolve_multiple_toolsets(_names(enabled_toolsets)))
     if disabled_toolsets:
-        names -= set(resolve_toolsets(_names(disabled_toolsets)))
+        names -= set(resolve_multiple_toolsets(_names(disabled_toolsets)))
     return registry.get_definitions(names, quiet=quiet_mode)
 
 
@@ -62,23 +66,41 @@ def _names(toolsets: Iterable[str]) -> list[str]:
 
 
 def handle_function_call(
-    function_name: str, function_args: Any, task_id: str | None = None, user_task: str | None = None, **kw: Any
+    function_name: str,
+    function_args: Any,
+    task_id: str | None = None,
+    tool_call_id: str | None = None,
+    session_id: str | None = None,
+    turn_id: str | None = None,
+    api_request_id: str | None = None,
+    user_task: str | None = None,
+    enabled_tools: list[str] | None = None,
+    skip_pre_tool_call_hook: bool = False,
+    **kw: Any,
 ) -> str:
-    """Dispatch one model tool call; never raises. ``task_id`` and ``user_task`` (Hermes's) reach the handler."""
-    if task_id is not None:
-        kw["task_id"] = task_id
-    if user_task is not None:
-        kw["user_task"] = user_task
-    return registry.dispatch(function_name, function_args, **kw)
+    """Dispatch one model tool call; never raises. Hermes's signature.
+
+    ``task_id``, ``session_id`` and ``user_task`` reach the handler as keyword arguments (when given);
+    ``tool_call_id``, ``turn_id`` and ``api_request_id`` reach only the plugins' tool-call hooks;
+    ``skip_pre_tool_call_hook`` says the caller already asked the ``pre_tool_call`` hooks.
+    ``enabled_tools`` is accepted for Hermes callers (only its ``execute_code`` reads it).
+    """
+    for key, value in (("task_id", task_id), ("session_id", session_id), ("user_task", user_task)):
+        if value is not None:
+            kw[key] = value
+    hook_fields = {"tool_call_id": tool_call_id or "", "turn_id": turn_id or "",
+                   "api_request_id": api_request_id or "", "skip_pre_tool_call_hook": skip_pre_tool_call_hook}
+    with call_context(**hook_fields):
+        return registry.dispatch(function_name, function_args, **kw)
 
 
-def check_tool_availability(quiet: bool = False) -> tuple[list[str], dict[str, str]]:
-    """``(available names, {unavailable name: reason})``; ``quiet`` is accepted for Hermes callers."""
+def check_tool_availability(quiet: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+    """Hermes's shape: ``(available toolsets, [{"name", "env_vars", "tools"} per unavailable toolset])``.
+
+    Per tool, with the reason: ``registry.get_unavailable()`` (what ``%tools doctor`` shows).
+    """
     ensure_discovered()
-    unavailable = {name: status.reason for name, status in registry.get_unavailable().items()}
-    available = [n for n in registry.get_all_tool_names() if n not in unavailable]
-    return available, unavailable
-
+    return registry.check_tool_availability(quiet=quiet)
 
 
 # Hermes's module-level names, answered from the live registry.

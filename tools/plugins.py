@@ -9,6 +9,11 @@
 
 ``plugins: {disabled: [name, ...]}`` in config.yaml switches any of them off. Each failure is isolated
 and recorded with ``record_failure("plugin", name, ...)``.
+
+``ctx.register_hook(name, callback)`` takes Hermes's hooks (``tools.plugin_hooks``): the tool-call hooks
+run around dispatch until the plugin unloads; any other hook is accepted, not run, and listed by
+``%tools doctor`` (as ``<plugin>/unsupported``) without failing the plugin. So are Hermes's other
+``ctx.register_*`` calls (commands, middleware, skills, providers...), which have no notebook meaning.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from hermes_nb.tools.config import hermes_home
 from hermes_nb.tools.errors import ConfigError
 from hermes_nb.tools.hermes_imports import CompatSourceLoader, scope_package
 from hermes_nb.tools.load_report import clear_failures, record_failure
+from hermes_nb.tools.plugin_hooks import SUPPORTED_HOOKS, add_hook
 from hermes_nb.tools.registry import ToolEntry, registry
 
 __all__ = [
@@ -55,9 +61,11 @@ class PluginInfo:
     description: str = ""
     location: str = ""
     tools: tuple[str, ...] = ()
+    hooks: tuple[str, ...] = ()  # hook names it registered, run or not
 
 
 _loaded: dict[str, PluginInfo] = {}
+_hook_undos: dict[str, list[Callable[[], None]]] = {}  # plugin name -> undo of each hook it registered
 _file_digests: dict[str, str] = {}  # tool-file name -> digest of the content that loaded
 
 
@@ -73,6 +81,30 @@ class PluginContext:
         self.plugin = plugin
         self.origin = origin or plugin  # a tool file's tools name the file
         self.tools: list[str] = []
+        self.hooks: list[str] = []
+        self.hook_undos: list[Callable[[], None]] = []
+        self.unsupported: list[str] = []  # Hermes ctx.register_* calls with no notebook meaning
+
+    def dispatch_tool(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """Hermes's ``ctx.dispatch_tool``: call a tool the way the model would (never raises)."""
+        return registry.dispatch(tool_name, args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        # Hermes's ctx has many more register_* methods (commands, middleware, skills, providers); a
+        # plugin calling one still loads its tools and hooks, and %tools doctor lists what was skipped.
+        if attr.startswith("register_"):
+            def skipped(*args: Any, **kwargs: Any) -> None:
+                self.unsupported.append(f"ctx.{attr}")
+
+            return skipped
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
+
+    def register_hook(self, hook_name: str, callback: Callable[..., Any]) -> None:
+        """Hermes's ``ctx.register_hook``: tool-call hooks run around dispatch; others are listed, not run."""
+        if not isinstance(hook_name, str) or not hook_name:
+            raise ValueError(f"hook name must be a non-empty string, got {hook_name!r}")
+        self.hook_undos.append(add_hook(self.plugin, hook_name, callback))
+        self.hooks.append(hook_name)
 
     def register_tool(self, name: str, toolset: str, schema: dict[str, Any], handler: Callable[..., Any],
                       *args: Any, **kwargs: Any) -> ToolEntry | None:  # fmt: skip
@@ -159,6 +191,9 @@ def _forget(name: str) -> None:
     """Remove what an earlier load of this plugin registered (before loading it again)."""
     old = _loaded.pop(name, None)
     _file_digests.pop(name, None)
+    for undo in _hook_undos.pop(name, []):
+        undo()
+    clear_failures("plugin", f"{name}/unsupported")
     if old is None:
         return
     origin = old.location if old.kind == "tool-file" else name
@@ -180,6 +215,7 @@ def _run_register(name: str, kind: str, target: Any, meta: dict[str, Any], locat
     try:
         register(ctx)
     finally:
+        _hook_undos[name] = ctx.hook_undos
         _loaded[name] = PluginInfo(
             name=name,
             kind=kind,
@@ -187,8 +223,21 @@ def _run_register(name: str, kind: str, target: Any, meta: dict[str, Any], locat
             description=str(meta.get("description", "")),
             location=location,
             tools=tuple(ctx.tools),
+            hooks=tuple(ctx.hooks),
         )
+    _note_unsupported(name, ctx)
     return True
+
+
+def _note_unsupported(name: str, ctx: PluginContext) -> None:
+    """What a notebook never calls: one line in ``%tools doctor``; the plugin itself loaded."""
+    hooks = sorted(set(ctx.hooks) - SUPPORTED_HOOKS)
+    skipped = ([f"hook{'s' if len(hooks) > 1 else ''} {', '.join(hooks)}"] if hooks else [])
+    skipped += sorted(set(ctx.unsupported))
+    if skipped:
+        record_failure("plugin", f"{name}/unsupported",
+                       f"not supported in a notebook, never called: {'; '.join(skipped)} "
+                       f"(the plugin's tools and tool-call hooks work)")
 
 
 def _load_one(name: str, kind: str, loader: Callable[[], tuple[Any, dict[str, Any], str]]) -> bool:

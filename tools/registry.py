@@ -19,12 +19,15 @@ from dataclasses import replace
 from typing import Any
 
 from hermes_nb.tools import async_bridge
+from hermes_nb.tools.call_hooks import CallHook, hooked_entry
 from hermes_nb.tools.entry import SOURCES, Availability, Source, ToolEntry, availability, checked_schema
 from hermes_nb.tools.errors import ToolArgumentError, ToolSchemaError
 from hermes_nb.tools.hermes_compat import (
     HermesQueries,
     discover_builtin_tools,
     invalidate_check_fn_cache,
+    is_hermes_style,
+    keep_existing,
     no_cache_check_fn,
 )
 from hermes_nb.tools.results import (
@@ -46,6 +49,8 @@ log = logging.getLogger(__name__)
 
 class ToolRegistry(HermesQueries):
     """Tools by name, toolsets by name; thread-safe."""
+
+    _call_hooks: tuple[CallHook, ...] = ()  # replaced whole on change, so dispatch reads it without a lock
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolEntry] = {}
@@ -82,7 +87,8 @@ class ToolRegistry(HermesQueries):
         """Register (or replace) a tool. Hermes's positional order; hermes_nb's additions keyword-only.
 
         Re-registering a name from the same toolset and source replaces it. Taking a name that belongs
-        to another toolset or source needs ``override=True`` (and is logged). A bad schema is a
+        to another toolset or source needs ``override=True`` (and is logged); from a Hermes-style file
+        without it, the existing tool is kept and the refusal logged, as Hermes does. A bad schema is a
         ``ValueError`` (``ToolSchemaError``) saying what is wrong.
         """
         if not isinstance(name, str) or not name:
@@ -106,8 +112,9 @@ class ToolRegistry(HermesQueries):
             source = "builtin"
         if source not in SOURCES:
             raise ValueError(f"tool {name!r}: source must be one of {', '.join(SOURCES)}, got {source!r}")
+        caller = sys._getframe(1).f_globals
         if origin is None:
-            origin = sys._getframe(1).f_globals.get("__name__")
+            origin = caller.get("__name__")
         if isinstance(requires_env, str):
             requires_env = (requires_env,)
         entry = ToolEntry(
@@ -136,6 +143,8 @@ class ToolRegistry(HermesQueries):
             old = self._tools.get(name)
             if old is not None and (old.toolset != toolset or old.source != source):
                 if not override:
+                    if is_hermes_style(caller):  # as Hermes: logged, the existing tool kept, the file goes on
+                        return keep_existing(old, name, toolset, origin)
                     raise ValueError(
                         f"tool {name!r} already belongs to toolset {old.toolset!r} ({old.source}); "
                         f"pass override=True to take the name"
@@ -331,6 +340,11 @@ class ToolRegistry(HermesQueries):
         if isinstance(prepared, str):
             return prepared
         entry, call_args = prepared
+        if self._call_hooks:
+            hooked = hooked_entry(self._call_hooks, entry, call_args, kwargs)
+            if isinstance(hooked, str):
+                return hooked
+            entry = hooked
         if entry.needs_approval and (denied := _approve(entry, call_args)):
             return denied
         try:
@@ -354,6 +368,11 @@ class ToolRegistry(HermesQueries):
         if isinstance(prepared, str):
             return prepared
         entry, call_args = prepared
+        if self._call_hooks:  # hooks are plugin code that may block (a prompt): off the loop
+            hooked = await asyncio.to_thread(hooked_entry, self._call_hooks, entry, call_args, kwargs)
+            if isinstance(hooked, str):
+                return hooked
+            entry = hooked
         if entry.needs_approval and (denied := await asyncio.to_thread(_approve, entry, call_args)):
             return denied
         try:
@@ -368,6 +387,17 @@ class ToolRegistry(HermesQueries):
         except (Exception, SystemExit) as exc:
             return execution_failed(exc)
         return serialize_result(result)
+
+    def add_call_hook(self, hook: CallHook) -> Callable[[], None]:
+        """Run ``hook`` around every dispatched call (``tools.call_hooks``). Returns an undo."""
+        with self._lock:
+            self._call_hooks = (*self._call_hooks, hook)
+
+        def undo() -> None:
+            with self._lock:
+                self._call_hooks = tuple(h for h in self._call_hooks if h is not hook)
+
+        return undo
 
 
 def _passes(check: Callable[[], Any]) -> bool:

@@ -8,7 +8,39 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["execution_failed", "parse_arguments", "serialize_result", "tool_error", "tool_result"]
+__all__ = [
+    "MultimodalResult", "execution_failed", "is_multimodal", "parse_arguments", "serialize_result", "tool_error",
+    "tool_result",
+]
+
+
+class MultimodalResult(str):
+    """Hermes's multimodal envelope (``{"_multimodal": True, "content": [...]}``) as it crosses dispatch.
+
+    The string is the text view (``text_summary``, else the text parts), so every stage that handles
+    results as text (budget, display, batch records) keeps working; ``parts`` holds the OpenAI content
+    parts, which the agent sends to the model as the tool message's content.
+    """
+
+    parts: tuple[dict[str, Any], ...]
+
+    def __new__(cls, text: str, parts: Any) -> MultimodalResult:
+        self = super().__new__(cls, text)
+        self.parts = tuple(parts)
+        return self
+
+    @classmethod
+    def from_envelope(cls, envelope: dict[str, Any]) -> MultimodalResult:
+        parts = [p for p in envelope["content"] if isinstance(p, dict) and isinstance(p.get("type"), str)]
+        summary = envelope.get("text_summary")
+        if not isinstance(summary, str) or not summary:
+            summary = "\n".join(str(p.get("text", "")) for p in parts if p["type"] == "text") or "[multimodal tool result]"
+        return cls(summary, parts)
+
+
+def is_multimodal(value: Any) -> bool:
+    """Hermes's test for the envelope: a dict with ``_multimodal`` True and a ``content`` list."""
+    return isinstance(value, dict) and value.get("_multimodal") is True and isinstance(value.get("content"), list)
 
 
 def tool_error(message: Any, **extra: Any) -> str:
@@ -47,6 +79,8 @@ def serialize_result(result: Any) -> str:
     """A handler's return value as the string the model receives."""
     if isinstance(result, str):
         return result
+    if is_multimodal(result):
+        return MultimodalResult.from_envelope(result)
     try:
         return json.dumps(result, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:

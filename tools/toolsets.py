@@ -1,4 +1,10 @@
-"""Toolsets: named groups of tools, static (this table) or dynamic (whatever the registry holds)."""
+"""Toolsets: named groups of tools, static (this table) or dynamic (whatever the registry holds).
+
+Hermes's names and shapes (``get_toolset``, ``resolve_toolset(..., include_registry=...)``,
+``resolve_multiple_toolsets``, ``get_toolset_info``, aliases from ``registry.register_toolset_alias``),
+with one difference on purpose: resolving a toolset nobody knows is an ``UnknownToolsetError`` naming
+the known ones, not an empty list, because a typo must not silently give the model no tools.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +19,11 @@ __all__ = [
     "ToolsetSpec",
     "create_custom_toolset",
     "get_all_toolsets",
+    "get_toolset",
     "get_toolset_info",
+    "get_toolset_names",
+    "remove_custom_toolset",
+    "resolve_multiple_toolsets",
     "resolve_toolset",
     "resolve_toolsets",
     "validate_toolset",
@@ -24,6 +34,18 @@ class ToolsetSpec(TypedDict):
     description: str
     tools: list[str]
     includes: list[str]
+
+
+class ToolsetInfo(TypedDict):
+    """Hermes's ``get_toolset_info`` shape."""
+
+    name: str
+    description: str
+    direct_tools: list[str]
+    includes: list[str]
+    resolved_tools: list[str]
+    tool_count: int
+    is_composite: bool
 
 
 #: Hermes-style table. Tools named here that are not registered are simply absent from definitions.
@@ -79,52 +101,111 @@ def get_all_toolsets() -> dict[str, ToolsetSpec]:
     return out
 
 
-def get_toolset_info(name: str) -> ToolsetSpec:
-    """One toolset's spec; UnknownToolsetError listing the known names."""
-    all_sets = get_all_toolsets()
-    if name not in all_sets:
-        raise _unknown(name, all_sets)
-    return all_sets[name]
+def get_toolset(name: str, *, include_registry: bool = True) -> ToolsetSpec | None:
+    """One toolset's spec (an alias gives its target's tools), or ``None`` when nobody knows the name.
+
+    ``include_registry=False`` is the static table alone, as written.
+    """
+    if not include_registry:
+        static = TOOLSETS.get(name)
+        return _copy(static) if static is not None else None
+    reg = _registry()
+    return _spec(name, reg.get_toolsets(), reg)
+
+
+def _spec(name: str, registered: dict[str, list[str]], reg: Any) -> ToolsetSpec | None:
+    static = TOOLSETS.get(name)
+    if static is not None:
+        spec = _copy(static)
+        spec["tools"] = sorted(set(spec["tools"]) | set(registered.get(name, ())))
+        return spec
+    if name in registered:
+        return {"description": "", "tools": list(registered[name]), "includes": []}
+    target = reg.get_toolset_alias_target(name)
+    if target is not None and target in registered:
+        return {"description": f"alias of {target}", "tools": list(registered[target]), "includes": []}
+    return None
+
+
+def get_toolset_info(name: str) -> ToolsetInfo:
+    """Hermes's summary of one toolset: direct tools, includes, resolved tools and their count."""
+    spec = get_toolset(name)
+    if spec is None:
+        raise _unknown(name, get_all_toolsets())
+    resolved = resolve_toolset(name)
+    return {
+        "name": name,
+        "description": spec["description"],
+        "direct_tools": spec["tools"],
+        "includes": spec["includes"],
+        "resolved_tools": resolved,
+        "tool_count": len(resolved),
+        "is_composite": bool(spec["includes"]),
+    }
+
+
+def get_toolset_names() -> list[str]:
+    """Every toolset name: the table's and the registry's (aliases are names too, not listed here)."""
+    return sorted(get_all_toolsets())
 
 
 def validate_toolset(name: str) -> bool:
-    """True when ``name`` is ``all``/``*``, in the table, or a toolset the registry holds."""
-    return name in _ALL or name in TOOLSETS or name in _registry().get_toolsets()
-
-
-def resolve_toolset(name: str, _seen: set[str] | None = None) -> list[str]:
-    """All tool names in a toolset, following ``includes`` (cycles are cut), sorted."""
+    """True when ``name`` is ``all``/``*``, in the table, a toolset the registry holds, or an alias."""
+    if name in _ALL or name in TOOLSETS:
+        return True
     reg = _registry()
-    if name in _ALL:
-        return reg.get_all_tool_names()
-    all_sets = get_all_toolsets()
-    if name not in all_sets:
-        raise _unknown(name, all_sets)
-    return sorted(_resolve(name, all_sets, _seen if _seen is not None else set()))
+    return name in reg.get_toolsets() or reg.get_toolset_alias_target(name) is not None
 
 
-def resolve_toolsets(names: Iterable[str]) -> list[str]:
-    """The union of several toolsets."""
+def resolve_toolset(name: str, visited: set[str] | None = None, *, include_registry: bool = True) -> list[str]:
+    """All tool names in a toolset, following ``includes`` (cycles are cut), sorted.
+
+    ``include_registry=False`` resolves the static table only (a registry-only toolset is then
+    empty). A name nobody knows is an ``UnknownToolsetError`` (Hermes returns ``[]``).
+    """
+    if name in _ALL and include_registry:
+        return _registry().get_all_tool_names()
+    if not validate_toolset(name):
+        raise _unknown(name, get_all_toolsets())
+    seen = visited if visited is not None else set()
+    return sorted(_resolve(name, seen, include_registry=include_registry))
+
+
+def resolve_multiple_toolsets(toolset_names: Iterable[str]) -> list[str]:
+    """The union of several toolsets, sorted (Hermes's name)."""
     out: set[str] = set()
-    for name in names:
+    for name in toolset_names:
         out.update(resolve_toolset(name))
     return sorted(out)
 
 
-def _resolve(name: str, all_sets: dict[str, ToolsetSpec], seen: set[str]) -> set[str]:
-    if name in seen:
-        return set()
-    seen.add(name)
-    spec = all_sets.get(name)
-    if spec is None:
-        return set()
-    tools = set(spec["tools"])
-    for inc in spec["includes"]:
-        if inc in _ALL:
-            tools.update(_registry().get_all_tool_names())
+#: hermes_nb's earlier name for ``resolve_multiple_toolsets``.
+resolve_toolsets = resolve_multiple_toolsets
+
+
+def _resolve(name: str, seen: set[str], *, include_registry: bool) -> set[str]:
+    reg = _registry() if include_registry else None
+    registered = reg.get_toolsets() if reg is not None else {}
+
+    def walk(name: str) -> set[str]:
+        if name in seen:
+            return set()
+        seen.add(name)
+        if name in _ALL:  # an include of "all"
+            return set(reg.get_all_tool_names()) if reg is not None else set().union(*map(walk, TOOLSETS))
+        if reg is not None:
+            spec = _spec(name, registered, reg)
         else:
-            tools |= _resolve(inc, all_sets, seen)
-    return tools
+            static = TOOLSETS.get(name)
+            spec = _copy(static) if static is not None else None
+        if spec is None:
+            return set()
+        tools = set(spec["tools"])
+        for inc in spec["includes"]:
+            tools |= walk(inc)
+        return tools
+
+    return walk(name)
 
 
 def create_custom_toolset(

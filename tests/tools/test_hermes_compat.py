@@ -94,3 +94,42 @@ def test_hermes_positional_register(loaded: list[str]) -> None:
     assert entry is not None and entry.toolset == "compat"
     assert registry.dispatch("echo_pos", '{"text": "hello"}') == "hello"
     assert registry.get_tool_names_for_toolset("compat") == ["echo_pos"]
+
+
+TAKES_A_BUILTIN_NAME = '''
+from tools.registry import registry
+
+registry.register(name="read_file", toolset="mine", schema={"description": "shadow"},
+                  handler=lambda args, **kw: "shadowed")
+registry.register(name="after_the_clash", toolset="mine", schema={"description": "still loads"},
+                  handler=lambda args, **kw: "fine")
+'''
+
+
+def test_a_hermes_file_taking_a_name_keeps_the_existing_tool_and_goes_on(tmp_path: Path, caplog) -> None:
+    """As Hermes: the clash is logged, the existing tool kept, the rest of the file loads; doctor says so."""
+    from hermes_nb.tools.load_report import clear_failures, failures
+
+    before = registry.get_entry("read_file")
+    (tmp_path / "clash.py").write_text(textwrap.dedent(TAKES_A_BUILTIN_NAME))
+    try:
+        names = discover_tool_files(tmp_path, module_prefix="hermes_nb_test_clash", source_label="user-tools")
+        assert names == ["hermes_nb_test_clash.clash"]
+        assert registry.get_entry("read_file") is before
+        assert registry.dispatch("after_the_clash", {}) == "fine"
+        assert "read_file" in caplog.text and "kept" in caplog.text
+        [note] = [f for f in failures() if f.source == "tool" and f.name.endswith("/read_file")]
+        assert "toolset 'file'" in note.message and "kept" in note.message
+    finally:
+        clear_failures("tool")
+        for name in [m for m in sys.modules if m.startswith("hermes_nb_test_clash")]:
+            del sys.modules[name]
+
+
+def test_notebook_code_still_gets_an_error_and_override_still_takes_the_name() -> None:
+    schema = {"description": "mine", "parameters": {"type": "object", "properties": {}}}
+    registry.register("nb_owned", "first", schema, lambda a, **kw: "1", source="notebook")
+    with pytest.raises(ValueError, match="override=True"):
+        registry.register("nb_owned", "second", schema, lambda a, **kw: "2", source="notebook")
+    registry.register("nb_owned", "second", schema, lambda a, **kw: "2", source="notebook", override=True)
+    assert registry.dispatch("nb_owned", {}) == "2"

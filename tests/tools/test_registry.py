@@ -62,7 +62,6 @@ def test_origin_is_the_calling_module(reg):
     ("schema", "message"),
     [
         ("nope", "schema must be a dict"),
-        ({"name": "x"}, "no 'parameters' object"),
         ({"parameters": []}, "'parameters' must be an object"),
         ({"parameters": {"type": "array"}}, "must have type 'object'"),
         ({"parameters": {"type": "object", "properties": []}}, "'parameters.properties' must be an object"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hermes_nb.tools import toolsets
@@ -80,12 +82,13 @@ def test_handle_function_call_passes_task_id(custom):
     assert "Unknown tool" in handle_function_call("nope", {})
 
 
-def test_check_tool_availability(custom, monkeypatch):
+def test_check_tool_availability_is_per_toolset_in_hermes_shape(custom, monkeypatch):
     monkeypatch.delenv("HNB_MISSING", raising=False)
-    registry.register("needs_env", "nbset", SCHEMA, lambda a, **k: "", requires_env=["HNB_MISSING"], source="notebook")
+    registry.register("needs_env", "keyed", SCHEMA, lambda a, **k: "", requires_env=["HNB_MISSING"], source="notebook")
     available, unavailable = check_tool_availability()
-    assert "nb_one" in available and "needs_env" not in available
-    assert "HNB_MISSING" in unavailable["needs_env"]
+    assert "nbset" in available and "keyed" not in available
+    assert {"name": "keyed", "env_vars": ["HNB_MISSING"], "tools": ["needs_env"]} in unavailable
+    assert "HNB_MISSING" in registry.get_unavailable()["needs_env"].reason  # the per-tool reason
 
 
 def test_a_single_toolset_name_as_a_string_is_that_toolset(custom):
@@ -109,7 +112,9 @@ def test_hermes_model_tools_names(custom):
     assert model_tools.TOOL_TO_TOOLSET_MAP["late"] == "later"  # computed on access: later tools are in it
     assert get_toolset_for_tool("geo_area") == "geometry" and "nb_two" in get_all_tool_names()
     assert check_toolset_requirements()["nbset"] is True and get_available_toolsets()["nbset"]["available"]
-    assert check_tool_availability(quiet=True)[1] == {}
+    assert "nbset" in check_tool_availability(quiet=True)[0]
     registry.register("kw_tool", "nbset", SCHEMA, lambda a, **k: k, source="notebook")
-    # Hermes's positional order: function_name, function_args, task_id, user_task
-    assert handle_function_call("kw_tool", {}, "t1", "the task") == '{"task_id": "t1", "user_task": "the task"}'
+    # Hermes 0.19's positional order: name, args, task_id, tool_call_id, session_id, turn_id, api_request_id,
+    # user_task; tool_call_id / turn_id / api_request_id are for hooks only
+    got = handle_function_call("kw_tool", {}, "t1", "call-1", "s1", "turn", "req", "the task")
+    assert json.loads(got) == {"task_id": "t1", "session_id": "s1", "user_task": "the task"}
