@@ -1,0 +1,127 @@
+"""Hermes's own tools in the notebook, against the real hermes-agent 0.19.0 in its own venv (``.venv-hermes``).
+
+A real kernel runs in that venv; the model is the scripted server on 127.0.0.1; Hermes's tools are
+called through Hermes's own ``handle_function_call`` (or, for ``todo`` and ``clarify``, Hermes's registry
+with the state its agent loop would hand them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_openai import FakeOpenAI, Reply, call
+from tests.support.hermes_venv import hermes_python
+from tests.support.kernel import KernelSession
+
+pytestmark = [pytest.mark.hermes, pytest.mark.kernel, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    return {"HERMES_NB_HOME": str(tmp / "nb-home"), "HERMES_HOME": str(tmp / "hermes-home"),
+            "HERMES_NB_WORKSPACE": str(tmp)}
+
+
+@pytest.fixture(scope="module")
+def hermes_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KernelSession, Path]]:
+    tmp = tmp_path_factory.mktemp("hermes-kernel")
+    with KernelSession(cwd=tmp, env=_env(tmp), python=hermes_python()) as k:
+        k.run("%load_ext hermes_nb")
+        status = k.run("_s = %hermes wait\nprint(repr(_s))").stdout
+        assert "state='ready'" in status, status
+        yield k, tmp
+
+
+def _tool_messages(request: dict) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
+
+
+def test_agent_run_calls_hermes_todo_and_read_file(hermes_kernel):
+    k, tmp = hermes_kernel
+    (tmp / "notes.txt").write_text("alpha\nbeta\n")
+    item = {"id": "1", "content": "read the notes", "status": "in_progress"}
+    script = [
+        Reply(tool_calls=(call("todo", {"todos": [item]}, "t1"),)),
+        Reply(tool_calls=(call("hermes_read_file", {"path": str(tmp / "notes.txt")}, "r1"),)),
+        Reply(tool_calls=(call("todo", {}, "t2"),)),  # a read: the same store answers
+        Reply(content="Read them."),
+    ]
+    with FakeOpenAI(script) as srv:
+        k.run(f"from hermes_nb import Agent\nagent = Agent(model='m', base_url={srv.base_url!r}, "
+              "enabled_toolsets=['hermes-todo', 'hermes-file'], display=False)")
+        out = k.run("result = agent.run('plan, then read notes.txt')\nprint(result.text)").stdout
+    assert "Read them." in out
+    offered = sorted(t["function"]["name"] for t in srv.requests[0]["tools"])
+    assert offered == ["hermes_patch", "hermes_read_file", "hermes_search_files", "hermes_write_file", "todo"]
+    answers = _tool_messages(srv.requests[-1])
+    assert json.loads(answers["t1"])["todos"] == [item]
+    assert json.loads(answers["t2"])["summary"]["in_progress"] == 1  # the store kept the first write
+    read = json.loads(answers["r1"])
+    assert "alpha" in read["content"] and "beta" in read["content"]
+
+
+def test_toolsets_are_named_for_hermes_with_its_reasons(hermes_kernel):
+    k, _ = hermes_kernel
+    rows = k.run("from hermes_nb.picker import toolset_rows\n"
+                 "for r in toolset_rows():\n    print('ROW', r.name, len(r.tools), r.reason or '-')").stdout
+    names = {line.split()[1] for line in rows.splitlines() if line.startswith("ROW")}
+    assert {"hermes-todo", "hermes-file", "hermes-terminal", "hermes-discord"} <= names
+    doctor = k.run("%tools doctor").text
+    assert "discord" in doctor and "missing environment variable DISCORD_BOT_TOKEN" in doctor
+    assert "delegate_task" in doctor and "needs Hermes's agent loop" in doctor
+    shown = k.run("%tools show todo").text
+    assert "hermes" in shown and "hermes_toolset: todo" in shown
+
+
+def test_dangerous_command_asks_the_notebook_not_a_terminal(hermes_kernel):
+    k, tmp = hermes_kernel
+    victim = tmp / "victim"
+    victim.mkdir()
+    (victim / "f").write_text("x")
+    k.run("from hermes_nb.tools.approval import set_default_approval_callback\n"
+          "asked = []\nanswer = ['deny']\n"
+          "undo = set_default_approval_callback(lambda c, key, d: asked.append((c, d)) or answer[0])")
+    denied = k.run(f"%tools call hermes_terminal command='rm -r {victim}'").text
+    assert "BLOCKED" in denied and victim.exists()
+    assert k.run("print(len(asked), asked[0][0])").stdout.split() == ["1", f"rm -r {victim}".split()[0], "-r",
+                                                                        str(victim)]
+    k.run("answer[0] = 'once'")
+    k.run(f"%tools call hermes_terminal command='rm -r {victim}'")
+    assert not victim.exists()
+    k.run("undo()")
+
+
+def test_clarify_asks_through_the_notebook(hermes_kernel):
+    k, _ = hermes_kernel
+    k.run("from hermes_nb.tools.clarify_tool import set_clarify_callback\n"
+          "undo = set_clarify_callback(lambda q, choices: 'blue')")
+    out = k.run("%tools call hermes_clarify question='Which colour?' choices='[\"red\", \"blue\"]'").text
+    k.run("undo()")
+    assert '"user_response": "blue"' in out
+
+
+def test_off_on_and_unload_leave_nothing_behind(tmp_path):
+    with KernelSession(cwd=tmp_path, env=_env(tmp_path), python=hermes_python()) as k:
+        k.run("%config HermesMagics.enabled = False")
+        k.run("%load_ext hermes_nb")
+        count = "from hermes_nb import registry\nprint(sum(e.source == 'hermes' for e in registry.entries()))"
+        assert k.run(count).stdout.strip() == "0"
+        # a picker made before Hermes's tools arrive shows them once they do (registry events)
+        k.run("from hermes_nb.picker import ToolsetPicker\npicker = ToolsetPicker()")
+        assert "hermes-todo" not in k.run("print([r.name for r in picker.rows])").stdout
+        k.run("%hermes on")
+        assert "toolsets named hermes-<toolset>" in k.run("%hermes wait").text
+        k.run("picker.flush()")
+        assert "hermes-todo" in k.run("print([r.name for r in picker.rows])").stdout
+        assert "off" in k.run("%hermes off").text
+        assert k.run(count).stdout.strip() == "0"
+        k.run("%hermes reload")
+        k.run("%hermes wait")
+        assert int(k.run(count).stdout) > 20
+        k.run("%unload_ext hermes_nb")
+        assert k.run(count).stdout.strip() == "0"
+        gone = k.run("%hermes", allow_error=True)
+        assert "not found" in gone.stderr + str(gone.error)  # the magic went with the extension
