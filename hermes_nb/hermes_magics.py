@@ -60,8 +60,8 @@ def load(ip: Any) -> Callable[[], None]:
     """Register ``%hermes`` and start reading Hermes's tools if hermes-agent is installed; returns the undo."""
     magics = HermesMagics(shell=ip)
     ip.register_magics(magics)
-    if magics.enabled and hermes_installed():
-        bridge.start()
+    if magics.enabled:
+        bridge.start()  # "absent" (two find_spec calls) when hermes-agent is not installed
 
     def undo() -> None:
         bridge.stop()

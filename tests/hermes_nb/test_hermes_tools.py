@@ -17,7 +17,7 @@ from tests.support.fake_openai import FakeOpenAI, Reply, call
 from tests.support.hermes_venv import hermes_python
 from tests.support.kernel import KernelSession
 
-pytestmark = [pytest.mark.hermes, pytest.mark.kernel, pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(300)]
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -39,6 +39,8 @@ def _tool_messages(request: dict) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
 
 
+@pytest.mark.hermes
+@pytest.mark.slow
 def test_agent_run_calls_hermes_todo_and_read_file(hermes_kernel):
     k, tmp = hermes_kernel
     (tmp / "notes.txt").write_text("alpha\nbeta\n")
@@ -63,6 +65,8 @@ def test_agent_run_calls_hermes_todo_and_read_file(hermes_kernel):
     assert "alpha" in read["content"] and "beta" in read["content"]
 
 
+@pytest.mark.hermes
+@pytest.mark.slow
 def test_toolsets_are_named_for_hermes_with_its_reasons(hermes_kernel):
     k, _ = hermes_kernel
     rows = k.run("from hermes_nb.picker import toolset_rows\n"
@@ -76,6 +80,8 @@ def test_toolsets_are_named_for_hermes_with_its_reasons(hermes_kernel):
     assert "hermes" in shown and "hermes_toolset: todo" in shown
 
 
+@pytest.mark.hermes
+@pytest.mark.slow
 def test_dangerous_command_asks_the_notebook_not_a_terminal(hermes_kernel):
     k, tmp = hermes_kernel
     victim = tmp / "victim"
@@ -94,6 +100,8 @@ def test_dangerous_command_asks_the_notebook_not_a_terminal(hermes_kernel):
     k.run("undo()")
 
 
+@pytest.mark.hermes
+@pytest.mark.slow
 def test_clarify_asks_through_the_notebook(hermes_kernel):
     k, _ = hermes_kernel
     k.run("from hermes_nb.tools.clarify_tool import set_clarify_callback\n"
@@ -103,6 +111,8 @@ def test_clarify_asks_through_the_notebook(hermes_kernel):
     assert '"user_response": "blue"' in out
 
 
+@pytest.mark.hermes
+@pytest.mark.slow
 def test_off_on_and_unload_leave_nothing_behind(tmp_path):
     with KernelSession(cwd=tmp_path, env=_env(tmp_path), python=hermes_python()) as k:
         k.run("%config HermesMagics.enabled = False")
@@ -125,3 +135,14 @@ def test_off_on_and_unload_leave_nothing_behind(tmp_path):
         assert k.run(count).stdout.strip() == "0"
         gone = k.run("%hermes", allow_error=True)
         assert "not found" in gone.stderr + str(gone.error)  # the magic went with the extension
+
+
+def test_without_hermes_agent_the_magic_says_so(tmp_path):
+    """This project's own venv has no hermes-agent: the load stays as it was and %hermes explains."""
+    with KernelSession(cwd=tmp_path, env=_env(tmp_path)) as k:
+        k.run("%load_ext hermes_nb")
+        assert "hermes-agent is not installed" in k.run("%hermes").text
+        refused = k.run("%hermes on", allow_error=True)
+        assert "pip install hermes-agent" in refused.stderr + str(refused.error)
+        count = "from hermes_nb import registry\nprint(sum(e.source == 'hermes' for e in registry.entries()))"
+        assert k.run(count).stdout.strip() == "0"
