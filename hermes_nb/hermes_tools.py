@@ -11,7 +11,8 @@ Where Hermes would prompt in its CLI, the notebook asks instead: for the duratio
 per-thread approval callback is hermes_nb's approval prompt (``request_approval``), its sudo-password
 callback answers with no password, and Hermes sees an interactive session (otherwise its gate would
 auto-approve: fail-open). ``clarify`` gets the notebook's clarify prompt and ``todo`` a ``TodoStore`` (both
-are what Hermes's agent loop hands them). Tools that need the rest of Hermes's agent loop (``memory``,
+are what Hermes's agent loop hands them); Hermes's agent-loop lists of parallel-safe and path-scoped tools
+become ``read_only`` and ``path_params`` for the scheduler. Tools that need the rest of Hermes's agent loop (``memory``,
 ``session_search``, ``delegate_task``) are listed unavailable with that reason.
 
 A Hermes tool whose name a hermes_nb tool already has (``read_file``, ``terminal``...) is registered as
@@ -115,6 +116,8 @@ class _Hermes:
     registry_module: Any
     approval: Any
     terminal_tool: Any
+    parallel_safe: frozenset[str] = frozenset()  # Hermes's own read-only list (its agent loop's)
+    path_scoped: frozenset[str] = frozenset()  # ... and the tools whose "path" argument scopes them
 
 
 def _ask_person(question: str, choices: list[str] | None) -> str:
@@ -168,8 +171,14 @@ def _import_hermes() -> _Hermes:
             raise ImportError(f"this hermes-agent has no tools.terminal_tool.{needed} (hermes_nb needs 0.19)")
     if not hasattr(approval, "set_hermes_interactive_context"):
         raise ImportError("this hermes-agent has no tools.approval.set_hermes_interactive_context (needs 0.19)")
+    try:  # how Hermes's own agent loop schedules its tools; without it every Hermes call runs alone
+        helpers = importlib.import_module("agent.tool_dispatch_helpers")
+        safe = frozenset(getattr(helpers, "_PARALLEL_SAFE_TOOLS", ()))
+        scoped = frozenset(getattr(helpers, "_PATH_SCOPED_TOOLS", ()))
+    except ImportError:
+        safe = scoped = frozenset()
     return _Hermes(model_tools=model_tools, registry=registry_module.registry, registry_module=registry_module,
-                   approval=approval, terminal_tool=terminal_tool)
+                   approval=approval, terminal_tool=terminal_tool, parallel_safe=safe, path_scoped=scoped)
 
 
 class HermesBridge:
@@ -302,11 +311,18 @@ class HermesBridge:
             check_fn=check, requires_env=tuple(he.requires_env or ()), description=he.description or "",
             emoji=he.emoji or "", max_result_size_chars=he.max_result_size_chars,
             dynamic_schema_overrides=he.dynamic_schema_overrides, interactive=hermes_name in _MAY_ASK,
+            read_only=hermes_name in hermes.parallel_safe,
+            path_params=("path",) if hermes_name in hermes.path_scoped and "path" in _properties(schema) else (),
             source="hermes", origin=getattr(he.handler, "__module__", None) or "hermes-agent",
             disabled_reason=AGENT_LOOP_ONLY.get(hermes_name), override=name == hermes_name and ours is not None,
             metadata={"hermes_name": hermes_name, "hermes_toolset": he.toolset},
         )
         return name
+
+
+def _properties(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("parameters", {}).get("properties")
+    return props if isinstance(props, dict) else {}
 
 
 def _quiet_hermes_loggers() -> Callable[[], None]:

@@ -76,6 +76,11 @@ def test_toolsets_are_named_for_hermes_with_its_reasons(hermes_kernel):
     doctor = k.run("%tools doctor").text
     assert "discord" in doctor and "missing environment variable DISCORD_BOT_TOKEN" in doctor
     assert "delegate_task" in doctor and "needs Hermes's agent loop" in doctor
+    flags = k.run("from hermes_nb import registry\nfor n in ('hermes_read_file', 'hermes_write_file', 'hermes_terminal'):\n"
+                  "    e = registry.get_entry(n)\n    print(n, e.read_only, e.path_params, e.interactive)").stdout
+    # Hermes's own agent loop's scheduling lists: reads in parallel, path-scoped writes, the terminal may ask
+    assert flags.splitlines() == ["hermes_read_file True ('path',) False", "hermes_write_file False ('path',) False",
+                                  "hermes_terminal False () True"]
     shown = k.run("%tools show todo").text
     assert "hermes" in shown and "hermes_toolset: todo" in shown
 
