@@ -25,9 +25,26 @@ def _env(tmp: Path) -> dict[str, str]:
             "HERMES_NB_WORKSPACE": str(tmp)}
 
 
+GUARD_PLUGIN = '''
+def register(ctx):
+    def pre_tool_call(tool_name, args, **_):
+        if tool_name == "search_files":
+            return {"action": "block", "message": "searching is off today"}
+        if tool_name == "write_file":
+            return {"action": "approve", "message": "writes need a person's yes"}
+        return None
+    ctx.register_hook("pre_tool_call", pre_tool_call)
+'''
+
+
 @pytest.fixture(scope="module")
 def hermes_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KernelSession, Path]]:
     tmp = tmp_path_factory.mktemp("hermes-kernel")
+    guard = tmp / "hermes-home" / "plugins" / "guard"  # a Hermes plugin with a pre_tool_call hook
+    guard.mkdir(parents=True)
+    (guard / "plugin.yaml").write_text("name: guard\nversion: 0.1.0\n")
+    (guard / "__init__.py").write_text(GUARD_PLUGIN)
+    (tmp / "hermes-home" / "config.yaml").write_text("plugins:\n  enabled: [guard]\n")
     with KernelSession(cwd=tmp, env=_env(tmp), python=hermes_python()) as k:
         k.run("%load_ext hermes_nb")
         status = k.run("_s = %hermes wait\nprint(repr(_s))").stdout
@@ -102,6 +119,27 @@ def test_dangerous_command_asks_the_notebook_not_a_terminal(hermes_kernel):
     k.run("answer[0] = 'once'")
     k.run(f"%tools call hermes_terminal command='rm -r {victim}'")
     assert not victim.exists()
+    k.run("undo()")
+
+
+@pytest.mark.hermes
+@pytest.mark.slow
+def test_hermes_plugin_hooks_apply_to_notebook_calls(hermes_kernel):
+    """Dispatch goes through Hermes's handle_function_call: a Hermes plugin's pre_tool_call hook blocks,
+    and its "approve" directive reaches the notebook's approval prompt."""
+    k, tmp = hermes_kernel
+    blocked = k.run(f"%tools call hermes_search_files pattern=alpha path={tmp}").text
+    assert "searching is off today" in blocked
+    k.run("from hermes_nb.tools.approval import set_default_approval_callback\n"
+          "asked = []\nanswer = ['deny']\n"
+          "undo = set_default_approval_callback(lambda c, key, d: asked.append(d) or answer[0])")
+    target = tmp / "written.txt"
+    denied = k.run(f"%tools call hermes_write_file path={target} content=hello").text
+    assert "BLOCKED" in denied and not target.exists()
+    k.run("answer[0] = 'once'")
+    k.run(f"%tools call hermes_write_file path={target} content=hello")
+    assert target.read_text() == "hello"
+    assert "writes need a person's yes" in k.run("print(asked)").stdout
     k.run("undo()")
 
 
