@@ -90,7 +90,9 @@ def test_toolsets_are_named_for_hermes_with_its_reasons(hermes_kernel):
                  "for r in toolset_rows():\n    print('ROW', r.name, len(r.tools), r.reason or '-')").stdout
     names = {line.split()[1] for line in rows.splitlines() if line.startswith("ROW")}
     assert {"hermes-todo", "hermes-file", "hermes-terminal", "hermes-discord"} <= names
-    doctor = k.run("%tools doctor").text
+    ran = k.run("%tools doctor")
+    doctor = ran.text
+    assert ran.stderr == "" and ran.stdout == ""  # Hermes's check_fn warnings stay out of the cell
     assert "discord" in doctor and "missing environment variable DISCORD_BOT_TOKEN" in doctor
     assert "delegate_task" in doctor and "needs Hermes's agent loop" in doctor
     flags = k.run("from hermes_nb import registry\nfor n in ('hermes_read_file', 'hermes_write_file', 'hermes_terminal'):\n"
@@ -185,6 +187,8 @@ def test_without_hermes_agent_the_magic_says_so(tmp_path):
     with KernelSession(cwd=tmp_path, env=_env(tmp_path)) as k:
         k.run("%load_ext hermes_nb")
         assert "hermes-agent is not installed" in k.run("%hermes").text
+        help_text = k.run("print(get_ipython().object_inspect_text('%hermes'))").stdout
+        assert "Example" in help_text and "%hermes wait" in help_text and "status (default), on, off" in help_text
         refused = k.run("%hermes on", allow_error=True)
         assert "pip install hermes-agent" in refused.stderr + str(refused.error)
         count = "from hermes_nb import registry\nprint(sum(e.source == 'hermes' for e in registry.entries()))"
