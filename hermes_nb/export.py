@@ -103,6 +103,12 @@ def _source(fn: types.FunctionType, who: str) -> str:
         raise ExportError(f"{who} has a decorator; remove it (the exporter carries plain functions only)")
     if any(p.kind is p.POSITIONAL_ONLY for p in inspect.signature(fn).parameters.values()):
         raise ExportError(f"{who} has positional-only parameters; make them ordinary parameters")
+    from hermes_nb.tools.schema.derive import _argument_converters  # the conversions make_handler adds
+
+    converted = sorted(_argument_converters(fn))
+    if converted:
+        raise ExportError(f"{who}: parameter {converted[0]!r} is a dataclass, model or Enum that hermes_nb builds "
+                          f"from the JSON, which the exported tool would not; annotate it with dict or str")
     return source
 
 

@@ -77,6 +77,8 @@ def _notebook_results() -> list[str]:
      "uses the class 'Box' defined in the notebook"),
     ("def sets_global(a: int) -> int:\n    global COUNT\n    COUNT = a\n    return a", "sets_global",
      "assigns the notebook global 'COUNT'"),
+    ("import enum\nclass Mode(enum.Enum):\n    A = 'a'\ndef takes_enum(m: Mode) -> str:\n    return m.value",
+     "takes_enum", "parameter 'm' is a dataclass, model or Enum that hermes_nb builds from the JSON"),
     ("WIDTH = 4\ndef default_from_notebook(a: int = WIDTH) -> int:\n    return a", "default_from_notebook",
      "reads the notebook variable 'WIDTH'"),
 ])
