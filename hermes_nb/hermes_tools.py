@@ -283,7 +283,11 @@ class HermesBridge:
                 if generation != self._generation:
                     return
                 self._hermes = hermes
-                self._names = [self._mirror(hermes, name) for name in hermes.registry.get_all_tool_names()]
+                self._names = []
+                for name in hermes.registry.get_all_tool_names():
+                    mirrored = self._mirror_or_record(hermes, name)
+                    if mirrored is not None:
+                        self._names.append(mirrored)
                 self._state, self._message = "ready", ""
         except Exception as exc:  # boundary: Hermes's discovery failing must not break the notebook
             log.warning("hermes_nb: reading Hermes's tools failed", exc_info=True)
@@ -297,6 +301,16 @@ class HermesBridge:
             with self._lock:
                 if generation == self._generation:
                     self._done.set()
+
+    def _mirror_or_record(self, hermes: _Hermes, hermes_name: str) -> str | None:
+        """One tool that cannot be mirrored (a schema we refuse, a name taken) is a doctor line, not a stop."""
+        from hermes_nb.tools.load_report import record_failure
+
+        try:
+            return self._mirror(hermes, hermes_name)
+        except (ValueError, TypeError, AttributeError) as exc:  # ToolSchemaError is a ValueError
+            record_failure("hermes", hermes_name, f"Hermes's tool {hermes_name!r} not offered: {exc}")
+            return None
 
     def _mirror(self, hermes: _Hermes, hermes_name: str) -> str:
         """Register one Hermes tool in our registry; returns the name it got here."""

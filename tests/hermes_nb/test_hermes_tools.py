@@ -8,6 +8,7 @@ with the state its agent loop would hand them).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,10 @@ def register(ctx):
             return {"action": "approve", "message": "writes need a person's yes"}
         return None
     ctx.register_hook("pre_tool_call", pre_tool_call)
+    # Hermes takes any schema; hermes_nb refuses an unknown JSON type: a doctor line, not a failed load
+    odd = {"name": "odd_tool", "description": "Odd.",
+           "parameters": {"type": "object", "properties": {"f": {"type": "file"}}}}
+    ctx.register_tool(name="odd_tool", toolset="odd", schema=odd, handler=lambda args, **kw: "odd")
 '''
 
 
@@ -95,6 +100,7 @@ def test_toolsets_are_named_for_hermes_with_its_reasons(hermes_kernel):
     assert ran.stderr == "" and ran.stdout == ""  # Hermes's check_fn warnings stay out of the cell
     assert "discord" in doctor and "missing environment variable DISCORD_BOT_TOKEN" in doctor
     assert "delegate_task" in doctor and "needs Hermes's agent loop" in doctor
+    assert re.search(r"odd_tool .*Hermes's tool 'odd_tool' not offered: .*unknown type 'file'", doctor)
     flags = k.run("from hermes_nb import registry\nfor n in ('hermes_read_file', 'hermes_write_file', 'hermes_terminal'):\n"
                   "    e = registry.get_entry(n)\n    print(n, e.read_only, e.path_params, e.interactive)").stdout
     # Hermes's own agent loop's scheduling lists: reads in parallel, path-scoped writes, the terminal may ask
