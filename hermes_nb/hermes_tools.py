@@ -61,6 +61,24 @@ def hermes_installed() -> bool:
         return False
 
 
+def _shadowed() -> str | None:
+    """Which of Hermes's generic top-level names another folder provides first (the notebook's own
+    ``tools/``, say), or None. Importing Hermes then would run that folder's code, and fail."""
+    from pathlib import Path
+
+    try:
+        home_spec = importlib.util.find_spec("hermes_cli")
+        home = Path(home_spec.origin or "").parent.parent if home_spec else None
+        for name in ("tools", "model_tools", "toolsets"):
+            spec = importlib.util.find_spec(name)
+            where = Path(spec.origin or next(iter(spec.submodule_search_locations or ()), "")) if spec else None
+            if home is None or where is None or home not in where.parents:
+                return f"{name!r} is {where or 'missing'}, not hermes-agent's"
+    except (ImportError, ValueError, StopIteration) as exc:
+        return f"cannot locate hermes-agent's modules ({exc})"
+    return None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BridgeStatus:
     """Where Hermes's tools stand: ``state``, how many are registered, and a line for the person."""
@@ -206,6 +224,11 @@ class HermesBridge:
                 self._state, self._message = "absent", "hermes-agent is not installed in this environment"
                 return self.status()
             if self._state in ("loading", "ready") and not reload:
+                return self.status()
+            shadow = _shadowed() if self._hermes is None else None
+            if shadow is not None:
+                self._state = "failed"
+                self._message = f"Hermes's tools are not loaded: {shadow} (a folder of that name comes first)"
                 return self.status()
             self._generation += 1
             generation = self._generation

@@ -199,3 +199,20 @@ def test_without_hermes_agent_the_magic_says_so(tmp_path):
         assert "pip install hermes-agent" in refused.stderr + str(refused.error)
         count = "from hermes_nb import registry\nprint(sum(e.source == 'hermes' for e in registry.entries()))"
         assert k.run(count).stdout.strip() == "0"
+
+
+@pytest.mark.hermes
+@pytest.mark.slow
+def test_a_notebook_folder_with_its_own_tools_package_is_left_alone(tmp_path):
+    """Jupyter puts the notebook's folder first on sys.path: its own tools/ shadows Hermes's. hermes_nb
+    then does not import Hermes (which would run that folder's code and fail) and says why."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("MINE = True\nimport os\nos.environ['RAN'] = '1'\n")
+    with KernelSession(cwd=tmp_path, env=_env(tmp_path), python=hermes_python()) as k:
+        k.run("%load_ext hermes_nb")
+        status = k.run("%hermes wait").text
+        assert "'tools' is" in status and "not hermes-agent's" in status
+        assert k.run("import os\nprint(os.environ.get('RAN'))").stdout.strip() == "None"  # nobody imported it
+        assert k.run("import tools\nprint(tools.MINE)").stdout.strip() == "True"
+        count = "from hermes_nb import registry\nprint(sum(e.source == 'hermes' for e in registry.entries()))"
+        assert k.run(count).stdout.strip() == "0"
