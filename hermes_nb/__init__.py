@@ -30,6 +30,7 @@ _FEATURES: tuple[tuple[str, str], ...] = (
     ("hermes_nb.prompts", "install"),
     ("hermes_nb.mcp_magics", "load"),
     ("hermes_nb.agent_magics", "load"),
+    ("hermes_nb.hermes_magics", "load"),  # %hermes; Hermes's own tools when hermes-agent is installed
 )
 
 

@@ -129,6 +129,8 @@ class ToolMagics(Magics):
         %tools call NAME {json}    call it as the model would (also: key=value ...); `_` holds the result
         %tools rm NAME             remove a tool
         %tools doctor              why tools are unavailable, and tools that failed to load
+        %tools export NAME [NAME ...] --plugin DIR | --file PATH [--force]
+                                   write cell tools as a Hermes plugin folder or one Hermes tool file
         """
         command, _, rest = line.strip().partition(" ")
         rest = rest.strip()
@@ -147,7 +149,15 @@ class ToolMagics(Magics):
             return None
         if command == "doctor":
             return _doctor()
-        raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm or doctor (see %tools?)")
+        if command == "export":  # parsing and writing live in hermes_nb.export
+            from hermes_nb.export import ExportError, export_command
+
+            try:
+                return export_command(rest)
+            except ExportError as exc:
+                raise UsageError(f"%tools export: {exc}") from None
+        raise UsageError(
+            f"%tools: unknown subcommand {command!r}; use show, call, rm, doctor or export (see %tools?)")
 
     @line_magic
     def toolsets(self, line: str) -> Any:

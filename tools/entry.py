@@ -15,8 +15,9 @@ from hermes_nb.tools.errors import ToolSchemaError
 
 __all__ = ["SOURCES", "Availability", "Source", "ToolEntry", "availability", "checked_schema"]
 
-Source = Literal["builtin", "notebook", "plugin", "mcp"]
-SOURCES: tuple[str, ...] = ("builtin", "notebook", "plugin", "mcp")
+Source = Literal["builtin", "notebook", "plugin", "mcp", "hermes"]
+#: "hermes": a tool of an installed hermes-agent, called through Hermes's own handle_function_call.
+SOURCES: tuple[str, ...] = ("builtin", "notebook", "plugin", "mcp", "hermes")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -48,14 +48,16 @@ class CellResult:
 class KernelSession:
     """Start a kernel with this interpreter (the .venv's), in ``cwd``, with extra environment."""
 
-    def __init__(self, cwd: Path | str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, cwd: Path | str | None = None, env: dict[str, str] | None = None,
+                 python: Path | str | None = None) -> None:
         self.cwd = Path(cwd or ROOT)
         self.env = {**os.environ, **(env or {})}
+        self.python = python  # another venv's interpreter (it needs ipykernel); None: this one
         self.km: KernelManager | None = None
         self.kc: Any = None
 
     def __enter__(self) -> KernelSession:
-        self.km = KernelManager(kernel_cmd=None)
+        self.km = KernelManager(kernel_cmd=None) if self.python is None else _venv_kernel(self.python, self.env)
         self.km.kernel_spec  # noqa: B018  (resolve before start)
         self.km.start_kernel(
             cwd=str(self.cwd),
@@ -117,6 +119,24 @@ class KernelSession:
     def interrupt(self) -> None:
         assert self.km is not None
         self.km.interrupt_kernel()
+
+
+def _venv_kernel(python: Path | str, env: dict[str, str]) -> KernelManager:
+    """A KernelManager whose kernel runs ``python`` (a kernelspec written to a temporary folder)."""
+    import json
+    import tempfile
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    folder = Path(tempfile.mkdtemp(prefix="hermes-nb-kernelspec-"))
+    (folder / "venv").mkdir()
+    spec = {"argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "venv", "language": "python"}
+    (folder / "venv" / "kernel.json").write_text(json.dumps(spec))
+    env.pop("PYTHONPATH", None)  # the venv's own packages, not this interpreter's
+    env["VIRTUAL_ENV"] = str(Path(python).parent.parent)
+    env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
+    return KernelManager(kernel_name="venv", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(folder)]))
 
 
 def python_executable() -> str:

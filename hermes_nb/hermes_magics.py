@@ -1,0 +1,73 @@
+"""``%hermes``: switch Hermes's own tools (an installed hermes-agent's) on, off, or read them again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool
+
+from hermes_nb.hermes_tools import BridgeStatus, bridge, hermes_installed
+
+__all__ = ["HermesMagics", "load"]
+
+
+@magics_class
+class HermesMagics(Magics):
+    """Hermes's registered tools as toolsets ``hermes-<toolset>``."""
+
+    enabled = Bool(True, help="Read an installed hermes-agent's tools when the extension loads.").tag(config=True)
+
+    @magic_arguments()
+    @argument("action", nargs="?", default="status", choices=("status", "on", "off", "reload", "wait"),
+              help="status (default), on, off (remove Hermes's tools), reload (run Hermes's discovery "
+                   "again), wait (block until the background discovery finished).")
+    @argument("--timeout", type=float, default=120.0, help="Seconds `wait` waits at most (default 120).")
+    @line_magic
+    def hermes(self, line: str) -> BridgeStatus:
+        """Hermes's own tools in the notebook (when hermes-agent is installed in the kernel's environment).
+
+        %load_ext reads them in the background; the picker (%toolsets) shows them as `hermes-<toolset>`
+        when that finishes, with Hermes's own availability. Calls go through Hermes's
+        model_tools.handle_function_call; Hermes's approval prompts are asked in the notebook.
+
+        Example::
+
+            %hermes              # status: loading / ready (N tools) / off / failed (why)
+            %hermes wait         # block until Hermes's tools are in the registry
+            %toolsets hermes-todo hermes-file
+            %hermes off          # remove them; `%config HermesMagics.enabled = False` keeps them off
+        """
+        args = parse_argstring(self.hermes, line)
+        if args.action != "status" and not hermes_installed():
+            raise UsageError("%hermes: hermes-agent is not installed in this kernel's environment "
+                             "(pip install hermes-agent)")
+        if args.action == "on":
+            return bridge.start()
+        if args.action == "off":
+            return bridge.stop()
+        if args.action == "reload":
+            return bridge.reload()
+        if args.action == "wait":
+            return bridge.wait(args.timeout)
+        return bridge.status()
+
+
+def load(ip: Any) -> Callable[[], None]:
+    """Register ``%hermes`` and start reading Hermes's tools if hermes-agent is installed; returns the undo."""
+    magics = HermesMagics(shell=ip)
+    ip.register_magics(magics)
+    if magics.enabled:
+        bridge.start()  # "absent" (two find_spec calls) when hermes-agent is not installed
+
+    def undo() -> None:
+        bridge.stop()
+        table = ip.magics_manager.magics.get("line", {})
+        if getattr(table.get("hermes"), "__self__", None) is magics:
+            del table["hermes"]
+        ip.configurables[:] = [c for c in ip.configurables if c is not magics]
+
+    return undo

@@ -1,0 +1,52 @@
+"""The bridge's life cycle without hermes-agent: the Hermes import is the seam, held open by a test."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from hermes_nb import hermes_tools
+from hermes_nb.tools.registry import ToolRegistry
+
+
+@pytest.fixture
+def held_import(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Pretend hermes-agent is installed; its import waits until the test releases it."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_import() -> Any:
+        entered.set()
+        assert release.wait(30)
+        return object()  # never read: the discovery was discarded before it mirrors anything
+
+    monkeypatch.setattr(hermes_tools, "hermes_installed", lambda: True)
+    monkeypatch.setattr(hermes_tools, "_shadowed", lambda: None)
+    monkeypatch.setattr(hermes_tools, "_import_hermes", slow_import)
+    return entered, release
+
+
+def test_stop_during_discovery_discards_it(held_import: tuple[threading.Event, threading.Event]) -> None:
+    entered, release = held_import
+    bridge = hermes_tools.HermesBridge(ToolRegistry())
+    assert bridge.start().state == "loading"
+    assert entered.wait(30)
+    assert bridge.start().state == "loading"  # a second start while loading starts nothing new
+    assert bridge.stop().state == "off"
+    assert bridge.wait(0).state == "off"  # wait() does not hang on the discarded thread
+    release.set()
+    threads = [t for t in threading.enumerate() if t.name == "hermes-discovery"]
+    for t in threads:
+        t.join(30)
+    status = bridge.status()
+    assert (status.state, status.tools) == ("off", 0)
+    from hermes_nb.tools.load_report import failures
+
+    assert not [f for f in failures() if f.source == "hermes"]
+
+
+def test_absent_hermes_is_a_state_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hermes_tools, "hermes_installed", lambda: False)
+    status = hermes_tools.HermesBridge(ToolRegistry()).start()
+    assert (status.state, status.message) == ("absent", "hermes-agent is not installed in this environment")
