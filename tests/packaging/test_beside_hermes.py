@@ -1,0 +1,110 @@
+"""hermes-agent 0.19.0 from PyPI and the built wheel in one venv, in both install orders."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.support.venvs import _uv, cached_venv, installed_files, python_of, run_in, uninstalled, venv_kernel
+
+pytestmark = [
+    pytest.mark.packaging,
+    pytest.mark.hermes,
+    pytest.mark.kernel,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+]
+
+#: Hermes with its MCP extra: that extra pins mcp==1.26.0, which hermes_nb's range must admit.
+HERMES = "hermes-agent[mcp]==0.19.0"
+OURS = ["{wheel}", "ipykernel"]
+ORDERS = {"hermes-first": [[HERMES], OURS], "hermes-last": [OURS, [HERMES]]}
+
+HERMES_DEFINITIONS = textwrap.dedent(
+    """
+    import json, model_tools
+    definitions = model_tools.get_tool_definitions(quiet_mode=True)
+    print(json.dumps({"file": model_tools.__file__,
+                      "names": sorted(d["function"]["name"] for d in definitions)}))
+    """
+)
+
+
+@pytest.fixture(scope="module", params=sorted(ORDERS))
+def venv(request) -> Path:
+    return cached_venv(request.param, ORDERS[request.param])
+
+
+@pytest.fixture
+def hermes_env(tmp_path) -> dict[str, str]:
+    """Hermes and hermes_nb each with a private, empty home."""
+    return {"HERMES_HOME": str(tmp_path / "hermes-home"), "HERMES_NB_HOME": str(tmp_path / "nb-home")}
+
+
+def _site_packages(venv: Path) -> Path:
+    return next((venv / "lib").glob("python3*/site-packages"))
+
+
+def test_the_two_wheels_share_no_installed_path(venv):
+    ours, theirs = installed_files(venv, "hermes-nb"), installed_files(venv, "hermes-agent")
+    assert ours and theirs
+    assert not ours & theirs
+    assert {p.split("/")[0] for p in ours} == {"hermes_nb", "hermes_nb-0.1.0.dist-info"}
+    check = run_in(venv, [_uv(), "pip", "check", "--python", str(python_of(venv))])
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_hermes_works(venv, tmp_path, hermes_env):
+    helped = run_in(venv, ["hermes", "--help"], cwd=tmp_path, env=hermes_env)
+    assert helped.returncode == 0 and "usage: hermes" in helped.stdout, helped.stderr[-2000:]
+    import json
+
+    defined = run_in(venv, ["python", "-c", HERMES_DEFINITIONS], cwd=tmp_path, env=hermes_env)
+    assert defined.returncode == 0, defined.stderr[-3000:]
+    found = json.loads(defined.stdout.splitlines()[-1])
+    assert Path(found["file"]) == _site_packages(venv) / "model_tools.py"  # Hermes's own module
+    assert {"read_file", "terminal", "todo"} <= set(found["names"])
+
+
+def test_load_ext_in_a_real_kernel(venv, tmp_path, hermes_env):
+    with venv_kernel(venv, tmp_path, hermes_env) as kernel:
+        kernel.run("%load_ext hermes_nb")
+        kernel.run(
+            '%%tool --toolset demo\ndef double(x: int) -> int:\n    """Twice x.\n\n    Args:\n'
+            '        x: A number.\n    """\n    return 2 * x'
+        )
+        called = kernel.run("%tools call double x=21")
+        assert "42" in called.stdout + called.text
+        # Hermes's own modules still get Hermes's tools package in the same kernel
+        theirs = kernel.run("from tools.terminal_tool import cleanup_vm\nimport tools\nprint(tools.__file__)")
+        assert Path(theirs.stdout.strip()) == _site_packages(venv) / "tools" / "__init__.py"
+
+
+def test_uninstalling_either_leaves_the_other_working(venv, tmp_path, hermes_env):
+    import json
+
+    site = _site_packages(venv)
+    hermes_files = installed_files(venv, "hermes-agent")
+    with uninstalled(venv, "hermes-nb", reinstall=["{wheel}"]):
+        assert all((site / p).exists() or p.startswith("../") for p in hermes_files)
+        helped = run_in(venv, ["hermes", "--help"], cwd=tmp_path, env=hermes_env)
+        assert helped.returncode == 0, helped.stderr[-2000:]
+        defined = run_in(venv, ["python", "-c", HERMES_DEFINITIONS], cwd=tmp_path, env=hermes_env)
+        assert defined.returncode == 0 and json.loads(defined.stdout.splitlines()[-1])["names"]
+
+    our_files = installed_files(venv, "hermes-nb")
+    with uninstalled(venv, "hermes-agent", reinstall=["hermes-agent==0.19.0"]):
+        assert all((site / p).exists() or p.startswith("../") for p in our_files)
+        loaded = run_in(
+            venv,
+            ["python", "-c",
+             "from IPython.core.interactiveshell import InteractiveShell\n"
+             "shell = InteractiveShell.instance()\n"
+             "shell.extension_manager.load_extension('hermes_nb')\n"
+             "from hermes_nb.tools.registry import registry\n"
+             "print(len(registry.get_all_tool_names()) > 0, 'hermes_nb' in shell.extension_manager.loaded)"],
+            cwd=tmp_path, env=hermes_env,
+        )  # fmt: skip
+        assert loaded.returncode == 0 and loaded.stdout.splitlines()[-1] == "True True", loaded.stderr[-3000:]
