@@ -115,7 +115,7 @@ def definition_hash(tool: Any) -> str:
     shown = {
         "description": tool.description or "",
         "schema": sdk.field(tool, "input_schema"),
-        "annotations": sdk.annotations(tool),
+        "annotations": sdk.tool_annotations(tool),
     }
     return hashlib.sha256(json.dumps(shown, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -206,7 +206,7 @@ def _register_tools(conn: ServerConnection) -> list[str]:
         if approved is None:  # first sight counts as approval
             approvals[name] = approved = digest
             approvals_changed = True
-        ann = sdk.annotations(tool)
+        ann = sdk.tool_annotations(tool)
         destructive = ann.get("destructive_hint") is True
         try:
             registry.register(

@@ -26,6 +26,7 @@ MCP_TESTS = (
     "tests/tools/test_mcp_tool.py",
     "tests/tools/test_mcp_faults.py",
     "tests/tools/test_mcp_config.py",
+    "tests/tools/test_mcp_sdk.py",
     "tests/hermes_nb/test_mcp_kernel.py",
 )
 AGENT_TESTS = (

@@ -24,13 +24,13 @@ from importlib.metadata import version
 from typing import Any, Literal
 
 __all__ = [
-    "annotations",
     "field",
     "is_tool_list_changed",
     "major",
     "request_failure",
     "streamable_http_client",
     "timeout",
+    "tool_annotations",
 ]
 
 CONNECTION_CLOSED = -32000  # the same in both majors
@@ -61,7 +61,7 @@ def field(obj: Any, name: str, default: Any = None) -> Any:
     return value
 
 
-def annotations(tool: Any) -> dict[str, Any]:
+def tool_annotations(tool: Any) -> dict[str, Any]:
     """A tool's annotations as a dict with snake_case keys (``read_only_hint``, ``destructive_hint``)."""
     ann = getattr(tool, "annotations", None)
     if ann is None:
@@ -83,7 +83,7 @@ def request_failure(exc: BaseException) -> Literal["closed", "timeout"] | None:
     something else (None: not an SDK error, or an error the server sent)."""
     from mcp.shared import exceptions
 
-    error_class = getattr(exceptions, "MCPError", None) or exceptions.McpError
+    error_class = getattr(exceptions, "MCPError", None) or getattr(exceptions, "McpError")  # noqa: B009
     if not isinstance(exc, error_class):
         return None
     code = getattr(exc, "code", None)
