@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.packaging.test_wheel_alone import hermes_style_tool_file
 from tests.support.venvs import _uv, cached_venv, installed_files, python_of, run_in, uninstalled, venv_kernel
 
 pytestmark = [
@@ -69,6 +70,7 @@ def test_hermes_works(venv, tmp_path, hermes_env):
 
 
 def test_load_ext_in_a_real_kernel(venv, tmp_path, hermes_env):
+    hermes_style_tool_file(Path(hermes_env["HERMES_NB_HOME"]))
     with venv_kernel(venv, tmp_path, hermes_env) as kernel:
         kernel.run("%load_ext hermes_nb")
         kernel.run(
@@ -80,6 +82,15 @@ def test_load_ext_in_a_real_kernel(venv, tmp_path, hermes_env):
         # Hermes's own modules still get Hermes's tools package in the same kernel
         theirs = kernel.run("from tools.terminal_tool import cleanup_vm\nimport tools\nprint(tools.__file__)")
         assert Path(theirs.stdout.strip()) == _site_packages(venv) / "tools" / "__init__.py"
+        # ...while a Hermes-style file that hermes_nb loads ($HERMES_NB_HOME/tools) reached hermes_nb's
+        # registry, not Hermes's
+        where = kernel.run(
+            "import tools.registry\n"
+            "from hermes_nb.tools.registry import registry\n"
+            "print(registry.dispatch('greet', {'who': 'Ada'}))\n"
+            "print('greet' in tools.registry.registry.get_all_tool_names())"
+        )
+        assert where.stdout.splitlines() == ['{"greeting": "hello, Ada"}', "False"]
 
 
 def test_uninstalling_either_leaves_the_other_working(venv, tmp_path, hermes_env):

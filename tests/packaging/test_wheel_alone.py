@@ -28,7 +28,8 @@ def _person_folder(root: Path) -> Path:
     return folder
 
 
-def _hermes_style_tool_file(home: Path) -> None:
+def hermes_style_tool_file(home: Path) -> None:
+    """``$HERMES_NB_HOME/tools/greeter.py``, written as a Hermes tool file is (Hermes's import path)."""
     (home / "tools").mkdir(parents=True)
     (home / "tools" / "greeter.py").write_text(
         textwrap.dedent(
@@ -51,7 +52,7 @@ def test_wheel_in_a_folder_with_its_own_tools_package(tmp_path):
     venv = cached_venv("wheel-alone", STEPS)
     folder = _person_folder(tmp_path)
     home = tmp_path / "home"
-    _hermes_style_tool_file(home)
+    hermes_style_tool_file(home)
     with venv_kernel(venv, folder, {"HERMES_NB_HOME": str(home)}) as kernel:
         kernel.run("%load_ext hermes_nb")
         kernel.run(

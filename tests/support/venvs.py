@@ -145,7 +145,8 @@ def uninstalled(venv: Path, dist: str, *, reinstall: Sequence[str]) -> Iterator[
     --no-deps`` with ``reinstall``, "{wheel}" meaning the built wheel). If it cannot be put back the
     venv's stamp is dropped, so the next ``cached_venv`` rebuilds it instead of reusing a broken one."""
     python = str(python_of(venv))
-    args = [str(built_wheel()) if part == "{wheel}" else part for part in reinstall]
+    wheel = built_wheel() if "{wheel}" in reinstall else None
+    args = [str(wheel) if part == "{wheel}" else part for part in reinstall]
     with _locked(venv_name(venv)):
         try:
             subprocess.run([_uv(), "pip", "uninstall", "-q", "--python", python, dist], check=True,
