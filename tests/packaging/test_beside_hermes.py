@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -60,8 +61,6 @@ def test_the_two_wheels_share_no_installed_path(venv):
 def test_hermes_works(venv, tmp_path, hermes_env):
     helped = run_in(venv, ["hermes", "--help"], cwd=tmp_path, env=hermes_env)
     assert helped.returncode == 0 and "usage: hermes" in helped.stdout, helped.stderr[-2000:]
-    import json
-
     defined = run_in(venv, ["python", "-c", HERMES_DEFINITIONS], cwd=tmp_path, env=hermes_env)
     assert defined.returncode == 0, defined.stderr[-3000:]
     found = json.loads(defined.stdout.splitlines()[-1])
@@ -94,8 +93,6 @@ def test_load_ext_in_a_real_kernel(venv, tmp_path, hermes_env):
 
 
 def test_uninstalling_either_leaves_the_other_working(venv, tmp_path, hermes_env):
-    import json
-
     site = _site_packages(venv)
     hermes_files = installed_files(venv, "hermes-agent")
     with uninstalled(venv, "hermes-nb", reinstall=["{wheel}"]):
@@ -119,3 +116,32 @@ def test_uninstalling_either_leaves_the_other_working(venv, tmp_path, hermes_env
             cwd=tmp_path, env=hermes_env,
         )  # fmt: skip
         assert loaded.returncode == 0 and loaded.stdout.splitlines()[-1] == "True True", loaded.stderr[-3000:]
+
+
+def test_mcp_client_on_the_mcp_that_hermes_pins(venv, tmp_path, hermes_env):
+    """hermes-agent[mcp] pins mcp==1.26.0, the oldest the client supports: a real server, a call, a timeout."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_servers" / "dynamic_server.py"
+    code = textwrap.dedent(
+        f"""
+        import importlib.metadata, json, sys
+        from hermes_nb.tools.mcp_tool import add_mcp_server, shutdown_mcp_servers
+        from hermes_nb.tools.mcp_client.config import parse_server
+        from hermes_nb.tools.registry import registry
+        cfg = parse_server("dyn", {{"command": sys.executable, "args": [{str(fixture)!r}], "timeout": 1}})
+        names = add_mcp_server(cfg)
+        print(json.dumps({{
+            "mcp": importlib.metadata.version("mcp"),
+            "names": names,
+            "echo": registry.dispatch("mcp__dyn__echo", {{"text": "hi"}}),
+            "slow": json.loads(registry.dispatch("mcp__dyn__slow", {{"seconds": 5}}))["error"],
+            "wipe": registry.get_entry("mcp__dyn__wipe").needs_approval,
+        }}))
+        shutdown_mcp_servers()
+        """
+    )
+    ran = run_in(venv, ["python", "-c", code], cwd=tmp_path, env=hermes_env, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    got = json.loads(ran.stdout.splitlines()[-1])
+    assert got["mcp"] == "1.26.0"
+    assert {"mcp__dyn__echo", "mcp__dyn__slow", "mcp__dyn__wipe"} <= set(got["names"])
+    assert got["echo"] == "hi" and "timed out after 1 s" in got["slow"] and got["wipe"] is True
