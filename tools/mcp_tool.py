@@ -24,6 +24,7 @@ from typing import Any
 from hermes_nb.tools import async_bridge
 from hermes_nb.tools.config import hermes_home
 from hermes_nb.tools.load_report import clear_failures, record_failure
+from hermes_nb.tools.mcp_client import sdk
 from hermes_nb.tools.mcp_client.config import MCPServerConfig, load_mcp_server_configs
 from hermes_nb.tools.mcp_client.results import MCPAttachment, convert_result, get_mcp_attachment
 from hermes_nb.tools.mcp_client.session import MCPServerError, ServerConnection, describe_exception
@@ -109,17 +110,12 @@ def _free_name(server: str, tool: str, current: Mapping[str, str]) -> str:
     return name
 
 
-def _annotations(tool: Any) -> dict[str, Any]:
-    ann = getattr(tool, "annotations", None)
-    return ann.model_dump(exclude_none=True) if ann is not None else {}
-
-
 def definition_hash(tool: Any) -> str:
     """What the person approved: description, input schema and annotations."""
     shown = {
         "description": tool.description or "",
-        "schema": tool.input_schema,
-        "annotations": _annotations(tool),
+        "schema": sdk.field(tool, "input_schema"),
+        "annotations": sdk.tool_annotations(tool),
     }
     return hashlib.sha256(json.dumps(shown, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -210,7 +206,7 @@ def _register_tools(conn: ServerConnection) -> list[str]:
         if approved is None:  # first sight counts as approval
             approvals[name] = approved = digest
             approvals_changed = True
-        ann = _annotations(tool)
+        ann = sdk.tool_annotations(tool)
         destructive = ann.get("destructive_hint") is True
         try:
             registry.register(
@@ -219,7 +215,7 @@ def _register_tools(conn: ServerConnection) -> list[str]:
                 {
                     "name": name,
                     "description": tool.description or "",
-                    "parameters": dict(tool.input_schema or {"type": "object", "properties": {}}),
+                    "parameters": dict(sdk.field(tool, "input_schema") or {"type": "object", "properties": {}}),
                 },
                 _make_handler(server, tool.name, name),
                 is_async=True,

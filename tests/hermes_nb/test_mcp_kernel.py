@@ -91,8 +91,8 @@ def test_importing_the_extension_modules_does_not_import_mcp():
 def test_attachment_magic_shows_an_image(shell):
     import base64
 
-    import mcp_types as t
     from IPython.display import Image
+    from mcp import types as t
 
     from hermes_nb import mcp_magics
     from hermes_nb.tools.mcp_client.results import convert_result
@@ -102,7 +102,7 @@ def test_attachment_magic_shows_an_image(shell):
     )
     text = convert_result(
         t.CallToolResult(
-            content=[t.ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png")]
+            content=[t.ImageContent(type="image", data=base64.b64encode(png).decode(), mimeType="image/png")]
         ),
         server="s",
         tool="x",

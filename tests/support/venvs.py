@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 #: Source paths whose content decides whether the wheel must be rebuilt.
@@ -118,3 +119,75 @@ def run_in(venv: Path, args: Sequence[str], *, cwd: Path | None = None, timeout:
     full_env["PATH"] = f"{venv / 'bin'}{os.pathsep}{full_env.get('PATH', '')}"
     command = [str(python_of(venv)), *args[1:]] if args and args[0] == "python" else list(args)
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def venv_name(venv: Path) -> str:
+    return venv.name.removeprefix(".venv-")
+
+
+def installed_files(venv: Path, dist: str) -> set[str]:
+    """The paths ``dist``'s RECORD lists, relative to site-packages (byte-code caches left out)."""
+    code = (
+        "import importlib.metadata as m, json, sys\n"
+        "print(json.dumps([str(p) for p in m.files(sys.argv[1]) or ()]))"
+    )
+    proc = run_in(venv, ["python", "-c", code, dist], cwd=venv)  # not the repo: its egg-info would answer
+    if proc.returncode != 0:
+        raise RuntimeError(f"cannot list the files of {dist} in {venv}:\n{proc.stderr[-2000:]}")
+    import json
+
+    return {p for p in json.loads(proc.stdout) if "__pycache__" not in p}
+
+
+@contextmanager
+def uninstalled(venv: Path, dist: str, *, reinstall: Sequence[str]) -> Iterator[None]:
+    """``dist`` removed from the cached ``venv`` for the block, then put back (``uv pip install
+    --no-deps`` with ``reinstall``, "{wheel}" meaning the built wheel). If it cannot be put back the
+    venv's stamp is dropped, so the next ``cached_venv`` rebuilds it instead of reusing a broken one."""
+    python = str(python_of(venv))
+    wheel = built_wheel() if "{wheel}" in reinstall else None
+    args = [str(wheel) if part == "{wheel}" else part for part in reinstall]
+    with _locked(venv_name(venv)):
+        try:
+            subprocess.run([_uv(), "pip", "uninstall", "-q", "--python", python, dist], check=True,
+                           capture_output=True, text=True)
+            yield
+        finally:
+            proc = subprocess.run([_uv(), "pip", "install", "-q", "--no-deps", "--python", python, *args],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                (venv / ".hermes-nb-stamp").unlink(missing_ok=True)
+
+
+def venv_kernel(venv: Path, cwd: Path, env: dict[str, str] | None = None) -> Any:
+    """A ``tests.support.kernel.KernelSession`` whose kernel is the venv's own Python and ipykernel,
+    started in ``cwd`` (the test process drives it with its own jupyter_client)."""
+    from tests.support.kernel import KernelSession
+
+    class VenvKernelSession(KernelSession):
+        def __enter__(self) -> VenvKernelSession:
+            import json
+            import tempfile
+
+            from jupyter_client.kernelspec import KernelSpecManager
+            from jupyter_client.manager import KernelManager
+
+            specs = Path(tempfile.mkdtemp(prefix="venv-kernelspec-"))
+            (specs / "venv").mkdir()
+            argv = [str(python_of(venv)), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            spec = {"argv": argv, "display_name": venv.name, "language": "python"}
+            (specs / "venv" / "kernel.json").write_text(json.dumps(spec))
+            self.km = KernelManager(
+                kernel_name="venv", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)])
+            )
+            self.km.start_kernel(cwd=str(self.cwd), env=self.env, extra_arguments=["--IPKernelApp.log_level=ERROR"])
+            self.kc = self.km.client()
+            self.kc.start_channels()
+            self.kc.wait_for_ready(timeout=120)
+            return self
+
+    full_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    full_env.update(env or {})
+    full_env["VIRTUAL_ENV"] = str(venv)
+    full_env["PATH"] = f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    return VenvKernelSession(cwd=cwd, env=full_env)

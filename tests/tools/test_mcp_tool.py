@@ -117,15 +117,16 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 20
 
 
 def _result(*content, structured=None, is_error=False):
-    import mcp_types
+    from mcp import types
 
-    return mcp_types.CallToolResult(content=list(content), structured_content=structured, is_error=is_error)
+    # camelCase keywords: the field names of mcp 1.x and the aliases of mcp 2.x
+    return types.CallToolResult(content=list(content), structuredContent=structured, isError=is_error)
 
 
 def test_results_text_structured_images_resources_and_errors():
     import base64
 
-    import mcp_types as t
+    from mcp import types as t
 
     from hermes_nb.tools.mcp_client.results import convert_result
 
@@ -139,7 +140,7 @@ def test_results_text_structured_images_resources_and_errors():
     as_json = t.TextContent(type="text", text='{"a": 1}')
     assert convert_result(_result(as_json, structured={"a": 1}), server="s", tool="x") == '{"a": 1}'
     assert convert_result(_result(structured={"a": [1, 2]}), server="s", tool="x") == '{"a": [1, 2]}'
-    image = t.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")
+    image = t.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mimeType="image/png")
     out = convert_result(_result(text, image), server="s", tool="x")
     line = out.splitlines()[1]
     assert line.startswith(f"[image: image/png, {len(PNG)} bytes, id=")
@@ -147,7 +148,7 @@ def test_results_text_structured_images_resources_and_errors():
     assert kept is not None and kept.data == PNG and (kept.server, kept.tool) == ("s", "x")
     res = t.EmbeddedResource(
         type="resource",
-        resource=t.TextResourceContents(uri="file:///a.txt", mime_type="text/plain", text="inside"),
+        resource=t.TextResourceContents(uri="file:///a.txt", mimeType="text/plain", text="inside"),
     )
     out = convert_result(_result(res), server="s", tool="x")
     assert re.fullmatch(r"\[resource: text/plain, file:///a.txt, 6 bytes, id=[0-9a-f]{8}\]\ninside", out)
@@ -162,11 +163,11 @@ def test_results_text_structured_images_resources_and_errors():
 def test_attachments_are_bounded():
     import base64
 
-    import mcp_types as t
+    from mcp import types as t
 
     from hermes_nb.tools.mcp_client import results as mcp_results
 
-    image = t.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")
+    image = t.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mimeType="image/png")
     first = mcp_results.convert_result(_result(image), server="s", tool="x").rsplit("id=", 1)[1][:-1]
     for _ in range(mcp_results.MAX_ATTACHMENTS):
         mcp_results.convert_result(_result(image), server="s", tool="x")

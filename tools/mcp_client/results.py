@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_nb.tools.mcp_client import sdk
 from hermes_nb.tools.registry import tool_error
 
 __all__ = ["MCPAttachment", "convert_result", "get_mcp_attachment"]
@@ -70,12 +71,11 @@ def _block_text(block: Any, server: str, tool: str) -> str:
     if kind == "text":
         return block.text
     if kind in ("image", "audio"):
-        return _keep(
-            kind, block.mime_type or "application/octet-stream", _b64(block.data), server=server, tool=tool
-        )
+        mime = sdk.field(block, "mime_type") or "application/octet-stream"
+        return _keep(kind, mime, _b64(block.data), server=server, tool=tool)
     if kind == "resource":
         res = block.resource
-        uri, mime = str(res.uri), res.mime_type or ""
+        uri, mime = str(res.uri), sdk.field(res, "mime_type") or ""
         if getattr(res, "text", None) is not None:
             # text resources are readable by the model; keep a copy for display as well
             label = _keep(
@@ -86,7 +86,8 @@ def _block_text(block: Any, server: str, tool: str) -> str:
             "resource", mime or "application/octet-stream", _b64(res.blob), uri=uri, server=server, tool=tool
         )
     if kind == "resource_link":
-        return f"[resource link: {block.uri}" + (f" ({block.mime_type})" if block.mime_type else "") + "]"
+        link_mime = sdk.field(block, "mime_type")
+        return f"[resource link: {block.uri}" + (f" ({link_mime})" if link_mime else "") + "]"
     return f"[{kind or type(block).__name__} content]"
 
 
@@ -94,7 +95,7 @@ def convert_result(result: Any, *, server: str, tool: str) -> str:
     """The model's view of a ``CallToolResult``."""
     parts = [_block_text(block, server, tool) for block in (getattr(result, "content", None) or [])]
     text = "\n".join(p for p in parts if p)
-    structured = getattr(result, "structured_content", None)
+    structured = sdk.field(result, "structured_content")
     if structured is not None:
         as_json = json.dumps(structured, ensure_ascii=False)
         # servers usually repeat the structured value as a text block; say it once
@@ -104,7 +105,7 @@ def convert_result(result: Any, *, server: str, tool: str) -> str:
             text = as_json
         else:
             text = f"{text}\n{as_json}"
-    if getattr(result, "is_error", False):
+    if sdk.field(result, "is_error", False):
         return tool_error(
             f"MCP tool {tool!r} on server {server!r} reported an error: {text or '(no message)'}"
         )

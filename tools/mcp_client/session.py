@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from hermes_nb.tools.errors import HermesNbError
+from hermes_nb.tools.mcp_client import sdk
 from hermes_nb.tools.mcp_client.config import MCPServerConfig
 
 __all__ = ["MCPServerError", "ServerConnection"]
@@ -189,11 +190,10 @@ class ServerConnection:
     def _transport(self) -> Any:
         cfg = self.config
         if cfg.transport == "http":
-            from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             client = create_mcp_http_client(headers=dict(cfg.headers))
-            return _http_transport(streamable_http_client, cfg.url or "", client)
+            return _http_transport(sdk.streamable_http_client(), cfg.url or "", client)
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -211,9 +211,7 @@ class ServerConnection:
         return stdio_client(params, errlog=self._errlog)
 
     async def _on_message(self, message: Any) -> None:
-        import mcp_types
-
-        if isinstance(message, mcp_types.ToolListChangedNotification):
+        if sdk.is_tool_list_changed(message):
             self.dirty = True
             self.list_changed_count += 1
             if self._on_list_changed is not None:
@@ -278,23 +276,21 @@ class ServerConnection:
     ) -> Any:
         """``tools/call`` on this server (reconnecting first if it went away); ``MCPServerError`` on
         a lost connection or a timeout, naming the server."""
-        from mcp.shared.exceptions import MCPError
-        from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
         await self.connect()
         timeout = self.config.timeout if timeout is None else timeout
         try:
             return await self.session.call_tool(
-                tool, arguments, read_timeout_seconds=timeout, progress_callback=progress
+                tool, arguments, read_timeout_seconds=sdk.timeout(timeout), progress_callback=progress
             )
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
+        except Exception as exc:
+            failure = sdk.request_failure(exc)
+            if failure == "closed":
                 self.connection_lost(f"connection closed during a call to {tool!r}")
                 raise MCPServerError(
                     f"MCP server {self.name!r} went away during the call to {tool!r}; "
                     f"the next call reconnects"
                 ) from None
-            if exc.code == REQUEST_TIMEOUT:
+            if failure == "timeout":
                 raise MCPServerError(
                     f"MCP server {self.name!r}: {tool!r} timed out after {timeout:g} s"
                 ) from None
@@ -324,15 +320,15 @@ def _import_modules() -> None:
 
 async def _list_all_tools(session: Any) -> list[Any]:
     """Every page of tools/list."""
-    import mcp_types
+    from mcp import types
 
     tools: list[Any] = []
     cursor = None
     while True:
-        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         page = await session.list_tools(params=params)
         tools.extend(page.tools)
-        cursor = page.next_cursor
+        cursor = sdk.field(page, "next_cursor")
         if not cursor:
             return tools
 
