@@ -164,30 +164,5 @@ def venv_kernel(venv: Path, cwd: Path, env: dict[str, str] | None = None) -> Any
     started in ``cwd`` (the test process drives it with its own jupyter_client)."""
     from tests.support.kernel import KernelSession
 
-    class VenvKernelSession(KernelSession):
-        def __enter__(self) -> VenvKernelSession:
-            import json
-            import tempfile
-
-            from jupyter_client.kernelspec import KernelSpecManager
-            from jupyter_client.manager import KernelManager
-
-            specs = Path(tempfile.mkdtemp(prefix="venv-kernelspec-"))
-            (specs / "venv").mkdir()
-            argv = [str(python_of(venv)), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-            spec = {"argv": argv, "display_name": venv.name, "language": "python"}
-            (specs / "venv" / "kernel.json").write_text(json.dumps(spec))
-            self.km = KernelManager(
-                kernel_name="venv", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)])
-            )
-            self.km.start_kernel(cwd=str(self.cwd), env=self.env, extra_arguments=["--IPKernelApp.log_level=ERROR"])
-            self.kc = self.km.client()
-            self.kc.start_channels()
-            self.kc.wait_for_ready(timeout=120)
-            return self
-
-    full_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    full_env.update(env or {})
-    full_env["VIRTUAL_ENV"] = str(venv)
-    full_env["PATH"] = f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
-    return VenvKernelSession(cwd=cwd, env=full_env)
+    base = {k: v for k, v in (env or {}).items()}
+    return KernelSession(cwd=cwd, env=base, python=python_of(venv))
