@@ -234,6 +234,12 @@ class ServingServer:
     async def _announce(self) -> None:
         await asyncio.sleep(0)  # let the rest of this burst's callbacks land first
         self._announcing = False
+        try:
+            await self._announce_now()
+        except Exception:  # boundary: a broken check must not silence later announcements
+            log.exception("hermes_nb: tools/list_changed could not be sent")
+
+    async def _announce_now(self) -> None:
         pending, self._pending = self._pending, set()
         names = self.app.view.names()
         # a selection change that leaves the served set alone is no news; a re-run cell of a served tool is

@@ -89,11 +89,21 @@ class ToolView:
     def definitions(self) -> list[dict[str, Any]]:
         from hermes_nb.tools.model_tools import get_tool_definitions
 
-        if self.toolsets is not None:
-            return get_tool_definitions(list(self.toolsets), quiet_mode=True)
-        from hermes_nb.selection import selection
+        from hermes_nb.tools.toolsets import validate_toolset
 
-        return get_tool_definitions(selection.enabled_toolsets(), list(selection.disabled) or None, quiet_mode=True)
+        if self.toolsets is not None:
+            enabled: list[str] | None = list(self.toolsets)
+            disabled: list[str] = []
+        else:
+            from hermes_nb.selection import selection
+
+            enabled, disabled = selection.enabled_toolsets(), list(selection.disabled)
+        # a served toolset whose last tool was removed (%tools rm) is empty, not an error: it may come back
+        if enabled is not None:
+            enabled = [t for t in enabled if validate_toolset(t)]
+            if not enabled:
+                return []
+        return get_tool_definitions(enabled, [t for t in disabled if validate_toolset(t)] or None, quiet_mode=True)
 
     def names(self) -> set[str]:
         return {d["function"]["name"] for d in self.definitions()}

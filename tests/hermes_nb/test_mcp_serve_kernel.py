@@ -1,0 +1,180 @@
+"""``%mcp serve`` in a real kernel, called by the SDK client and the inspector CLI from this process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.mcp_clients import connect, inspector_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.kernel, pytest.mark.mcp]
+
+TOOL_CELL = '''%%tool
+def shout(text: str) -> str:
+    """{doc}"""
+    return text.upper() + "{mark}"
+'''
+
+
+def tool_cell(doc: str = "Shout the text.", mark: str = "!") -> str:
+    return TOOL_CELL.format(doc=doc, mark=mark)
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    from tests.support.kernel import KernelSession
+
+    with KernelSession(cwd=tmp_path, env={"HERMES_NB_HOME": str(tmp_path / "home")}) as k:
+        k.run("%load_ext hermes_nb")
+        k.run(tool_cell())
+        yield k
+
+
+def served(kernel: Any, tmp_path: Path, line: str = "--toolsets notebook") -> tuple[str, str, Any]:
+    started = kernel.run(f"%mcp serve {line}")
+    data = json.loads((tmp_path / "home" / "mcp_serve.json").read_text())
+    return data["url"], data["token"], started
+
+
+def test_list_call_and_list_changed_after_a_rerun_cell(kernel, tmp_path):
+    url, token, started = served(kernel, tmp_path)
+    assert token in started.text and "hermes-nb-mcp-proxy" in started.text
+
+    async def go() -> None:
+        async with connect(url, token, name="notebook-peer") as c:
+            [tool] = (await c.session.list_tools()).tools
+            assert (tool.name, tool.description) == ("shout", "Shout the text.")
+            assert (await c.session.call_tool("shout", {"text": "hi"})).content[0].text == "HI!"
+            await asyncio.to_thread(kernel.run, tool_cell("Shout it louder.", "!!"))  # the person edits the cell
+            await c.next_change()
+            [tool] = (await c.session.list_tools()).tools
+            assert tool.description == "Shout it louder."
+            assert (await c.session.call_tool("shout", {"text": "hi"})).content[0].text == "HI!!"
+            await asyncio.to_thread(kernel.run, "%tools rm shout")
+            await c.next_change()
+            assert (await c.session.list_tools()).tools == []
+
+    asyncio.run(go())
+    panel = kernel.run("from hermes_nb import mcp_serve; print(mcp_serve.current().app.events.text())").stdout
+    assert "shout" in panel and "HI!!" in panel and "from notebook-peer" in panel
+    status = kernel.run("%mcp serve").text
+    assert "notebook-peer" in status and "2 calls" in status and token not in status
+    kernel.run("%mcp serve stop")
+    assert not (tmp_path / "home" / "mcp_serve.json").exists()
+
+
+def test_a_busy_cell_does_not_stop_sync_tools(kernel, tmp_path):
+    url, token, _ = served(kernel, tmp_path)
+    flag, started = tmp_path / "flag", tmp_path / "started"
+    busy = kernel.kc.execute(textwrap.dedent(f"""
+        import pathlib, time
+        pathlib.Path({str(started)!r}).touch()
+        deadline = time.monotonic() + 120
+        n = 0
+        while not pathlib.Path({str(flag)!r}).exists() and time.monotonic() < deadline:
+            n += 1  # a long computation holding the main thread
+        print("done" if pathlib.Path({str(flag)!r}).exists() else "gave up")
+    """))
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline, "the busy cell did not start"
+        time.sleep(0.05)
+
+    async def go() -> str:
+        async with connect(url, token) as c:
+            return (await c.session.call_tool("shout", {"text": "busy"})).content[0].text
+
+    try:
+        assert asyncio.run(asyncio.wait_for(go(), 60)) == "BUSY!"  # answered while the cell still runs
+        assert not flag.exists()
+    finally:
+        flag.touch()
+    assert kernel.collect(busy, timeout=120).stdout.strip() == "done"
+
+
+def test_serving_races_a_rerun_tool_cell(kernel, tmp_path):
+    url, token, _ = served(kernel, tmp_path)
+    runs = 8
+
+    async def go() -> list[str]:
+        answers: list[str] = []
+        async with connect(url, token) as c:
+            async def rerun() -> None:
+                for i in range(runs):
+                    await asyncio.to_thread(kernel.run, tool_cell(f"Version {i}.", "!" * (i + 1)))
+
+            async def hammer(done: asyncio.Task[None]) -> None:
+                while not done.done():
+                    result = await c.session.call_tool("shout", {"text": "x"})
+                    assert not result.is_error, result.content[0].text
+                    answers.append(result.content[0].text)
+                    await c.session.list_tools()
+
+            writer = asyncio.ensure_future(rerun())
+            await asyncio.gather(writer, hammer(writer), hammer(writer))
+            [tool] = (await c.session.list_tools()).tools
+            assert tool.description == f"Version {runs - 1}."
+            assert (await c.session.call_tool("shout", {"text": "x"})).content[0].text == "X" + "!" * runs
+        return answers
+
+    answers = asyncio.run(go())
+    assert answers and all(a.startswith("X!") for a in answers)
+    count = kernel.run("from hermes_nb import mcp_serve; print(mcp_serve.current().app.calls)").stdout
+    assert int(count) == len(answers) + 1
+
+
+def test_an_approval_shows_in_the_serving_cell_naming_the_client(kernel, tmp_path):
+    kernel.run(textwrap.dedent("""
+        from hermes_nb.tools.registry import registry
+        registry.register("careful", "notebook", {"description": "Ask first",
+                          "parameters": {"type": "object", "properties": {}}}, lambda a: "done carefully",
+                          source="notebook", needs_approval=True)
+    """))
+    url, token, _ = served(kernel, tmp_path)
+
+    async def go() -> Any:
+        async with connect(url, token, name="cursor") as c:
+            call = asyncio.ensure_future(c.session.call_tool("careful", {}))
+            deadline = time.monotonic() + 60
+            while True:  # the prompt appears in the serving cell; the person clicks "Approve once"
+                out = await asyncio.to_thread(kernel.run, textwrap.dedent("""
+                    from hermes_nb import mcp_serve
+                    prompts = mcp_serve.current().approver.__self__.prompts
+                    if prompts:
+                        print(prompts[0].description)
+                        prompts[0].choose("once")
+                """))
+                if out.stdout:
+                    break
+                assert time.monotonic() < deadline and not call.done()
+            assert "asked by MCP client cursor" in out.stdout
+            return await call
+
+    result = asyncio.run(go())
+    assert (result.is_error, result.content[0].text) == (False, "done carefully")
+
+
+def test_inspector_cli_lists_and_calls(kernel, tmp_path):
+    cli = inspector_cli()
+    url, token, _ = served(kernel, tmp_path)
+    env = {**os.environ, "HOME": str(tmp_path)}  # its catalog file stays out of the real home
+    base = ["node", str(cli), "--cli", url, "--transport", "http", "--header", f"Authorization: Bearer {token}"]
+    listed = subprocess.run([*base, "--method", "tools/list"], capture_output=True, text=True, timeout=120, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [t["name"] for t in json.loads(listed.stdout)["tools"]] == ["shout"]
+    called = subprocess.run([*base, "--method", "tools/call", "--tool-name", "shout", "--tool-arg", "text=inspector"],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["content"][0]["text"] == "INSPECTOR!"
+    refused = subprocess.run([*base[:-1], "Authorization: Bearer nope", "--method", "tools/list"],
+                             capture_output=True, text=True, timeout=120, env=env)
+    assert refused.returncode != 0
