@@ -88,7 +88,6 @@ class ToolView:
 
     def definitions(self) -> list[dict[str, Any]]:
         from hermes_nb.tools.model_tools import get_tool_definitions
-
         from hermes_nb.tools.toolsets import validate_toolset
 
         if self.toolsets is not None:
