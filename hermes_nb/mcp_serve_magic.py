@@ -40,8 +40,14 @@ def serve(shell: Any, args: Any) -> Table | str:
         server = mcp_serve.start_serving(options, events=panel, approver=panel.ask_approval if panel else None)
     except mcp_serve.ServeError as exc:
         raise UsageError(f"%mcp serve: {exc}") from None
-    _state.undos.append(mcp_serve.stop_serving)  # unloading the extension stops serving
+    _state.undos.append(_stop)  # unloading the extension stops serving
     return _started_table(server)
+
+
+def _stop() -> None:
+    from hermes_nb import mcp_serve
+
+    mcp_serve.stop_serving()
 
 
 def _options(args: Any) -> Any:
