@@ -178,3 +178,46 @@ def test_inspector_cli_lists_and_calls(kernel, tmp_path):
     refused = subprocess.run([*base[:-1], "Authorization: Bearer nope", "--method", "tools/list"],
                              capture_output=True, text=True, timeout=120, env=env)
     assert refused.returncode != 0
+
+
+HERMES_CLIENT = '''
+import json
+from tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
+from model_tools import handle_function_call
+out = {"names": sorted(discover_mcp_tools())}
+for server in ("nb_http", "nb_proxy"):
+    out[server] = handle_function_call(f"mcp__{server}__shout", {"text": server})
+shutdown_mcp_servers()
+print("RESULT " + json.dumps(out))
+'''
+
+
+@pytest.mark.slow
+def test_hermes_agent_discovers_and_calls_a_cell_tool(kernel, tmp_path):
+    """hermes-agent 0.19.0 (its own mcp 1.26 client) over HTTP, and through the stdio proxy."""
+    import sys
+
+    import yaml
+
+    from tests.support.venvs import cached_venv, run_in
+
+    venv = cached_venv("hermes-client", [["hermes-agent[mcp]==0.19.0"]])
+    url, token, _ = served(kernel, tmp_path)
+    hermes_home = tmp_path / "hermes"
+    hermes_home.mkdir()
+    proxy = Path(sys.executable).with_name("hermes-nb-mcp-proxy")
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"mcp_servers": {
+        "nb_http": {"url": url, "headers": {"Authorization": f"Bearer {token}"}},
+        "nb_proxy": {"command": str(proxy), "env": {"HERMES_NB_HOME": str(tmp_path / "home")}},
+    }}))
+    script = tmp_path / "hermes_client.py"
+    script.write_text(HERMES_CLIENT)
+    proc = run_in(venv, ["python", str(script)], cwd=tmp_path, timeout=300,
+                  env={"HERMES_HOME": str(hermes_home), "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert result["names"] == ["mcp__nb_http__shout", "mcp__nb_proxy__shout"]
+    assert json.loads(result["nb_http"]) == {"result": "NB_HTTP!"}
+    assert json.loads(result["nb_proxy"]) == {"result": "NB_PROXY!"}
+    panel = kernel.run("from hermes_nb import mcp_serve; print(mcp_serve.current().app.events.text())").stdout
+    assert "NB_HTTP!" in panel and "NB_PROXY!" in panel
