@@ -254,6 +254,9 @@ class ServingServer:
         _remove_serve_file(os.getpid())
         while self._undos:
             self._undos.pop()()
+        close = getattr(self.app.events, "close", None)
+        if callable(close):
+            close()
         task, stop = self._task, self._stop
         if task is None or task.done() or stop is None:
             return

@@ -46,7 +46,13 @@ _thread_client = threading.local()
 
 
 def client_of_this_call(subject: str) -> str | None:
-    """The client whose served call is asking for approval now (``subject`` starts with the tool name)."""
+    """The client whose served call is asking for approval now (``subject`` starts with the tool name).
+
+    Async handlers carry the client in a context variable. Sync handlers run in pool threads that do not
+    inherit it, so the batch's start event (emitted in that very thread) tags the thread, and its end
+    event clears it. A call that timed out ends from another thread, leaving its tag until the thread's
+    next served call; the tool-name check keeps that stale tag from naming a client for another tool.
+    """
     name = asking_client.get()
     if name is not None:
         return name
@@ -215,11 +221,14 @@ class ServedApp:
         info = getattr(params, "client_info", None)
         label = getattr(info, "name", None) or (request.headers.get("user-agent", "") if request is not None else "")
         label = label or "client"
-        key = key or f"{label}#{id(session):x}"
+        # a handshake-era client is its session; a 2026-era client has none (each request stands alone),
+        # so its requests are counted under its name
+        key = key or f"{label} (no session)"
         with self._lock:
             stats = self.clients.get(key)
             if stats is None:
-                stats = self.clients[key] = ClientStats(name=f"{label} ({key[:8]})" if key != label else label)
+                shown = key if key.startswith(label) else f"{label} ({key[:8]})"
+                stats = self.clients[key] = ClientStats(name=shown)
         return key, stats
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:

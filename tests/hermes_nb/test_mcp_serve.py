@@ -416,3 +416,29 @@ def test_load_ext_does_not_import_the_server_side():
                           env={**os.environ, "HERMES_NB_HOME": str(Path(os.environ["HERMES_NB_HOME"]))})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_2026_era_client_lists_calls_and_hears_list_changed_on_its_listen_stream(serving):
+    """mcp 2.x's ``Client`` negotiates 2026-07-28: no session, changes come on ``subscriptions/listen``."""
+    import httpx2
+    import mcp_types
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    server, recorder = serving
+
+    async def go() -> list[str]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"}) as http, \
+                Client(streamable_http_client(server.url, http_client=http),
+                       client_info=mcp_types.Implementation(name="modern", version="2")) as client:
+            assert client.session.protocol_version == "2026-07-28"
+            assert (await client.call_tool("srv_add", {"a": 1, "b": 2})).content[0].text == "3"
+            async with client.listen(tools_list_changed=True) as subscription:
+                registry.register("srv_more", "served_demo", {"description": "more", "parameters": EMPTY},
+                                  lambda a: "m", source="notebook")
+                async for _event in subscription:
+                    break
+            return sorted(t.name for t in (await client.list_tools()).tools)
+
+    assert "srv_more" in asyncio.run(asyncio.wait_for(go(), 60))
+    assert [(c.name, c.calls) for c in server.app.clients.values()] == [("modern (no session)", 1)]

@@ -221,3 +221,19 @@ def test_hermes_agent_discovers_and_calls_a_cell_tool(kernel, tmp_path):
     assert json.loads(result["nb_proxy"]) == {"result": "NB_PROXY!"}
     panel = kernel.run("from hermes_nb import mcp_serve; print(mcp_serve.current().app.events.text())").stdout
     assert "NB_HTTP!" in panel and "NB_PROXY!" in panel
+
+
+def test_shutting_the_kernel_down_stops_serving(tmp_path):
+    from tests.support.kernel import KernelSession
+
+    home = tmp_path / "home"
+    with KernelSession(cwd=tmp_path, env={"HERMES_NB_HOME": str(home)}) as k:
+        k.run("%load_ext hermes_nb")
+        k.run(tool_cell())
+        k.run("%mcp serve --toolsets notebook")
+        url = json.loads((home / "mcp_serve.json").read_text())["url"]
+    assert not (home / "mcp_serve.json").exists()
+    import httpx2
+
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.post(url, json={})
