@@ -21,6 +21,7 @@ import hmac
 import itertools
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -155,6 +156,7 @@ class ServedApp:
         self.clients: dict[str, ClientStats] = {}
         self.calls = 0
         self._ids = itertools.count(1)
+        self._run = secrets.token_hex(3)  # call ids name spill files: unique across serving runs
         # handshake-era clients by mcp-session-id: the latest request's session proxy reaches the client's
         # standalone stream (GET), where tools/list_changed goes; a DELETE forgets the client
         self._sessions: dict[str, Any] = {}
@@ -241,7 +243,7 @@ class ServedApp:
 
         _, stats = self._client(ctx)
         name, arguments = params.name, json.dumps(params.arguments or {}, ensure_ascii=False)
-        call_id = f"mcp-{next(self._ids)}"
+        call_id = f"mcp-{self._run}-{next(self._ids)}"
         with self._lock:
             self.calls += 1
             stats.calls += 1

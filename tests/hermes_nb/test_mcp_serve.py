@@ -442,3 +442,18 @@ def test_a_2026_era_client_lists_calls_and_hears_list_changed_on_its_listen_stre
 
     assert "srv_more" in asyncio.run(asyncio.wait_for(go(), 60))
     assert [(c.name, c.calls) for c in server.app.clients.values()] == [("modern (no session)", 1)]
+
+
+def test_a_huge_result_is_spilled_as_for_the_agent(serving, hermes_home):
+    server, _ = serving
+    registry.register("srv_huge", "served_demo", {"description": "Huge", "parameters": EMPTY},
+                      lambda a: "x" * 250_000, source="notebook")
+
+    async def go() -> str:
+        async with connect(server.url, server.token) as c:
+            return (await c.session.call_tool("srv_huge", {})).content[0].text
+
+    text = run(go())
+    assert len(text) < 10_000 and "Tool output too large: 250000 chars" in text
+    spilled = [p for p in hermes_home.rglob("*") if p.is_file() and p.stat().st_size >= 250_000]
+    assert spilled and spilled[0].read_text() == "x" * 250_000
