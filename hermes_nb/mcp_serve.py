@@ -204,7 +204,32 @@ class ServingServer:
                 return below(command, key, description) if below is not None else "deny"
             return approver(command, key, description, client) if approver is not None else "deny"
 
-        return approval.set_default_approval_callback(answer)
+        undo_approval = approval.set_default_approval_callback(answer)
+        undo_clarify = self._install_clarify()
+
+        def undo() -> None:
+            undo_clarify()
+            undo_approval()
+
+        return undo
+
+    def _install_clarify(self) -> Callable[[], None]:
+        """The ``clarify`` tool called by a client asks in the serving cell too (never in whatever cell
+        runs last)."""
+        from hermes_nb.mcp_serve_app import client_of_this_call
+        from hermes_nb.tools import clarify_tool
+
+        stack = getattr(clarify_tool, "_callbacks", None)
+        below = stack.current() if stack is not None else None
+        ask = getattr(self.app.events, "ask_clarify", None)
+
+        def answer(question: str, choices: list[str] | None = None) -> str:
+            client = client_of_this_call("clarify")
+            if client is None:
+                return below(question, choices) if below is not None else ""
+            return ask(question, choices, client) if ask is not None else ""
+
+        return clarify_tool.set_clarify_callback(answer)
 
     def _watch(self) -> None:
         """Registry and selection changes become tools/list_changed (undone on stop)."""

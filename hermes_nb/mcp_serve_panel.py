@@ -99,6 +99,17 @@ class ServePanel:
         self._redraw()
         return choice
 
+    def ask_clarify(self, question: str, choices: list[str] | None, client: str) -> str:
+        """The ``clarify`` tool, called by a client: the question in the serving cell ("" without widgets)."""
+        if self._box is None:
+            return ""
+        from hermes_nb.prompts import ClarifyPrompt
+
+        prompt = ClarifyPrompt(f"{question} (asked by MCP client {client})", choices)
+        self.prompts.append(prompt)
+        self._box.children = (*self._box.children, prompt.box)
+        return prompt.wait()
+
     # -- drawing ----------------------------------------------------------------------------------
 
     def _redraw(self, force: bool = False) -> None:

@@ -54,6 +54,10 @@ class Recorder:
         self.asked.append((command, client))
         return self.answer
 
+    def ask_clarify(self, question: str, choices: list[str] | None, client: str) -> str:
+        self.asked.append((question, client))
+        return "blue"
+
     def wait_for(self, kind: str, count: int = 1, timeout: float = 30) -> list[tuple[str, ...]]:
         with self.cond:
             ok = self.cond.wait_for(lambda: sum(e[0] == kind for e in self.log) >= count, timeout)
@@ -457,3 +461,20 @@ def test_a_huge_result_is_spilled_as_for_the_agent(serving, hermes_home):
     assert len(text) < 10_000 and "Tool output too large: 250000 chars" in text
     spilled = [p for p in hermes_home.rglob("*") if p.is_file() and p.stat().st_size >= 250_000]
     assert spilled and spilled[0].read_text() == "x" * 250_000
+
+
+def test_the_clarify_tool_asks_in_the_serving_cell_naming_the_client(tools):
+    recorder = Recorder()
+    server = mcp_serve.start_serving(mcp_serve.ServeOptions(toolsets=("clarify",)), events=recorder,
+                                     approver=recorder.approve)
+    try:
+        async def go() -> str:
+            async with connect(server.url, server.token, name="asker") as c:
+                result = await c.session.call_tool("clarify", {"question": "Which colour?"})
+                return result.content[0].text
+
+        assert json.loads(run(go()))["answer"] == "blue"
+        [(question, client)] = recorder.asked
+        assert question == "Which colour?" and client.startswith("asker")
+    finally:
+        mcp_serve.stop_serving()
