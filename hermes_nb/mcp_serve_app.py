@@ -16,6 +16,7 @@ person's namespace, and shows output only through display handles made in the se
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hmac
 import itertools
@@ -169,8 +170,10 @@ class ServedApp:
                                     on_call_tool=self._call_tool, on_subscriptions_listen=ListenHandler(self._bus))
         security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts,
                                              allowed_origins=origins)
+        # a client killed without ending its session is forgotten after an idle hour (an open GET stream,
+        # which every listening client keeps, is not idle)
         self.manager = StreamableHTTPSessionManager(app=self.server, security_settings=security,
-                                                    session_idle_timeout=None)
+                                                    session_idle_timeout=3600)
 
     # -- the door ---------------------------------------------------------------------------------
 
@@ -266,9 +269,10 @@ class ServedApp:
                 [result] = await arun_tool_batch([call], registry=self.view.registry, on_event=on_event)
                 content = maybe_persist_tool_result(result.content, name, call_id)
                 is_error = result.is_error
-        except BaseException:  # the client went away (cancelled) or the batch broke: still one answer
-            note = "cancelled: the client disconnected"
-            content = content or json.dumps({"error": "Tool call cancelled"})
+        except BaseException as exc:  # the client went away (cancelled) or the batch broke: the card still ends
+            gone = isinstance(exc, asyncio.CancelledError)
+            note = "cancelled: the client disconnected" if gone else f"failed: {type(exc).__name__}"
+            content = content or json.dumps({"error": "Tool call cancelled" if gone else f"Tool call failed: {exc}"})
             raise
         finally:
             asking_client.reset(token)

@@ -214,7 +214,7 @@ def test_a_client_that_disconnects_mid_call_leaves_the_server_serving(serving, t
     run(leave_mid_call())
     tools["release"].set()
     [ended] = recorder.wait_for("ended")
-    assert ended[2] in ("released", '{"error": "Tool call cancelled"}') or "released" in ended[2]
+    assert ended[2] in ("released", '{"error": "Tool call cancelled"}')  # finished late, or cancelled: ended
 
     async def after() -> str:
         async with connect(server.url, server.token, name="stayer") as c:
