@@ -137,7 +137,9 @@ class ServingServer:
         import uvicorn
 
         self._stop = asyncio.Event()
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",
+        # log_config=None: uvicorn must not install stderr handlers, whose lines from this thread would land
+        # in whatever cell runs last; its records go to the kernel's logging like everyone's
+        config = uvicorn.Config(self.app, log_config=None, access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=1, loop="none", http="h11", ws="none")
         listening = asyncio.Event()
 
@@ -183,8 +185,15 @@ class ServingServer:
             self._task = loop.create_task(self._own(ready))
             await ready
 
-        async_bridge.run_sync(begin(), timeout=30)
-        self._watch()
+        self._watch()  # before the first listing, so no change falls between it and the listeners
+        try:
+            async_bridge.run_sync(begin(), timeout=30)
+        except BaseException as exc:
+            while self._undos:
+                self._undos.pop()()
+            if isinstance(exc, Exception) and not isinstance(exc, ServeError):
+                raise ServeError(f"the MCP server did not start: {type(exc).__name__}: {exc}") from exc
+            raise
         self._undos.append(self._install_approval())
         _write_serve_file(self)
 

@@ -478,3 +478,17 @@ def test_the_clarify_tool_asks_in_the_serving_cell_naming_the_client(tools):
         assert question == "Which colour?" and client.startswith("asker")
     finally:
         mcp_serve.stop_serving()
+
+
+def test_a_taken_port_is_a_one_line_usage_error(shell, tools, hermes_home):
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        with pytest.raises(UsageError, match="cannot listen on 127.0.0.1"):
+            shell.run_line_magic("mcp", f"serve --toolsets served_demo --port {taken.getsockname()[1]}")
+    finally:
+        taken.close()
+    assert mcp_serve.current() is None and not (hermes_home / "mcp_serve.json").exists()
