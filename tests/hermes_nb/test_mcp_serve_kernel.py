@@ -98,7 +98,10 @@ def test_a_busy_cell_does_not_stop_sync_tools(kernel, tmp_path):
         assert not flag.exists()
     finally:
         flag.touch()
-    assert kernel.collect(busy, timeout=120).stdout.strip() == "done"
+    during = kernel.collect(busy, timeout=120)
+    assert during.stdout.strip() == "done" and during.stderr == ""  # nothing printed into the busy cell
+    # the served call's card only updates the serving cell's output (by display id), never adds one here
+    assert {o["type"] for o in during.outputs} <= {"update_display_data"}
 
 
 def test_serving_races_a_rerun_tool_cell(kernel, tmp_path):
@@ -237,3 +240,31 @@ def test_shutting_the_kernel_down_stops_serving(tmp_path):
 
     with pytest.raises(httpx2.ConnectError):
         httpx2.post(url, json={})
+
+
+def test_a_served_call_updates_the_serving_cells_card_by_display_id(kernel, tmp_path):
+    import queue
+
+    url, token, started = served(kernel, tmp_path)
+    ids = {o["transient"]["display_id"] for o in started.outputs
+           if o["type"] == "display_data" and o.get("transient", {}).get("display_id")}
+    assert ids, started.outputs
+
+    async def go() -> None:
+        async with connect(url, token, name="watcher") as c:
+            await c.session.call_tool("shout", {"text": "card"})
+
+    asyncio.run(go())
+    deadline = time.monotonic() + 60
+    while True:  # the update travels on iopub, addressed to the serving cell's output
+        try:
+            msg = kernel.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            msg = None
+        assert time.monotonic() < deadline, "no update of the serving cell's card"
+        if msg is None or msg["msg_type"] != "update_display_data":
+            assert msg is None or msg["msg_type"] not in ("stream", "display_data"), msg  # nothing printed
+            continue
+        if msg["content"]["transient"]["display_id"] in ids and "CARD!" in msg["content"]["data"]["text/plain"]:
+            assert "from watcher" in msg["content"]["data"]["text/plain"]
+            break
