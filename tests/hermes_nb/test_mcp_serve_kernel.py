@@ -184,25 +184,38 @@ def test_inspector_cli_lists_and_calls(kernel, tmp_path):
 
 
 HERMES_CLIENT = '''
-import json
+import json, sys, time
 from tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
+from tools.registry import registry
 from model_tools import handle_function_call
 out = {"names": sorted(discover_mcp_tools())}
 for server in ("nb_http", "nb_proxy"):
     out[server] = handle_function_call(f"mcp__{server}__shout", {"text": server})
+print("READY", flush=True)
+sys.stdin.readline()  # the test re-runs the %%tool cell meanwhile
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:  # Hermes refreshes its registry on tools/list_changed, in the background
+    seen = {s: (registry.get_schema(f"mcp__{s}__shout") or {}).get("description") for s in ("nb_http", "nb_proxy")}
+    if all(d == "Shout it louder." for d in seen.values()):
+        break
+    time.sleep(0.05)
+out["after"] = seen
+out["after_call"] = handle_function_call("mcp__nb_http__shout", {"text": "again"})
 shutdown_mcp_servers()
-print("RESULT " + json.dumps(out))
+print("RESULT " + json.dumps(out), flush=True)
 '''
 
 
 @pytest.mark.slow
 def test_hermes_agent_discovers_and_calls_a_cell_tool(kernel, tmp_path):
-    """hermes-agent 0.19.0 (its own mcp 1.26 client) over HTTP, and through the stdio proxy."""
+    """hermes-agent 0.19.0 (its own mcp 1.26 client) over HTTP and through the stdio proxy: discovers the
+    cell's tool, calls it through handle_function_call, and follows a re-run cell (tools/list_changed)."""
+    import subprocess
     import sys
 
     import yaml
 
-    from tests.support.venvs import cached_venv, run_in
+    from tests.support.venvs import cached_venv, python_of
 
     venv = cached_venv("hermes-client", [["hermes-agent[mcp]==0.19.0"]])
     url, token, _ = served(kernel, tmp_path)
@@ -215,15 +228,31 @@ def test_hermes_agent_discovers_and_calls_a_cell_tool(kernel, tmp_path):
     }}))
     script = tmp_path / "hermes_client.py"
     script.write_text(HERMES_CLIENT)
-    proc = run_in(venv, ["python", str(script)], cwd=tmp_path, timeout=300,
-                  env={"HERMES_HOME": str(hermes_home), "HOME": str(tmp_path)})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HERMES_HOME=str(hermes_home), HOME=str(tmp_path), VIRTUAL_ENV=str(venv),
+               PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    with subprocess.Popen([str(python_of(venv)), str(script)], cwd=tmp_path, env=env, text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        line = ""
+        try:
+            assert proc.stdout is not None and proc.stdin is not None
+            assert proc.stdout.readline().strip() == "READY"
+            kernel.run(tool_cell("Shout it louder.", "!!"))
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+        finally:
+            if proc.poll() is None and not line:
+                proc.kill()
+        assert proc.wait(timeout=120) == 0
+    result = json.loads(line.split("RESULT ", 1)[1])
     assert result["names"] == ["mcp__nb_http__shout", "mcp__nb_proxy__shout"]
     assert json.loads(result["nb_http"]) == {"result": "NB_HTTP!"}
     assert json.loads(result["nb_proxy"]) == {"result": "NB_PROXY!"}
+    assert result["after"] == {"nb_http": "Shout it louder.", "nb_proxy": "Shout it louder."}
+    assert json.loads(result["after_call"]) == {"result": "AGAIN!!"}
     panel = kernel.run("from hermes_nb import mcp_serve; print(mcp_serve.current().app.events.text())").stdout
-    assert "NB_HTTP!" in panel and "NB_PROXY!" in panel
+    assert "NB_HTTP!" in panel and "NB_PROXY!" in panel and "AGAIN!!" in panel
 
 
 def test_shutting_the_kernel_down_stops_serving(tmp_path):
