@@ -203,8 +203,12 @@ class ServingServer:
         from hermes_nb.mcp_serve_app import client_of_this_call
         from hermes_nb.tools import approval
 
+        # whoever answered before us keeps answering everything that is not a served call; should the
+        # stack's name change (it is the approval module's own), the extension's inline prompt stands in
         stack = getattr(approval, "_default_callback", None)
         below = stack.current() if stack is not None else None
+        if stack is None:
+            from hermes_nb.prompts import approval_prompt as below
         approver = self.approver
 
         def answer(command: str, key: str, description: str) -> str:
@@ -230,6 +234,8 @@ class ServingServer:
 
         stack = getattr(clarify_tool, "_callbacks", None)
         below = stack.current() if stack is not None else None
+        if stack is None:
+            from hermes_nb.prompts import clarify_prompt as below
         ask = getattr(self.app.events, "ask_clarify", None)
 
         def answer(question: str, choices: list[str] | None = None) -> str:
