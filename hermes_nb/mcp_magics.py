@@ -24,7 +24,7 @@ __all__ = ["MCPMagics", "load"]
 
 log = logging.getLogger(__name__)
 
-_ACTIONS = ("add", "remove", "reload", "approve", "show", "attachment")
+_ACTIONS = ("add", "remove", "reload", "approve", "show", "attachment", "serve")
 
 
 def _one_line(text: str, limit: int = 120) -> str:
@@ -87,6 +87,10 @@ class MCPMagics(Magics):
     @argument("--timeout", type=float, default=None, help="add: seconds per call (default 120)")
     @argument("--trusted", action="store_true", help="add: let this server's annotations relax scheduling")
     @argument("--save", action="store_true", help="add/remove: also write the change to config.yaml")
+    @argument("--toolsets", default=None, metavar="A,B", help="serve: these toolsets (default: the picker's selection)")
+    @argument("--port", type=int, default=0, help="serve: the port (default: any free one)")
+    @argument("--name", dest="serve_name", default="hermes-nb", metavar="NAME", help="serve: the server's name")
+    @argument("--host", default=None, help="serve: listen beyond loopback on this address (with a warning)")
     @line_magic
     def mcp(self, line: str) -> Any:
         """Show or change the MCP servers of this kernel.
@@ -100,6 +104,10 @@ class MCPMagics(Magics):
         %mcp approve NAME                      accept a tool's changed definition (or all of a server's)
         %mcp show NAME                         a server's tools and descriptions
         %mcp attachment ID                     an image or resource from a result ("id=..." in its text)
+        %mcp serve [--toolsets A,B] [--port N] [--name NAME] [--host H]
+                                               serve this kernel's tools over MCP (streamable HTTP)
+        %mcp serve                             (when serving) its URL, clients and call counts
+        %mcp serve stop                        stop serving
         """
         head, dashes, tail = f" {line} ".partition(" -- ")
         args = parse_argstring(self.mcp, head.strip())
@@ -113,6 +121,10 @@ class MCPMagics(Magics):
             raise UsageError(f"%mcp: unknown action {action!r}; use {', '.join(_ACTIONS)} (see %mcp?)")
         if action == "reload":
             return _reload(args.name)
+        if action == "serve":
+            from hermes_nb.mcp_serve_magic import serve
+
+            return serve(self.shell, args)
         if not args.name:
             raise UsageError(f"%mcp {action}: a NAME is needed")
         if action == "add":
