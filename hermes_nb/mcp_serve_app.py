@@ -100,17 +100,16 @@ class ToolView:
 
         if self.toolsets is not None:
             enabled: list[str] | None = list(self.toolsets)
-            disabled: list[str] = []
         else:
             from hermes_nb.selection import selection
 
-            enabled, disabled = selection.enabled_toolsets(), list(selection.disabled)
+            enabled = selection.enabled_toolsets()
         # a served toolset whose last tool was removed (%tools rm) is empty, not an error: it may come back
         if enabled is not None:
             enabled = [t for t in enabled if validate_toolset(t)]
             if not enabled:
                 return []
-        return get_tool_definitions(enabled, [t for t in disabled if validate_toolset(t)] or None, quiet_mode=True)
+        return get_tool_definitions(enabled, None, quiet_mode=True)
 
     def names(self) -> set[str]:
         return {d["function"]["name"] for d in self.definitions()}
