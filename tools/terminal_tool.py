@@ -14,6 +14,7 @@ import threading
 import time
 from typing import IO, Any, TypedDict
 
+from hermes_nb.tools.approval import command_ask
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.workspace import workspace_root
 
@@ -141,7 +142,7 @@ def run_command(command: str, timeout: float = 60) -> TerminalResult:
 
 
 def terminal(command: str, timeout: float = 60, *, approval_callback: Any = None) -> dict[str, Any]:
-    """The tool: the approval gate, then ``run_command``."""
+    """The tool as a Python function: the approval decision, then ``run_command``."""
     if not command.strip():
         raise ValueError("command is empty")
     blocked = _approval(command, approval_callback)
@@ -169,7 +170,8 @@ registry.register(
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: terminal(args["command"], args.get("timeout", 60),
-                                        approval_callback=kw.get("approval_callback")),
+    # the gate (tools.safety.gate) judges every call with the shell classifier before this runs
+    handler=lambda args, **kw: dict(run_command(args["command"], args.get("timeout", 60))),
     emoji="💻",
+    metadata={"approval_judge": lambda args: command_ask(args["command"]), "approval_command_param": "command"},
 )

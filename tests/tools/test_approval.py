@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,12 +119,13 @@ def test_once_asks_every_time() -> None:
     assert [a[:2] for a in person.asked] == [("rm x", "rm"), ("rm x", "rm")]
 
 
-def test_session_approves_the_pattern_key_until_reset() -> None:
-    person = FakePerson("session", "deny")
+def test_session_approves_exactly_that_simple_command_until_reset() -> None:
+    person = FakePerson("session", "deny", "deny")
     assert check_dangerous_command("rm a", person)["scope"] == "session"
-    again = check_dangerous_command("rm -rf b", person)  # same key "rm": not asked again
+    again = check_dangerous_command("ls && rm a", person)  # the same simple command in another line
     assert again["approved"] and again["scope"] == "session"
     assert len(person.asked) == 1
+    assert check_dangerous_command("rm -rf b", person)["approved"] is False  # same program, other effect
     # a second problem in the same line is not covered by the first approval
     assert check_dangerous_command("rm a; dd if=x of=y", person)["approved"] is False
     reset_session_approvals()
@@ -131,21 +133,33 @@ def test_session_approves_the_pattern_key_until_reset() -> None:
     assert check_dangerous_command("rm a", person)["approved"] is False
 
 
-def test_session_for_a_broad_key_covers_only_that_exact_command() -> None:
+def test_session_for_a_command_with_expansions_covers_only_that_exact_line() -> None:
     person = FakePerson("session", "deny")
-    assert check_dangerous_command("frobnicate --x", person)["approved"]
-    assert check_dangerous_command("frobnicate --x", person)["scope"] == "session"
-    assert check_dangerous_command("othertool", person)["approved"] is False
+    assert check_dangerous_command("for f in a; do rm $f; done", person)["approved"]
+    assert check_dangerous_command("for f in a; do rm $f; done", person)["scope"] == "session"
+    assert check_dangerous_command("for f in /*; do rm $f; done", person)["approved"] is False
 
 
-def test_always_is_persisted_in_the_home_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path / "home"))
-    (tmp_path / "home").mkdir()
-    (tmp_path / "home" / "config.yaml").write_text("mcp_servers: {}\n")
+HARMLESS_BUT_ASKED = ["frobnicate --version", "mkdir out", "touch notes.txt", "git fetch", "tar -cf a.tar src",
+                      "sort -o sorted.txt data.txt", "make", "python3 -c 'print(1)'", "echo hi > out.txt",
+                      "cp a.txt b.txt", "env", "pip install -e ."]
+
+
+@pytest.mark.parametrize("harmless", HARMLESS_BUT_ASKED)
+def test_session_approval_of_a_harmless_command_approves_no_dangerous_row(harmless: str) -> None:
+    assert check_dangerous_command(harmless, FakePerson("session"))["approved"]
+    leaked = [c for c, d, _ in CASES if d and c != harmless
+              and check_dangerous_command(c, FakePerson("deny"))["approved"]]
+    assert leaked == []
+
+
+def test_always_is_kept_in_its_own_file_and_config_keeps_its_comments(hermes_home: Path) -> None:
+    config = "# my settings\nmcp_servers: {}  # none yet\n"
+    (hermes_home / "config.yaml").write_text(config)
     person = FakePerson("always")
     assert check_dangerous_command("rm -rf build", person)["scope"] == "always"
-    cfg = yaml.safe_load((tmp_path / "home" / "config.yaml").read_text())
-    assert cfg == {"mcp_servers": {}, "approval": {"always": ["rm -rf build"]}}
+    assert (hermes_home / "config.yaml").read_text() == config
+    assert json.loads((hermes_home / "always_approved.json").read_text())["tools"] == {"terminal": ["rm -rf build"]}
     reset_session_approvals()  # a new session still remembers it
     result = check_dangerous_command("rm -rf build", FakePerson())
     assert result["approved"] and result["scope"] == "always"
