@@ -81,6 +81,10 @@ class _Walker:
 
     def node(self, n: Any) -> None:
         kind = n.kind
+        if kind == "for":
+            self.loop_variable(n)
+        if kind == "operator" and getattr(n, "op", "") == "&":
+            self.add("background", "the command starts a background job, which could outlive the call.")
         if kind in ("list", "for", "while", "until", "if"):
             for part in n.parts:
                 self.node(part)
@@ -105,6 +109,14 @@ class _Walker:
             self.redirect(n)
         elif kind not in ("reservedword", "operator", "pipe"):
             self.add("unparseable", f"the command uses shell syntax ({kind}) this check does not understand.")
+
+    def loop_variable(self, n: Any) -> None:
+        """``for PATH in ...``: a loop variable with the name of an environment variable rebinds it for
+        every program the loop runs (PATH, LD_PRELOAD, GIT_CONFIG_*...)."""
+        words = [p for p in n.parts if p.kind == "word"]
+        if words and (not _PRIVATE_NAME.fullmatch(words[0].word) or words[0].word in _LOWER_ENV):
+            self.add("assignment", f"the loop variable `{words[0].word}` could be an environment variable that "
+                                   "changes what the programs in the loop do.")
 
     def pipeline(self, n: Any) -> None:
         names = [_program(p) for p in n.parts if p.kind == "command"]
@@ -163,7 +175,7 @@ class _Walker:
             if braces:
                 return ("indirection", f"the brace expansion `{raw}` could give `{program}` an option that writes "
                                        "or runs something.")
-            if globs and w.word[:1] in ("*", "?", "["):
+            if globs and _glob_can_start_an_option(raw):
                 return ("indirection", f"the pattern `{raw}` could match a file named like an option of `{program}` "
                                        "(for example `--pre=sh`).")
         return None
@@ -187,8 +199,9 @@ class _Walker:
     def redirect(self, r: Any) -> None:
         target = r.output
         heredoc = getattr(r, "heredoc", None)
-        if heredoc is not None and ("$(" in heredoc.value or "`" in heredoc.value):
-            self.add("command-substitution", "the here-document runs commands inside `$(...)` or backticks.")
+        if heredoc is not None and _heredoc_expands(heredoc.value):
+            self.add("command-substitution", "the here-document's body has expansions bash evaluates (commands, "
+                                             "arithmetic or parameter transformations can run code).")
         if isinstance(target, int):
             return  # fd duplication such as 2>&1
         self.word(target, command_position=False)
@@ -222,6 +235,46 @@ def _unquoted_expansions(raw: str) -> tuple[bool, bool]:
         elif ch in "*?[":
             globs = True
     return braces, globs
+
+
+_PRIVATE_NAME = re.compile(r"[a-z][a-z0-9_]*")  # lower case: not an environment variable programs read
+_LOWER_ENV = frozenset({"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"})
+_HEREDOC_SAFE_DOLLAR = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\}|[0-9#?$!@*-])")
+
+
+_TIME_KEYWORD = re.compile(r"(^|[;&|\n({!])([ \t]*)(time(?:[ \t]+-p)?)(?=[ \t]+\S)")
+
+
+def _heredoc_expands(body: str) -> bool:
+    """Does an unquoted here-document body hold anything beyond plain ``$NAME`` / ``${NAME}``?"""
+    if "`" in body:
+        return True
+    return "$" in _HEREDOC_SAFE_DOLLAR.sub("", body.replace("\\$", ""))
+
+
+def _glob_can_start_an_option(raw: str) -> bool:
+    """A glob word can expand to an option when nothing literal precedes its first pattern character
+    (``*``, ``[-]*``, ``-*``, ``?-x``), or what precedes it starts with a dash."""
+    quote, escaped = "", False
+    prefix = []
+    for ch in raw:
+        if escaped:
+            escaped = False
+            prefix.append(ch)
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if ch == quote:
+                quote = ""
+            else:
+                prefix.append(ch)
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch in "*?[":
+            break
+        else:
+            prefix.append(ch)
+    return not prefix or prefix[0] == "-"
 
 
 def _expands(n: Any, source: str) -> bool:
@@ -262,6 +315,8 @@ def _analyse(command: str) -> tuple[list[_Finding], list[str]]:
         return [], []  # only comments: bashlex rejects an empty program
     import bashlex
 
+    # `time CMD` (in command position) times CMD: judge CMD; blanks keep every position in place
+    text = _TIME_KEYWORD.sub(lambda m: m.group(1) + m.group(2) + " " * len(m.group(3)), text)
     try:
         trees = bashlex.parse(text)
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError and others: all mean "unknown"

@@ -126,7 +126,8 @@ CASES: list[tuple[str, bool, str]] = [
     ("find . | xargs ls", D, "xargs in a pipe"),
     ("exec ls", D, "exec"),
     ("nice ls", D, "nice"),
-    ("time ls", D, "time (also unparseable here)"),
+    ("time ls", S, "time only times the command it runs, which is judged"),
+    ("time rm x", D, "time runs rm"),
     ("command rm x", D, "command builtin"),
     ("builtin cd /", D, "builtin"),
     ("stdbuf -o0 ls", D, "stdbuf"),
@@ -348,7 +349,7 @@ CASES: list[tuple[str, bool, str]] = [
     ("read -r", S, "read into REPLY only"),
     # Harmless commands the classifier still flags: they keep the false-positive figure honest.
     ("x=1; echo $x", S, "known false positive: any assignment needs approval"),
-    ("python3 --version", S, "known false positive: interpreters need approval whatever the flags"),
+    ("python3 --version", S, "an interpreter's version"),
     ("cat <<'EOF'\nrm -rf x\nEOF\n", S, "known false positive: bashlex cannot parse a quoted heredoc delimiter"),
-    ("awk '{print ($1 > 2)}' f", S, "known false positive: a comparison after print looks like a redirect"),
+    ("awk '{print ($1 > 2)}' f", S, "a comparison inside parentheses after print is not a redirect"),
 ]
