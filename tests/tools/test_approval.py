@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_nb.tools.approval import (
     check_dangerous_command,
@@ -237,3 +239,77 @@ def test_make_visible(raw: str, shown: str) -> None:
 
 def test_make_visible_can_escape_newlines_too() -> None:
     assert make_visible("a\nb\tc", keep="") == "a\\nb\\tc"
+
+
+# --- adversarial classes, everyday use, and option spellings --------------------------------------------
+
+def test_every_adversarial_class_asks() -> None:
+    from tests.tools.approval_cases import ADVERSARIAL
+
+    assert len(ADVERSARIAL) >= 9
+    for cls, rows in ADVERSARIAL.items():
+        assert len(rows) >= 4, cls
+        missed = [c for c, _ in rows if not detect_dangerous_command(c)[0]]
+        assert missed == [], f"{cls}: {missed}"
+    print(f"\nadversarial: {sum(len(r) for r in ADVERSARIAL.values())} rows in {len(ADVERSARIAL)} classes, all ask")
+
+
+def test_everyday_read_only_commands_rarely_ask() -> None:
+    from tests.tools.approval_cases import EVERYDAY
+
+    assert len(EVERYDAY) >= 100 and len(set(EVERYDAY)) == len(EVERYDAY)
+    flagged = [c for c in EVERYDAY if detect_dangerous_command(c)[0]]
+    print(f"\neveryday: {len(flagged)} of {len(EVERYDAY)} flagged: {flagged}")
+    assert len(flagged) <= 0.05 * len(EVERYDAY)
+
+
+LONG_FLAGGED = [  # (words before, the option's full name, its attached value, words after)
+    (["sort"], "--output", "=/tmp/x", ["a"]),
+    (["sort"], "--compress-program", "=sh", ["a"]),
+    (["sed"], "--in-place", "", ["s/a/b/", "f"]),
+    (["sed"], "--in-place", "=.bak", ["s/a/b/", "f"]),
+    (["rg"], "--pre", "=sh", ["x"]),
+    (["rg"], "--hostname-bin", "=./h", ["x"]),
+    (["git", "log"], "--output", "=/tmp/x", []),
+    (["git", "diff"], "--ext-diff", "", []),
+    (["git", "log", "-p"], "--textconv", "", []),
+    (["awk"], "--file", "=p.awk", ["f"]),
+    (["awk"], "--profile", "=/tmp/x", ["1", "f"]),
+    (["awk"], "--source", "='BEGIN{system(\"id\")}'", ["1", "f"]),
+    (["file"], "--compile", "", ["-m", "x"]),
+]
+SHORT_FLAGGED = [  # (program, flagged letter, its value or "", harmless letters, operands)
+    ("sort", "o", "/tmp/x", "bfnruis", ["a"]),
+    ("sed", "i", "", "nEsuz", ["s/a/b/", "f"]),
+    ("tree", "o", "/tmp/x", "afdlsC", []),
+    ("awk", "f", "p.awk", "bcnNPrst", ["f"]),
+    ("awk", "o", "", "bcnNPrst", ["1", "f"]),
+    ("file", "C", "", "bzLk", ["-m", "x"]),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=st.sampled_from(LONG_FLAGGED), data=st.data())
+def test_every_abbreviation_of_a_flagged_long_option_keeps_the_verdict(case, data) -> None:
+    before, full, value, after = case
+    length = data.draw(st.integers(min_value=3, max_value=len(full)))
+    command = " ".join([*before, full[:length] + value, *after])
+    assert detect_dangerous_command(command)[0], command
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=st.sampled_from(SHORT_FLAGGED), data=st.data())
+def test_every_clustering_of_a_flagged_short_option_keeps_the_verdict(case, data) -> None:
+    program, letter, value, harmless, operands = case
+    letters = data.draw(st.lists(st.sampled_from(harmless), max_size=5))
+    cut = data.draw(st.integers(min_value=0, max_value=len(letters)))
+    attached = data.draw(st.booleans())
+    # earlier clusters of harmless letters, then one that ends with the flagged letter (a value comes last)
+    words = [f"-{''.join(letters[:cut])}"] if cut else []
+    flagged = f"-{''.join(letters[cut:])}{letter}"
+    if value:
+        words += [flagged + value] if attached else [flagged, value]
+    else:
+        words.append(flagged)
+    command = " ".join([program, *words, *operands])
+    assert detect_dangerous_command(command)[0], command
