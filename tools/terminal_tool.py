@@ -1,17 +1,19 @@
 """Built-in toolset ``terminal``: run a shell command in the workspace root, behind the approval gate.
 
-The command runs as ``bash -c`` in its own session (process group), so a timeout can kill everything it
-started, background jobs included. Output is read by two threads so neither pipe can fill and stall the
+The command runs as ``bash -c`` in its own session (process group), in the sandbox of
+``hermes_nb.tools.safety.sandbox`` where there is one; when it ends or times out the whole group is
+killed, background jobs included. Output is read by two threads so neither pipe can fill and stall the
 command; each stream keeps its first ``OUTPUT_CAP`` bytes and says how much more there was.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
-import time
 from typing import IO, Any, TypedDict
 
 from hermes_nb.tools.approval import command_ask
@@ -104,17 +106,51 @@ def _git_guard_env() -> dict[str, str]:
 
 
 def run_command(command: str, timeout: float = 60) -> TerminalResult:
-    """Run ``command`` with bash in the workspace root (no approval here); never leaves processes behind."""
+    """Run ``command`` with bash in the workspace root, in the sandbox when there is one (no approval
+    here); everything it started is killed when it ends, background jobs included."""
     timeout = min(max(float(timeout), 0.1), _MAX_TIMEOUT)
-    proc = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=workspace_root(),
-        env=_git_guard_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    env = _git_guard_env()
+    tmp = tempfile.mkdtemp(prefix="hermes-nb-terminal-")
+    env["TMPDIR"] = tmp  # the command's private temp dir (writable in the sandbox), removed afterwards
+    confine, cleanup = _confinement(tmp)
+    try:
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=workspace_root(),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=confine,  # system calls on prepared buffers only (see sandbox.py)
+        )
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        cleanup()
+    try:
+        return _wait(proc, timeout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _confinement(tmp: str) -> tuple[Any, Any]:
+    """``(preexec_fn or None, cleanup)``; a sandbox that exists but cannot be set up is an error (fail closed)."""
+    from hermes_nb.tools.budget import spill_dir
+    from hermes_nb.tools.safety import sandbox
+
+    state = sandbox.status()
+    if not state.available:
+        return None, lambda: None
+    paths = sandbox.writable_paths(workspace_root(), spill_dir(), tmp)
+    try:
+        return sandbox.preexec_for(paths, network=state.network)
+    except OSError as exc:
+        raise RuntimeError(f"the sandbox could not be set up, so the command did not run: {exc}") from exc
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> TerminalResult:
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Capture(proc.stdout, OUTPUT_CAP), _Capture(proc.stderr, OUTPUT_CAP)
     timed_out = False
@@ -126,19 +162,22 @@ def run_command(command: str, timeout: float = 60) -> TerminalResult:
     except BaseException:  # KeyboardInterrupt: never leave the command running
         _kill_group(proc)
         raise
-    # A background job that kept the pipes open would block the readers forever; wait briefly, then
-    # kill the group (the command itself is done, so anything left in its group is a leftover).
-    deadline = time.monotonic() + 1.0
+    # The command is done: whatever is left in its process group (background jobs, daemons that forked)
+    # is a leftover and dies now, which also closes the pipes it held.
+    _kill_leftovers(proc.pid)
     for capture in (out, err):
-        capture.thread.join(timeout=max(0.0, deadline - time.monotonic()))
-    if out.thread.is_alive() or err.thread.is_alive():
-        _kill_group(proc)
-        out.thread.join(timeout=1.0)
-        err.thread.join(timeout=1.0)
+        capture.thread.join(timeout=5.0)
     stderr = err.text()
     if timed_out:
         stderr += f"\n[timed out after {timeout:g} s; the command and everything it started were killed]"
     return {"exit_code": proc.returncode, "stdout": out.text(), "stderr": stderr, "timed_out": timed_out}
+
+
+def _kill_leftovers(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def terminal(command: str, timeout: float = 60, *, approval_callback: Any = None) -> dict[str, Any]:
