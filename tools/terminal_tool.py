@@ -112,45 +112,41 @@ def run_command(command: str, timeout: float = 60) -> TerminalResult:
     env = _git_guard_env()
     tmp = tempfile.mkdtemp(prefix="hermes-nb-terminal-")
     env["TMPDIR"] = tmp  # the command's private temp dir (writable in the sandbox), removed afterwards
-    confine, cleanup = _confinement(tmp)
+    box = None
     try:
-        proc = subprocess.Popen(
-            ["bash", "-c", command],
-            cwd=workspace_root(),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=confine,  # system calls on prepared buffers only (see sandbox.py)
-        )
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        box = _confinement(tmp)
+
+        def spawn() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(["bash", "-c", command], cwd=workspace_root(), env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+
+        proc = box.run(spawn) if box is not None else spawn()
+        # leftovers that left the process group (setsid) are still in the call's sandbox domain
+        return _wait(proc, timeout, box.sweep if box is not None else lambda: 0)
     finally:
-        cleanup()
-    try:
-        return _wait(proc, timeout)
-    finally:
+        if box is not None:
+            box.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _confinement(tmp: str) -> tuple[Any, Any]:
-    """``(preexec_fn or None, cleanup)``; a sandbox that exists but cannot be set up is an error (fail closed)."""
+def _confinement(tmp: str) -> Any:
+    """This call's ``Confinement``, or None where there is no sandbox; one that exists but cannot be set
+    up is an error, so the command does not run (fail closed)."""
     from hermes_nb.tools.budget import spill_dir
     from hermes_nb.tools.safety import sandbox
 
     state = sandbox.status()
     if not state.available:
-        return None, lambda: None
+        return None
     paths = sandbox.writable_paths(workspace_root(), spill_dir(), tmp)
     try:
-        return sandbox.preexec_for(paths, network=state.network)
+        return sandbox.Confinement(paths, network=state.network)
     except OSError as exc:
         raise RuntimeError(f"the sandbox could not be set up, so the command did not run: {exc}") from exc
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float) -> TerminalResult:
+def _wait(proc: subprocess.Popen[bytes], timeout: float, sweep: Any) -> TerminalResult:
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Capture(proc.stdout, OUTPUT_CAP), _Capture(proc.stderr, OUTPUT_CAP)
     timed_out = False
@@ -161,10 +157,12 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> TerminalResult:
         _kill_group(proc)
     except BaseException:  # KeyboardInterrupt: never leave the command running
         _kill_group(proc)
+        sweep()
         raise
     # The command is done: whatever is left in its process group (background jobs, daemons that forked)
     # is a leftover and dies now, which also closes the pipes it held.
     _kill_leftovers(proc.pid)
+    sweep()
     for capture in (out, err):
         capture.thread.join(timeout=5.0)
     stderr = err.text()

@@ -6,11 +6,12 @@ every terminal command runs with:
   and the ``sandbox.writable`` folders of ``config.yaml`` (plus ``/dev/null``-like devices);
 - TCP connect/bind refused when ``sandbox: {network: false}`` (Landlock ABI >= 4; default: network on);
 - no signals to processes outside the sandbox (ABI >= 6), so it cannot kill the kernel;
-- a seccomp filter refusing ``setsid``/``setpgid``: every process stays in the command's own process
-  group, which the terminal kills when the call ends, so background jobs die with the call.
+- its own process group, killed when the call ends; with ABI >= 6 every other process of the call's
+  Landlock domain too (a daemon that called ``setsid`` to leave the group included).
 
-Pure ctypes system calls, so a pip-installed library needs nothing else. The restriction is applied in
-the child between fork and exec (``preexec_fn``) with buffers built beforehand. Where Landlock is missing
+Pure ctypes system calls, so a pip-installed library needs nothing else. A fresh thread per call restricts
+itself and spawns the command (``Confinement``), so the child is confined from its first instruction
+without ``preexec_fn`` (which would force a slow fork of the kernel process). Where Landlock is missing
 (macOS, old kernels, containers that filter the syscalls, ``sandbox: {enabled: false}``) ``status()`` says
 "not sandboxed" and commands run with the kernel's own rights (still in their own process group).
 """
@@ -21,20 +22,22 @@ import ctypes
 import functools
 import logging
 import os
-import platform
+import queue
+import signal
 import struct
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SandboxStatus", "landlock_abi", "preexec_for", "status"]
+__all__ = ["Confinement", "SandboxStatus", "landlock_abi", "status", "writable_paths"]
 
 log = logging.getLogger(__name__)
 
 _SYS_CREATE, _SYS_ADD_RULE, _SYS_RESTRICT = 444, 445, 446  # the same numbers on every architecture
-_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+_PR_SET_NO_NEW_PRIVS = 38
 _O_PATH = getattr(os, "O_PATH", 0o10000000)
 
 # access rights (include/uapi/linux/landlock.h)
@@ -51,11 +54,11 @@ class SandboxStatus:
     """Whether terminal commands are confined, how, and what that leaves out."""
 
     available: bool
-    mechanism: str  # "landlock ABI 7 + seccomp", or "none"
+    mechanism: str  # "landlock ABI 7", or "none"
     detail: str  # one line for %tools doctor and the approval prompt
     abi: int = 0
     network: bool = True
-    process_groups: bool = False  # seccomp keeps every process in the command's group
+    sweeps: bool = False  # leftovers are found by Landlock signal scoping, even outside the process group
 
 
 def _libc() -> Any:
@@ -87,16 +90,6 @@ def _config() -> dict[str, Any]:
     return section if isinstance(section, dict) else {}
 
 
-def _seccomp_arch() -> tuple[int, int, int] | None:
-    """(audit arch, setsid, setpgid) for the architectures this filter knows."""
-    machine = platform.machine().lower()
-    if machine in ("x86_64", "amd64"):
-        return 0xC000003E, 112, 109
-    if machine in ("aarch64", "arm64"):
-        return 0xC00000B7, 157, 154
-    return None
-
-
 def status() -> SandboxStatus:
     """What the next terminal command gets (the config is read each time)."""
     cfg = _config()
@@ -109,14 +102,14 @@ def status() -> SandboxStatus:
         where = "this system has no Landlock" if sys.platform == "linux" else f"no sandbox exists on {sys.platform}"
         return SandboxStatus(available=False, mechanism="none", network=True,
                              detail=f"not sandboxed: {where}; commands can write wherever the kernel can")
-    groups = _seccomp_arch() is not None
     parts = [f"writes only to the workspace, the spill folder and a private temp dir (Landlock ABI {abi})"]
     if not network:
         parts.append("no TCP" if abi >= 4 else "network stays on (needs Landlock ABI 4)")
-    parts.append("background jobs die with the call" if groups else "setsid not blocked on this architecture")
-    return SandboxStatus(available=True, mechanism=f"landlock ABI {abi}" + (" + seccomp" if groups else ""),
-                         detail="sandboxed: " + "; ".join(parts), abi=abi, network=network or abi < 4,
-                         process_groups=groups)
+    sweep = abi >= 6
+    parts.append("background jobs die with the call" if sweep else
+                 "a background job that calls setsid can outlive the call (needs Landlock ABI 6)")
+    return SandboxStatus(available=True, mechanism=f"landlock ABI {abi}", detail="sandboxed: " + "; ".join(parts),
+                         abi=abi, network=network or abi < 4, sweeps=sweep)
 
 
 # -- building the restriction in the parent ----------------------------------------------------------
@@ -167,72 +160,92 @@ def _ruleset(abi: int, writable: Sequence[str], network: bool) -> int:
     return int(fd)
 
 
-def _bpf(arch: tuple[int, int, int]) -> bytes:
-    """A classic-BPF seccomp program: EPERM for setsid/setpgid (and x32 calls), allow the rest."""
-    audit_arch, setsid, setpgid = arch
-    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    allow, eperm = 0x7FFF0000, 0x00050000 | 1
-    insns = [
-        (ld_abs, 0, 0, 4),  # 0: arch
-        (jeq, 0, 5, audit_arch),  # 1: another ABI (i386 via int 0x80): -> 7 (deny those two by number too)
-        (ld_abs, 0, 0, 0),  # 2: syscall number
-        (jge, 8, 0, 0x40000000),  # 3: x32 calls -> 12
-        (jeq, 7, 0, setsid),  # 4: -> 12
-        (jeq, 6, 0, setpgid),  # 5: -> 12
-        (ret, 0, 0, allow),  # 6
-        (ld_abs, 0, 0, 0),  # 7: foreign ABI: deny i386's setsid (66) and setpgid (57)
-        (jeq, 3, 0, 66),  # 8: -> 12
-        (jeq, 2, 0, 57),  # 9: -> 12
-        (ret, 0, 0, allow),  # 10
-        (ret, 0, 0, allow),  # 11 (unused padding keeps the offsets readable)
-        (ret, 0, 0, eperm),  # 12
-    ]
-    return b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in insns)
+class Confinement:
+    """One call's sandbox: a thread that restricts itself, spawns the command, and at the end kills every
+    process left in its Landlock domain.
 
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    fd: int
-    fprog: Any  # keeps the BPF buffers alive until the child has used them
-    filter_buf: Any
-
-
-def preexec_for(writable: Sequence[str], *, network: bool = True) -> tuple[Callable[[], None], Callable[[], None]]:
-    """``(preexec_fn, cleanup)`` confining a child to ``writable``; raise OSError when impossible.
-
-    The preexec function makes only system calls on buffers built here: it runs in the forked child of
-    a multi-threaded process, where taking a lock (logging, imports, allocation-heavy work) could hang.
+    Landlock and ``no_new_privs`` apply to the calling thread and everything it spawns, so restricting a
+    fresh thread confines the command without ``preexec_fn`` (the child is spawned with vfork, cheap even
+    from a large kernel). With signal scoping (ABI >= 6) a process inside the domain can signal only
+    processes of the same domain, so ``kill(pid, 0)`` from the thread finds exactly this call's leftovers,
+    including daemons that called ``setsid`` to leave the process group.
     """
-    abi = landlock_abi()
-    if abi < 1:
-        raise OSError("Landlock is not available")
-    fd = _ruleset(abi, [*writable, *_DEVICES], network)
-    arch = _seccomp_arch()
-    filter_buf = fprog = None
-    if arch is not None:
-        program = _bpf(arch)
-        filter_buf = ctypes.create_string_buffer(program, len(program))
-        fprog = ctypes.create_string_buffer(struct.pack("=HxxxxxxQ", len(program) // 8,
-                                                        ctypes.addressof(filter_buf)), 16)
-    prepared = _Prepared(fd, fprog, filter_buf)
-    libc = _libc()
-    prctl, syscall = libc.prctl, libc.syscall
-    one, zero = ctypes.c_ulong(1), ctypes.c_ulong(0)
-    restrict, fd_arg, flags = ctypes.c_long(_SYS_RESTRICT), ctypes.c_int(fd), ctypes.c_uint32(0)
-    seccomp_args = (ctypes.c_int(_PR_SET_SECCOMP), ctypes.c_ulong(_SECCOMP_MODE_FILTER), fprog)
 
-    def confine() -> None:
-        if prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), one, zero, zero, zero) != 0:
-            os._exit(126)
-        if syscall(restrict, fd_arg, flags) != 0:
-            os._exit(126)  # never run the command unconfined when confinement was promised
-        if prepared.fprog is not None and prctl(*seccomp_args) != 0:
-            os._exit(126)
+    def __init__(self, writable: Sequence[str], *, network: bool = True) -> None:
+        abi = landlock_abi()
+        if abi < 1:
+            raise OSError("Landlock is not available")
+        self.abi = abi
+        self._fd = _ruleset(abi, [*writable, *_DEVICES], network)
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._serve, name="hermes-nb-sandbox", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise OSError(f"the sandbox could not be entered: {self._error}")
 
-    def cleanup() -> None:
-        os.close(prepared.fd)
+    def _serve(self) -> None:
+        try:
+            libc = _libc()
+            libc.syscall.restype = ctypes.c_long
+            if libc.prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), ctypes.c_ulong(0),
+                          ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+            if libc.syscall(ctypes.c_long(_SYS_RESTRICT), ctypes.c_int(self._fd), ctypes.c_uint32(0)) != 0:
+                raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+        except BaseException as exc:  # reported to the caller, which refuses to run the command
+            self._error = exc
+            self._ready.set()
+            return
+        finally:
+            os.close(self._fd)
+        self._ready.set()
+        while True:  # this thread is confined for good: it serves its call, then ends
+            job, done, out = self._jobs.get()
+            if job is None:
+                return
+            try:
+                out.append((True, job()))
+            except BaseException as exc:  # handed back to the caller
+                out.append((False, exc))
+            done.set()
 
-    return confine, cleanup
+    def run(self, fn: Callable[[], Any]) -> Any:
+        """Call ``fn`` on the confined thread (what it spawns is confined) and return its result."""
+        done, out = threading.Event(), []
+        self._jobs.put((fn, done, out))
+        done.wait()
+        ok, value = out[0]
+        if not ok:
+            raise value
+        return value
+
+    def sweep(self) -> int:
+        """Kill every process of this call's domain (ABI >= 6); returns how many were signalled."""
+        if self.abi < 6:
+            return 0
+        return int(self.run(_kill_domain))
+
+    def close(self) -> None:
+        self._jobs.put((None, None, None))
+
+
+def _kill_domain() -> int:
+    """On the confined thread: SIGKILL every process this domain may signal (its own), except ours."""
+    me, killed = os.getpid(), 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        pid = int(name)
+        try:
+            os.kill(pid, 0)  # EPERM outside the domain (signal scoping), so only this call's processes pass
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except (ProcessLookupError, PermissionError):
+            continue
+    return killed
 
 
 def writable_paths(workspace: Path, spill: Path, tmp: str) -> list[str]:
