@@ -214,7 +214,7 @@ class Confinement:
 
     def run(self, fn: Callable[[], Any]) -> Any:
         """Call ``fn`` on the confined thread (what it spawns is confined) and return its result."""
-        done, out = threading.Event(), []
+        done, out = threading.Event(), list[tuple[bool, Any]]()
         self._jobs.put((fn, done, out))
         done.wait()
         ok, value = out[0]
