@@ -131,7 +131,7 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
     rule = rules.rule_for(tool, command, ask.simple_commands if ask else ())
     key = ask.key if ask else None
     if rule is not None and rule.action == "deny":
-        why = f": {rule.reason}" if rule.reason else "."
+        why = f": {_sentence(rule.reason)}" if rule.reason else "."
         return _blocked(key or f"rule:{tool}", f"BLOCKED by the person's rule {rule.source} in config.yaml{why} "
                                                 "Do not try to reach the same effect another way.")
     if rule is not None and rule.action == "allow":
@@ -166,6 +166,10 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
     return _answer(tool, ask, answer if isinstance(answer, str) else "deny")
 
 
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def _answer(tool: str, ask: Ask, answer: str) -> Decision:
     choice, _, reason = answer.partition(":")
     choice = choice.strip()
@@ -184,6 +188,6 @@ def _answer(tool: str, ask: Ask, answer: str) -> Decision:
                         message="Approved by the person for this session.")
     if choice == "once":
         return Decision(approved=True, scope="once", pattern_key=ask.key, message="Approved by the person (once).")
-    said = f" Their reason: {reason.strip()}" if choice == "deny" and reason.strip() else ""
+    said = f" Their reason: {_sentence(reason.strip())}" if choice == "deny" and reason.strip() else ""
     return _blocked(ask.key, f"BLOCKED: the person denied this ({ask.description.rstrip('.')}).{said} Do not run it "
                              "again and do not try to reach the same effect another way; ask the person how to proceed.")
