@@ -99,9 +99,12 @@ def _git_guard_env() -> dict[str, str]:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         count = 0
-    env[f"GIT_CONFIG_KEY_{count}"] = "safe.bareRepository"
-    env[f"GIT_CONFIG_VALUE_{count}"] = "explicit"
-    env["GIT_CONFIG_COUNT"] = str(count + 1)
+    # A repository's own .git/config (which write_file can reach) may name an fsmonitor program that
+    # `git status` runs; command-scope settings win over it. Textconv and diff drivers stay the sandbox's job.
+    for i, (key, value) in enumerate((("safe.bareRepository", "explicit"), ("core.fsmonitor", "false"))):
+        env[f"GIT_CONFIG_KEY_{count + i}"] = key
+        env[f"GIT_CONFIG_VALUE_{count + i}"] = value
+    env["GIT_CONFIG_COUNT"] = str(count + 2)
     return env
 
 

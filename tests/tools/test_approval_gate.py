@@ -229,3 +229,11 @@ def test_two_concurrent_agent_runs_get_their_own_answers(tmp_path, monkeypatch) 
     assert json.loads(ra.tool_calls[0].content)["exit_code"] == 0
     assert json.loads(rb.tool_calls[0].content)["blocked"] is True
     assert (tmp_path / "made_a").exists() and not (tmp_path / "made_b").exists()
+
+
+def test_a_prompt_that_gives_up_says_no_answer() -> None:
+    reg = ToolRegistry()
+    tool = Guarded(reg)
+    with use_approver(lambda *a: "no-answer"):
+        [result] = run_tool_batch(_calls(1), registry=reg)
+    assert "nobody answered" in json.loads(result.content)["error"] and tool.runs == []

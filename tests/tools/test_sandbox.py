@@ -171,3 +171,10 @@ def test_status_says_not_sandboxed_when_switched_off(hermes_home: Path) -> None:
 def test_status_names_the_mechanism() -> None:
     state = sandbox.status()
     assert state.mechanism.startswith("landlock ABI") and state.detail.startswith("sandboxed:")
+
+
+def test_tools_doctor_names_the_sandbox() -> None:
+    from hermes_nb.magics import _doctor
+
+    rows = [r for r in _doctor().rows if r[1] == "sandbox"]
+    assert rows and rows[0][3] == sandbox.status().detail

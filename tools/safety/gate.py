@@ -38,7 +38,8 @@ JUDGE_KEY = "approval_judge"
 COMMAND_PARAM_KEY = "approval_command_param"
 Scope = Literal["once", "session", "always", "safe", "rule"]
 ApprovalCallback = Callable[[str, str, str], str]
-"""``(subject, pattern_key, description) -> "once" | "session" | "always" | "deny" | "deny: <reason>"``."""
+"""``(subject, pattern_key, description) -> "once" | "session" | "always" | "deny" | "deny: <reason>" |
+"no-answer"`` (raising ``TimeoutError`` is "no-answer" too; both deny)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,8 +159,7 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
         else:
             answer = callback(ask.subject, ask.key, ask.description)
     except TimeoutError:
-        return _blocked(ask.key, "BLOCKED: nobody answered the approval prompt in time, so this did not run. "
-                                 "Do not retry it; tell the person what you wanted to run.")
+        answer = "no-answer"
     except Exception:  # the callback is the person's side of the boundary: a crash there is a "no"
         log.exception("approval callback failed; denying %r", ask.subject)
         answer = "deny"
@@ -173,6 +173,9 @@ def _sentence(text: str) -> str:
 def _answer(tool: str, ask: Ask, answer: str) -> Decision:
     choice, _, reason = answer.partition(":")
     choice = choice.strip()
+    if choice in ("no-answer", "timeout"):  # the prompt gave up waiting: a denial, said as what it was
+        return _blocked(ask.key, "BLOCKED: nobody answered the approval prompt in time, so this did not run. "
+                                 "Do not retry it; tell the person what you wanted to run.")
     if choice == "always" and not rules.always_enabled():
         return Decision(approved=True, scope="once", pattern_key=ask.key,
                         message="Approved by the person (once; \"always\" is switched off in config.yaml).")
