@@ -158,6 +158,8 @@ class _Walker:
         verdict = check_program(base, [w.word for w in words[1:]]) if base else ("unknown-program", "")
         if verdict is None and flag_sensitive(base):
             verdict = self.expanding_arguments(base, words[1:])
+        elif verdict is None and base == "printf":  # its first word may be an option (-v NAME)
+            verdict = self.expanding_arguments(base, words[1:2])
         if verdict is not None:
             key, sentence = verdict
             self.add(key, sentence or f"`{name}` is not a known read-only program.")

@@ -426,6 +426,8 @@ ADVERSARIAL: dict[str, list[tuple[str, str]]] = {
         ("sed -f script.sed d", "sed runs a script file (w/e commands)"),
         ("perl script.pl", "perl runs a file"),
         ("git -c core.fsmonitor=./m.sh status", "git -c sets a program git runs"),
+        ("jupyter kernelspec list", "Jupyter applications load jupyter_*_config.py from the current folder"),
+        ("pip --python ./evil list", "pip --python runs the given interpreter"),
     ],
     "glob-in-option-position": [
         ("rg x -*", "a glob starting with a dash matches a planted --pre=sh"),
@@ -437,6 +439,7 @@ ADVERSARIAL: dict[str, list[tuple[str, str]]] = {
         ("[ * ]", "planted -v and a[$(id)] files would be evaluated"),
         ("awk 1 *", "a planted -f file would run"),
         ("less *", "a planted +!sh or -o file"),
+        ("printf *", "planted -v and a[$(id)] files make printf assign with a subscript"),
     ],
     "awk-literal-hides-redirect": [
         ("awk '{print \"}\" > \"/tmp/x\"}' f", "a brace inside a string ends nothing"),
@@ -482,8 +485,8 @@ EVERYDAY: list[str] = [
     "unzip -l data.zip", "python --version", "python3 -V", "pip --version", "pip list", "pip list --outdated",
     "pip list | grep torch", "pip freeze", "pip show numpy", "pip show -f pandas", "pip check", "conda list",
     "conda list | grep numpy", "conda env list", "conda info", "conda info --envs", "conda --version",
-    "conda config --show", "uv --version", "uv pip list", "npm ls --depth 0", "node --version",
-    "jupyter --version", "jupyter kernelspec list", "R --version", "java -version", "gcc --version",
+    "conda config --show", "uv --version", "uv pip list", "npm --version", "node --version",
+    "jupyter --version", "jupyter --paths", "R --version", "java -version", "gcc --version",
     "nvcc --version", "nvidia-smi", "nvidia-smi -L", "nvidia-smi --query-gpu=name,memory.used --format=csv",
     "nvidia-smi -q -d MEMORY", "nvidia-smi topo -m", "docker ps", "docker ps -a", "docker images", "docker version",
     "docker logs --tail 50 trainer", "docker stats --no-stream", "env", "env | grep CUDA", "printenv PATH",

@@ -30,8 +30,9 @@ def _flags_ok(args: Sequence[str], allowed_prefixes: tuple[str, ...]) -> bool:
 
 # -- package and environment listings ----------------------------------------------------------------
 
+# never --log (writes), --python (runs that interpreter), --cache-dir, --cert...
 _PIP_GLOBAL_OK = ("-q", "--quiet", "-v", "--verbose", "--no-color", "--disable-pip-version-check", "--isolated",
-                  "--no-input", "--python")  # never --log (writes), --cache-dir, --cert...
+                  "--no-input")
 _PIP_READ = {"list": ("-o", "--outdated", "-u", "--uptodate", "-e", "--editable", "-l", "--local", "--user",
                       "--format", "--not-required", "--exclude-editable", "--include-editable", "--pre", "--path",
                       "--exclude"),
@@ -74,15 +75,7 @@ def _uv(args: Sequence[str]) -> str | None:
     if args[:1] and args[0] in ("--version", "-V", "version", "--help"):
         return SAFE
     if args[:2] in (["pip", "list"], ["pip", "freeze"], ["pip", "show"], ["pip", "check"]):
-        return SAFE if _flags_ok(args[2:], ("--format", "--python", "-p", "--outdated", "--strict", "-f",
-                                            "--files")) else None
-    return None
-
-
-def _npm(args: Sequence[str]) -> str | None:
-    if args[:1] and args[0] in ("ls", "list", "--version", "-v", "view", "outdated") and _flags_ok(
-            args[1:], ("--depth", "--json", "-g", "--global", "--all", "-a", "--long", "-l", "--parseable")):
-        return SAFE
+        return SAFE if _flags_ok(args[2:], ("--format", "--outdated", "--strict", "-f", "--files")) else None
     return None
 
 
@@ -183,15 +176,13 @@ def _version_only(args: Sequence[str]) -> str | None:
 
 
 def _jupyter(args: Sequence[str]) -> str | None:
-    if _version_only(args) or args[:1] == ["--paths"]:
-        return SAFE
-    if args[:2] in (["kernelspec", "list"], ["server", "list"], ["notebook", "list"], ["lab", "--version"]):
-        return SAFE
-    return None
+    # Only these: Jupyter applications (`jupyter kernelspec list`...) load jupyter_*_config.py from the
+    # current folder, which the model can write.
+    return SAFE if _version_only(args) or list(args) == ["--paths"] else None
 
 
 _CHECKERS: dict[str, Checker] = {
-    "pip": _pip, "pip3": _pip, "conda": _conda, "mamba": _conda, "micromamba": _conda, "uv": _uv, "npm": _npm,
+    "pip": _pip, "pip3": _pip, "conda": _conda, "mamba": _conda, "micromamba": _conda, "uv": _uv,
     "nvidia-smi": _nvidia_smi, "docker": _docker, "podman": _docker, "ip": _ip, "tar": _tar, "unzip": _unzip,
     "gzip": _gzip, "gunzip": _gzip, "less": _pager, "more": _pager, "jupyter": _jupyter,
 }
