@@ -19,7 +19,9 @@ redirections), so ``pytest*`` never allows ``pytest; rm -rf ~``. Read at every d
 from __future__ import annotations
 
 import fnmatch
+import functools
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -42,16 +44,40 @@ class Rule:
     source: str = ""  # e.g. "tools.python" or "commands[0] (git push*)", for messages
 
 
+_cache: tuple[Any, dict[str, Any]] | None = None  # (the config file's identity, its approvals section)
+
+
+@functools.lru_cache(maxsize=16)
+def _config_file(home_env: str | None, home: str | None) -> str:
+    """``config.path()`` as a string, cached per environment (building a Path costs more than the rest)."""
+    from hermes_nb.tools.config import config_path
+
+    return str(config_path())
+
+
 def _section() -> dict[str, Any]:
+    """The ``approvals:`` section, parsed again only when the file changed (every tool call asks)."""
+    global _cache
     from hermes_nb.tools.config import load_config
     from hermes_nb.tools.errors import ConfigError
 
+    path = _config_file(os.environ.get("HERMES_NB_HOME"), os.environ.get("HOME"))
     try:
-        section = load_config().get("approvals")
-    except ConfigError as exc:  # an unreadable config must not silently allow: rules cannot relax anything then
+        st = os.stat(path)
+        identity: Any = (path, st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        identity = (path, None)
+    cached = _cache
+    if cached is not None and cached[0] == identity:
+        return cached[1]
+    try:
+        section = load_config().get("approvals") if identity[1] is not None else None
+    except ConfigError as exc:  # an unreadable config cannot relax anything: no rules then
         log.warning("approval rules: %s", exc)
-        return {}
-    return section if isinstance(section, dict) else {}
+        section = None
+    result = section if isinstance(section, dict) else {}
+    _cache = (identity, result)
+    return result
 
 
 def always_enabled() -> bool:
