@@ -124,7 +124,12 @@ def run_command(command: str, timeout: float = 60) -> TerminalResult:
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     start_new_session=True)
 
-        proc = box.run(spawn) if box is not None else spawn()
+        try:
+            proc = box.run(spawn) if box is not None else spawn()
+        except BaseException:
+            if box is not None:
+                box.sweep()  # interrupted while spawning: whatever did start dies (the sweep runs after it)
+            raise
         # leftovers that left the process group (setsid) are still in the call's sandbox domain
         return _wait(proc, timeout, box.sweep if box is not None else lambda: 0)
     finally:
