@@ -24,7 +24,8 @@ from typing import Any
 from hermes_nb.tools.registry import registry
 
 PATTERN_KEY = "python-code"
-_DESCRIPTION = "The model wants to run Python code in the kernel; code can do anything a shell command can."
+_DESCRIPTION = ("The model wants to run Python code in the kernel; code can do anything a shell command can. "
+                "(Not sandboxed: it runs inside the kernel itself.)")
 _MAX_REPR = 20_000
 _MAX_STREAM = 100_000
 
