@@ -76,9 +76,11 @@ def test_tool_rules_by_name_and_pattern(hermes_home: Path) -> None:
     with use_approver(lambda *a: "once"):
         denied = json.loads(registry.dispatch("mcp__gh__delete_repo", {"n": 1}))
     assert denied["blocked"] is True and "read-only day" in denied["error"]
-    with use_approver(lambda *a: "deny: not now, please"):
+    seen = []
+    with use_approver(lambda *a: seen.append(a[0]) or "deny: not now, please"):
         asked = json.loads(registry.dispatch("plain_tool", {"n": 2}))
-    assert "Their reason: not now, please" in asked["error"]
+    assert "Their reason: not now, please." in asked["error"]
+    assert seen == ['plain_tool {"n": 2}']  # the prompt shows the tool and its arguments
     assert ran == []
 
 

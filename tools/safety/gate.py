@@ -117,7 +117,8 @@ def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | Non
     ask = judge(entry, args)
     param = entry.metadata.get(COMMAND_PARAM_KEY)  # the argument holding a shell line, for command rules
     command = args.get(param) if param and isinstance(args.get(param), str) else None
-    return decide_ask(entry.name, ask, approver, ask_lock=ask_lock, command=command)
+    shown = None if ask is not None or command is not None else _tool_ask(entry, args)
+    return decide_ask(entry.name, ask, approver, ask_lock=ask_lock, command=command, shown=shown)
 
 
 def _blocked(key: str | None, message: str) -> Decision:
@@ -125,8 +126,12 @@ def _blocked(key: str | None, message: str) -> Decision:
 
 
 def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = None, *,
-               ask_lock: threading.Lock | None = None, command: str | None = None) -> Decision:
-    """Rules, then earlier approvals, then the approver; ``ask`` is None for a call judged harmless."""
+               ask_lock: threading.Lock | None = None, command: str | None = None,
+               shown: Ask | None = None) -> Decision:
+    """Rules, then earlier approvals, then the approver; ``ask`` is None for a call judged harmless.
+
+    ``shown`` is what to ask about such a call when a rule says "ask" (the tool and its arguments).
+    """
     if ask is not None and ask.command is not None:
         command = ask.command
     rule = rules.rule_for(tool, command, ask.simple_commands if ask else ())
@@ -139,9 +144,10 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
         return Decision(approved=True, scope="rule", pattern_key=key,
                         message=f"Allowed by the person's rule {rule.source}.")
     if ask is None and rule is not None:  # "ask" for a call the tool itself would let through
-        ask = Ask(tool=tool, subject=command or tool, key=f"rule:{tool}", command=command,
+        subject = command if command is not None else (shown.subject if shown is not None else tool)
+        ask = Ask(tool=tool, subject=subject, key=f"rule:{tool}", command=command,
                   description=f"the person's rule {rule.source} asks before this runs.",
-                  scopes=frozenset({f"rule:{tool}:{command}"}))
+                  scopes=frozenset({f"rule:{tool}:{subject}"}))
     if ask is None:
         return Decision(approved=True, scope="safe", pattern_key=None, message="No approval needed.")
     if remembered.always_covers(tool, ask.subject):
