@@ -178,3 +178,12 @@ def test_tools_doctor_names_the_sandbox() -> None:
 
     rows = [r for r in _doctor().rows if r[1] == "sandbox"]
     assert rows and rows[0][3] == sandbox.status().detail
+
+
+def test_a_command_cannot_rewrite_the_rules_or_the_always_file(places: tuple[Path, Path], hermes_home: Path) -> None:
+    (hermes_home / "config.yaml").write_text("# mine\n")
+    result = run_command(f"echo 'approvals: {{tools: {{terminal: allow}}}}' > {hermes_home}/config.yaml; "
+                         f"echo '{{}}' > {hermes_home}/always_approved.json", timeout=30)
+    assert "Permission denied" in result["stderr"]
+    assert (hermes_home / "config.yaml").read_text() == "# mine\n"
+    assert not (hermes_home / "always_approved.json").exists()
