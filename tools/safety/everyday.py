@@ -23,9 +23,13 @@ def _only(args: Sequence[str], allowed: frozenset[str]) -> bool:
     return all(a in allowed for a in args)
 
 
-def _flags_ok(args: Sequence[str], allowed_prefixes: tuple[str, ...]) -> bool:
-    """Every option word starts with one of the allowed prefixes; operands (no dash) pass."""
-    return all(not a.startswith("-") or a.startswith(allowed_prefixes) for a in args)
+def _flags_ok(args: Sequence[str], allowed: tuple[str, ...]) -> bool:
+    """Every option word is exactly one of ``allowed`` (its ``=value`` aside); operands (no dash) pass.
+
+    Exact names only: a prefix test would let ``nvidia-smi -lgc`` (lock clocks) pass as ``-l``, and an
+    abbreviation (``--pr``) may name another option than the one it resembles.
+    """
+    return all(not a.startswith("-") or a.partition("=")[0] in allowed for a in args)
 
 
 # -- package and environment listings ----------------------------------------------------------------
@@ -128,22 +132,26 @@ def _ip(args: Sequence[str]) -> str | None:
 
 # -- archives: listing only --------------------------------------------------------------------------
 
-_TAR_RUNS = ("--to-command", "--use-compress-program", "--checkpoint-action", "--info-script", "--new-volume-script",
-             "--rmt-command", "--rsh-command", "-I", "-F", "--index-file", "-f-")
+_TAR_SHORT_OK = set("tvfzjJaO")  # list, verbose, file, the compressions, to stdout
+_TAR_LONG_OK = {"--list", "--file", "--verbose", "--gzip", "--gunzip", "--bzip2", "--xz", "--lzma", "--zstd",
+                "--auto-compress", "--numeric-owner", "--wildcards", "--no-wildcards", "--to-stdout",
+                "--ignore-case", "--full-time", "--utc", "--quoting-style", "--show-transformed-names"}
 
 
 def _tar(args: Sequence[str]) -> str | None:
+    """Listing only, with options from a short list (tar honours abbreviations like ``--to-c=sh``)."""
     if not args:
         return None
-    first = args[0] if not args[0].startswith("-") else args[0][1:]  # old style: `tar tzf x`
-    letters = first if not args[0].startswith("--") else ""
-    listing = "t" in letters or "--list" in args
-    if not listing or set(letters) & set("xcruAd") or any(a in ("--extract", "--get", "--create", "--append",
-                                                                     "--update", "--delete") for a in args):
+    letters = ""
+    for i, a in enumerate(args):
+        if a.startswith("--"):
+            if a.partition("=")[0] not in _TAR_LONG_OK:
+                return None
+        elif a.startswith("-") or i == 0:  # old style: `tar tzf x`
+            letters += a.lstrip("-")
+    if "t" not in letters and "--list" not in args:
         return None
-    if any(a.startswith(_TAR_RUNS) or (a.startswith("-") and not a.startswith("--") and "I" in a) for a in args):
-        return None
-    return SAFE
+    return SAFE if set(letters) <= _TAR_SHORT_OK else None
 
 
 def _unzip(args: Sequence[str]) -> str | None:
