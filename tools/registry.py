@@ -331,11 +331,13 @@ class ToolRegistry(HermesQueries):
         if isinstance(prepared, str):
             return prepared
         entry, call_args = prepared
-        from hermes_nb.tools.safety.gate import decide
+        from hermes_nb.tools.safety.gate import decide, decide_without_asking
 
-        context = contextvars.copy_context()  # the run's approver travels with the call
-        decision = await asyncio.to_thread(context.run, decide, entry, call_args,
-                                           kwargs.pop("approval_callback", None))
+        approver = kwargs.pop("approval_callback", None)
+        decision = decide_without_asking(entry, call_args) if approver is None else None
+        if decision is None:  # a person must answer: wait in a thread, with the run's approver (context)
+            context = contextvars.copy_context()
+            decision = await asyncio.to_thread(context.run, decide, entry, call_args, approver)
         if not decision.approved:
             return tool_error(decision.message, blocked=True)
         return await self.acall(entry, call_args, **kwargs)

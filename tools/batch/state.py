@@ -111,11 +111,12 @@ class Batch:
         except Exception:  # display code must never break a batch
             log.exception("on_event callback failed")
 
-    def decide(self, slot: Slot) -> bool:
+    def decide(self, slot: Slot, *, may_ask: bool = True) -> bool | None:
         """Lookup, validation and the approval gate, before the call's clock starts.
 
         False when the call must not run: invalid, denied, undecided in time, or already settled (an
-        interrupt while the prompt waited); a denied or cancelled call can never run later.
+        interrupt while the prompt waited); a denied or cancelled call can never run later. With
+        ``may_ask=False``, None where a person would have to answer.
         """
         if slot.prepared is not None:
             return True
@@ -125,7 +126,13 @@ class Batch:
         if isinstance(prepared, str):
             self.finish(slot, prepared)
             return False
-        decision = gate.decide(prepared[0], prepared[1], self.approver, ask_lock=self.ask_lock)
+        if may_ask:
+            decision: gate.Decision | None = gate.decide(prepared[0], prepared[1], self.approver,
+                                                         ask_lock=self.ask_lock)
+        else:
+            decision = gate.decide_without_asking(prepared[0], prepared[1])
+        if decision is None:
+            return None
         if not decision.approved:
             self.finish(slot, tool_error(decision.message, blocked=True))
             return False
@@ -177,7 +184,7 @@ class Batch:
 
 
 def run_sync_call(batch: Batch, slot: Slot) -> None:
-    if not batch.decide(slot) or not batch.start(slot):
+    if not batch.decide(slot) or not batch.start(slot):  # (decide returns a bool when it may ask)
         return
     assert slot.prepared is not None
     try:
@@ -188,10 +195,11 @@ def run_sync_call(batch: Batch, slot: Slot) -> None:
 
 
 async def decide_async(batch: Batch, slot: Slot) -> bool:
-    """``Batch.decide`` off the loop (a prompt blocks its thread)."""
-    if slot.prepared is not None:
-        return True
-    return await asyncio.to_thread(batch.decide, slot)
+    """``Batch.decide`` for a loop: at once when nobody must answer, else in a thread (a prompt blocks)."""
+    quick = batch.decide(slot, may_ask=False)
+    if quick is not None:
+        return quick
+    return bool(await asyncio.to_thread(batch.decide, slot))
 
 
 async def run_async_call(batch: Batch, slot: Slot) -> None:

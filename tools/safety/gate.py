@@ -24,13 +24,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from hermes_nb.tools.interaction import CallbackStack
 from hermes_nb.tools.safety import remembered, rules
 
-__all__ = ["COMMAND_PARAM_KEY", "JUDGE_KEY", "ApprovalCallback", "Ask", "Decision", "current_approver", "decide", "decide_ask",
-           "default_approvers", "judge", "use_approver"]
+__all__ = ["COMMAND_PARAM_KEY", "JUDGE_KEY", "ApprovalCallback", "Ask", "Decision", "current_approver", "decide",
+           "decide_ask", "decide_without_asking", "default_approvers", "judge", "use_approver"]
 
 log = logging.getLogger("hermes_nb.tools.approval")
 
@@ -113,24 +113,50 @@ def judge(entry: Any, args: Mapping[str, Any]) -> Ask | None:
 
 def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None = None,
            *, ask_lock: threading.Lock | None = None) -> Decision:
-    """The gate for one validated call of ``entry`` (a ``ToolEntry``)."""
+    """The gate for one validated call of ``entry`` (a ``ToolEntry``); may wait for a person."""
+    decision = _decide(entry, args, approver, ask_lock, may_ask=True)
+    assert decision is not None
+    return decision
+
+
+def decide_without_asking(entry: Any, args: Mapping[str, Any]) -> Decision | None:
+    """The decision when it needs nobody (harmless, a rule, an earlier approval), else None: callers on
+    an event loop use it to avoid a thread hop for ordinary calls."""
+    return _decide(entry, args, None, None, may_ask=False)
+
+
+def _decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None,
+            ask_lock: threading.Lock | None, *, may_ask: bool) -> Decision | None:
     ask = judge(entry, args)
     param = entry.metadata.get(COMMAND_PARAM_KEY)  # the argument holding a shell line, for command rules
     command = args.get(param) if param and isinstance(args.get(param), str) else None
-    shown = None if ask is not None or command is not None else _tool_ask(entry, args)
-    return decide_ask(entry.name, ask, approver, ask_lock=ask_lock, command=command, shown=shown)
+    return decide_ask(entry.name, ask, approver, ask_lock=ask_lock, command=command,
+                      shown=lambda: _tool_ask(entry, args), may_ask=may_ask)
 
 
 def _blocked(key: str | None, message: str) -> Decision:
     return Decision(approved=False, scope=None, pattern_key=key, message=message)
 
 
+@overload
 def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = None, *,
                ask_lock: threading.Lock | None = None, command: str | None = None,
-               shown: Ask | None = None) -> Decision:
+               shown: Callable[[], Ask] | None = None, may_ask: Literal[True] = True) -> Decision: ...
+
+
+@overload
+def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = None, *,
+               ask_lock: threading.Lock | None = None, command: str | None = None,
+               shown: Callable[[], Ask] | None = None, may_ask: bool) -> Decision | None: ...
+
+
+def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = None, *,
+               ask_lock: threading.Lock | None = None, command: str | None = None,
+               shown: Callable[[], Ask] | None = None, may_ask: bool = True) -> Decision | None:
     """Rules, then earlier approvals, then the approver; ``ask`` is None for a call judged harmless.
 
-    ``shown`` is what to ask about such a call when a rule says "ask" (the tool and its arguments).
+    ``shown`` builds what to ask about such a call when a rule says "ask" (the tool and its arguments).
+    With ``may_ask=False`` it returns None where it would ask the person.
     """
     if ask is not None and ask.command is not None:
         command = ask.command
@@ -144,7 +170,7 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
         return Decision(approved=True, scope="rule", pattern_key=key,
                         message=f"Allowed by the person's rule {rule.source}.")
     if ask is None and rule is not None:  # "ask" for a call the tool itself would let through
-        subject = command if command is not None else (shown.subject if shown is not None else tool)
+        subject = command if command is not None else (shown().subject if shown is not None else tool)
         ask = Ask(tool=tool, subject=subject, key=f"rule:{tool}", command=command,
                   description=f"the person's rule {rule.source} asks before this runs.",
                   scopes=frozenset({f"rule:{tool}:{subject}"}))
@@ -154,6 +180,8 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
         return Decision(approved=True, scope="always", pattern_key=ask.key, message="Approved earlier (always).")
     if remembered.session_covers(ask.scopes):
         return Decision(approved=True, scope="session", pattern_key=ask.key, message="Approved for this session.")
+    if not may_ask:
+        return None
     callback = current_approver(approver)
     if callback is None:
         return _blocked(ask.key, f"BLOCKED: this needs a person's approval ({ask.description}) and no one is "
