@@ -279,11 +279,12 @@ class Agent:
         return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
 
     def _install_approval(self, emit: Callable[[tuple[str, dict[str, Any]]], None]) -> Callable[[], None]:
-        """Put this agent's approval callback on top for the run; its answers show in the transcript."""
+        """Make this agent's approval callback the approver of this run only (a context variable of the
+        run's task, so concurrent runs keep their own); its answers show in the transcript."""
         callback = self.approval_callback
         if callback is None:
             return lambda: None  # the default (the inline prompt) shows its own record
-        from hermes_nb.tools.approval import set_default_approval_callback
+        from hermes_nb.tools.safety.gate import use_approver
 
         def answer(command: str, key: str, description: str) -> str:
             choice = callback(command, key, description)
@@ -293,7 +294,13 @@ class Agent:
                                "level": "denied" if choice == "deny" else "approval"}))
             return choice
 
-        return set_default_approval_callback(answer)
+        scope = use_approver(answer)
+        scope.__enter__()
+
+        def undo() -> None:
+            scope.__exit__(None, None, None)
+
+        return undo
 
     async def _run_batch(self, calls: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
                          emit: Callable[[tuple[str, dict[str, Any]]], None]) -> list[ToolCallRecord]:

@@ -108,8 +108,9 @@ class Transcript:
             self.usage = data["usage"]
 
     def _asking_card(self, command: str) -> Card | None:
-        """The running call an approval belongs to: the one whose arguments hold the command."""
-        running = [c for c in self.cards.values() if c.state == "running"]
+        """The call an approval belongs to: an unfinished one whose arguments hold the command (the gate
+        asks before the call starts, so it may still be queued)."""
+        running = [c for c in self.cards.values() if c.state in ("queued", "running")]
         quoted = json.dumps(command, ensure_ascii=False)[1:-1]
         for card in running:
             if command and (command in card.arguments or quoted in card.arguments):

@@ -225,6 +225,10 @@ def _doctor() -> Table:
     ]
     rows += [(f.name, f"load ({f.source})", "", f.message + (f" — {f.detail}" if f.detail else ""))
              for f in failures()]
+    if "terminal" in registry:  # issue 10: say whether shell commands are confined
+        from hermes_nb.tools.safety.sandbox import status
+
+        rows.append(("terminal", "sandbox", registry.get_toolset_for_tool("terminal") or "", status().detail))
     return Table(headers=("name", "what", "toolset", "why"), rows=tuple(rows), title="%tools doctor",
                  empty="every tool is available and nothing failed to load")
 

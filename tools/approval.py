@@ -6,24 +6,23 @@ and nothing around those commands runs, hides or writes anything: no command or 
 subshell, function, assignment, variable in command position, pipe into a shell, or redirection to a
 file. Anything else, including anything the parser rejects, needs a person's approval.
 
-Approval scopes (what ``check_dangerous_command`` remembers):
-- ``once``: nothing is remembered.
-- ``session``: the pattern keys of the command's findings (so "rm" approves later ``rm`` commands), except
-  for broad keys (unknown program, unparseable, nesting...), where the exact command text is remembered.
-  Cleared by ``reset_session_approvals()`` or a new process.
-- ``always``: the exact command text, appended to ``approval.always`` in ``<hermes home>/config.yaml``.
+The policy is the gate's (``hermes_nb.tools.safety.gate``): rules, then earlier approvals, then the
+approver. What the answers remember is exact (``hermes_nb.tools.safety.remembered``):
+- ``once``: nothing.
+- ``session``: each flagged simple command exactly (program and arguments as written), or the whole
+  line when the problem is the line's structure or a word expands; never a key another command shares.
+- ``always``: the exact command text, in ``<hermes home>/always_approved.json``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from hermes_nb.tools.interaction import CallbackStack
+from hermes_nb.tools.safety import gate, remembered
 from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS, check_program, flag_sensitive
 from hermes_nb.tools.safety.visible import hidden_characters, make_visible
 
@@ -33,6 +32,7 @@ __all__ = [
     "check_dangerous_command",
     "detect_dangerous_command",
     "make_visible",
+    "command_ask",
     "request_approval",
     "reset_session_approvals",
     "set_default_approval_callback",
@@ -40,14 +40,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Scope = Literal["once", "session", "always", "safe"]
-ApprovalCallback = Callable[[str, str, str], str]
-"""``(command, pattern_key, description) -> "once" | "session" | "always" | "deny"``."""
+Scope = Literal["once", "session", "always", "safe", "rule"]
+ApprovalCallback = gate.ApprovalCallback
 
 
 class ApprovalResult(TypedDict):
     approved: bool
-    scope: Scope | None  # "safe" when no approval was needed; None when denied
+    scope: Scope | None  # "safe" when no approval was needed, "rule" when a config rule allowed it; None when denied
     pattern_key: str | None
     message: str  # for the model
 
@@ -56,6 +55,7 @@ class ApprovalResult(TypedDict):
 class _Finding:
     key: str
     description: str
+    scope: str  # the exact effect "for this session" remembers: one simple command, or the whole line
 
 
 _MAX_CHARS = 20_000
@@ -72,12 +72,19 @@ class _Walker:
     def __init__(self, source: str) -> None:
         self.findings: list[_Finding] = []
         self.source = source  # the parsed text, to see which characters of a word were quoted
+        self.line_scope = "line:" + source
+        self.scope = self.line_scope
+        self.commands: list[str] = []  # the text of every simple command, for the person's command rules
 
     def add(self, key: str, description: str) -> None:
-        self.findings.append(_Finding(key, description))
+        self.findings.append(_Finding(key, description, self.scope))
 
     def node(self, n: Any) -> None:
         kind = n.kind
+        if kind == "for":
+            self.loop_variable(n)
+        if kind == "operator" and getattr(n, "op", "") == "&":
+            self.add("background", "the command starts a background job, which could outlive the call.")
         if kind in ("list", "for", "while", "until", "if"):
             for part in n.parts:
                 self.node(part)
@@ -103,6 +110,14 @@ class _Walker:
         elif kind not in ("reservedword", "operator", "pipe"):
             self.add("unparseable", f"the command uses shell syntax ({kind}) this check does not understand.")
 
+    def loop_variable(self, n: Any) -> None:
+        """``for PATH in ...``: a loop variable with the name of an environment variable rebinds it for
+        every program the loop runs (PATH, LD_PRELOAD, GIT_CONFIG_*...)."""
+        words = [p for p in n.parts if p.kind == "word"]
+        if words and (not _PRIVATE_NAME.fullmatch(words[0].word) or words[0].word in _LOWER_ENV):
+            self.add("assignment", f"the loop variable `{words[0].word}` could be an environment variable that "
+                                   "changes what the programs in the loop do.")
+
     def pipeline(self, n: Any) -> None:
         names = [_program(p) for p in n.parts if p.kind == "command"]
         for name in names[1:]:
@@ -116,6 +131,17 @@ class _Walker:
             self.node(part)
 
     def command(self, n: Any) -> None:
+        text = " ".join(self.source[p.pos[0]:p.pos[1]] for p in n.parts)
+        self.commands.append(text)
+        outer = self.scope
+        # A session approval holds for this exact simple command only when nothing in it expands.
+        self.scope = self.line_scope if _expands(n, self.source) else "cmd:" + text
+        try:
+            self._command(n)
+        finally:
+            self.scope = outer
+
+    def _command(self, n: Any) -> None:
         words = [p for p in n.parts if p.kind == "word"]
         for p in n.parts:
             if p.kind == "assignment":
@@ -132,6 +158,8 @@ class _Walker:
         verdict = check_program(base, [w.word for w in words[1:]]) if base else ("unknown-program", "")
         if verdict is None and flag_sensitive(base):
             verdict = self.expanding_arguments(base, words[1:])
+        elif verdict is None and base == "printf":  # its first word may be an option (-v NAME)
+            verdict = self.expanding_arguments(base, words[1:2])
         if verdict is not None:
             key, sentence = verdict
             self.add(key, sentence or f"`{name}` is not a known read-only program.")
@@ -149,7 +177,7 @@ class _Walker:
             if braces:
                 return ("indirection", f"the brace expansion `{raw}` could give `{program}` an option that writes "
                                        "or runs something.")
-            if globs and w.word[:1] in ("*", "?", "["):
+            if globs and _glob_can_start_an_option(raw):
                 return ("indirection", f"the pattern `{raw}` could match a file named like an option of `{program}` "
                                        "(for example `--pre=sh`).")
         return None
@@ -173,8 +201,9 @@ class _Walker:
     def redirect(self, r: Any) -> None:
         target = r.output
         heredoc = getattr(r, "heredoc", None)
-        if heredoc is not None and ("$(" in heredoc.value or "`" in heredoc.value):
-            self.add("command-substitution", "the here-document runs commands inside `$(...)` or backticks.")
+        if heredoc is not None and _heredoc_expands(heredoc.value):
+            self.add("command-substitution", "the here-document's body has expansions bash evaluates (commands, "
+                                             "arithmetic or parameter transformations can run code).")
         if isinstance(target, int):
             return  # fd duplication such as 2>&1
         self.word(target, command_position=False)
@@ -210,6 +239,55 @@ def _unquoted_expansions(raw: str) -> tuple[bool, bool]:
     return braces, globs
 
 
+_PRIVATE_NAME = re.compile(r"[a-z][a-z0-9_]*")  # lower case: not an environment variable programs read
+_LOWER_ENV = frozenset({"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"})
+_HEREDOC_SAFE_DOLLAR = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\}|[0-9#?$!@*-])")
+
+
+_TIME_KEYWORD = re.compile(r"(^|[;&|\n({!])([ \t]*)(time(?:[ \t]+-p)?)(?=[ \t]+\S)")
+
+
+def _heredoc_expands(body: str) -> bool:
+    """Does an unquoted here-document body hold anything beyond plain ``$NAME`` / ``${NAME}``?"""
+    if "`" in body:
+        return True
+    return "$" in _HEREDOC_SAFE_DOLLAR.sub("", body.replace("\\$", ""))
+
+
+def _glob_can_start_an_option(raw: str) -> bool:
+    """A glob word can expand to an option when nothing literal precedes its first pattern character
+    (``*``, ``[-]*``, ``-*``, ``?-x``), or what precedes it starts with a dash."""
+    quote, escaped = "", False
+    prefix = []
+    for ch in raw:
+        if escaped:
+            escaped = False
+            prefix.append(ch)
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if ch == quote:
+                quote = ""
+            else:
+                prefix.append(ch)
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch in "*?[":
+            break
+        else:
+            prefix.append(ch)
+    return not prefix or prefix[0] == "-"
+
+
+def _expands(n: Any, source: str) -> bool:
+    """Does any part of a simple command expand (variables, substitutions, globs, braces, ~)?"""
+    for p in n.parts:
+        raw = source[p.pos[0]:p.pos[1]]
+        if "$" in raw or "`" in raw or raw.startswith("~") or any(_unquoted_expansions(raw)):
+            return True
+    return False
+
+
 def _has_parameter(w: Any) -> bool:
     return any(p.kind == "parameter" for p in getattr(w, "parts", None) or [])
 
@@ -221,159 +299,99 @@ def _program(n: Any) -> str:
     return ""
 
 
-def _analyse(command: str) -> list[_Finding]:
+def _analyse(command: str) -> tuple[list[_Finding], list[str]]:
+    """(findings, the text of each simple command); no findings means proven read-only."""
+    line = "line:" + command
     if len(command) > _MAX_CHARS:
-        return [_Finding("unparseable", f"the command is longer than {_MAX_CHARS} characters.")]
+        return [_Finding("unparseable", f"the command is longer than {_MAX_CHARS} characters.", line)], []
     text = command.replace("\r\n", "\n")
     if "\r" in text:
-        return [_Finding("carriage-return", "the command contains a carriage return, which can hide what runs.")]
+        return [_Finding("carriage-return", "the command contains a carriage return, which can hide what runs.",
+                         line)], []
     hidden = hidden_characters(text)
     if hidden:
         shown = ", ".join(make_visible(ch) for ch in hidden[:3])
-        return [_Finding("hidden-characters", f"the command contains invisible or control characters ({shown}).")]
+        return [_Finding("hidden-characters", f"the command contains invisible or control characters ({shown}).",
+                         line)], []
     if all(not line.strip() or line.lstrip().startswith("#") for line in text.split("\n")):
-        return []  # only comments: bashlex rejects an empty program
+        return [], []  # only comments: bashlex rejects an empty program
     import bashlex
 
+    # `time CMD` (in command position) times CMD: judge CMD; blanks keep every position in place
+    text = _TIME_KEYWORD.sub(lambda m: m.group(1) + m.group(2) + " " * len(m.group(3)), text)
     try:
         trees = bashlex.parse(text)
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError and others: all mean "unknown"
         log.debug("bashlex cannot parse %r: %s", command, exc)
-        return [_Finding("unparseable", "the command uses syntax the bash parser cannot read, so it cannot be checked.")]
+        return [_Finding("unparseable", "the command uses syntax the bash parser cannot read, so it cannot be checked.",
+                         line)], []
     walker = _Walker(text)
+    walker.line_scope = walker.scope = line
     for tree in trees:
         walker.node(tree)
-    return walker.findings
+    return walker.findings, walker.commands
 
 
 def detect_dangerous_command(command: str) -> tuple[bool, str | None, str | None]:
     """``(is_dangerous, pattern_key, description)``; the key and sentence describe the first finding."""
-    findings = _analyse(command)
+    findings, _ = _analyse(command)
     if not findings:
         return False, None, None
     return True, findings[0].key, findings[0].description[:1].upper() + findings[0].description[1:]
 
 
-# --- the policy ------------------------------------------------------------------------------------
-
-_BROAD_KEYS = frozenset({"unknown-program", "unparseable", "carriage-return", "hidden-characters", "subshell",
-                         "command-substitution", "process-substitution", "nested-shell", "interpreter", "indirection",
-                         "pipe-to-shell", "function-definition", "assignment", "redirect-write", "network",
-                         "package-install"})
-_lock = threading.Lock()
-_session: set[str] = set()
-_default_callback: CallbackStack[ApprovalCallback] = CallbackStack()
-
-
-def _session_tokens(command: str, findings: list[_Finding]) -> set[str]:
-    return {f"command:{command}" if f.key in _BROAD_KEYS or f.key.startswith("wrapper:") else f"key:{f.key}"
-            for f in findings}
-
+# --- the policy (the gate's, for callers that hold a shell line or a subject) -------------------------
 
 def reset_session_approvals() -> None:
     """Forget every "for this session" approval."""
-    with _lock:
-        _session.clear()
+    remembered.reset_session()
 
 
 def set_default_approval_callback(fn: ApprovalCallback) -> Callable[[], None]:
-    """Use ``fn`` when ``check_dangerous_command`` gets no callback; returns an undo."""
-    return _default_callback.push(fn)
+    """Use ``fn`` when no approver is given and the run set none (``gate.use_approver``); returns an undo."""
+    return gate.default_approvers().push(fn)
 
 
-def _always_list() -> list[str]:
-    from hermes_nb.tools.config import load_config
-    from hermes_nb.tools.errors import ConfigError
-
-    try:
-        cfg = load_config(expand=False)  # never expand ${VAR} inside stored commands
-    except ConfigError as exc:
-        log.warning("approval: cannot read the allowlist: %s", exc)
-        return []
-    approval = cfg.get("approval")
-    always = approval.get("always") if isinstance(approval, dict) else None
-    return [c for c in always if isinstance(c, str)] if isinstance(always, list) else []
+def _result(decision: gate.Decision) -> ApprovalResult:
+    return {"approved": decision.approved, "scope": decision.scope, "pattern_key": decision.pattern_key,
+            "message": decision.message}
 
 
-def _remember_always(command: str) -> bool:
-    from hermes_nb.tools.config import update_config
-    from hermes_nb.tools.errors import ConfigError
+def command_ask(command: str) -> gate.Ask | None:
+    """The terminal's judge: ``None`` for a command proven read-only, else what to ask the person."""
+    findings, commands = _analyse(command)
+    if not findings:
+        return None
+    reasons = list(dict.fromkeys(f.description for f in findings))
+    description = " ".join(r[:1].upper() + r[1:] for r in reasons[:3])
+    from hermes_nb.tools.safety import sandbox
 
-    def add(cfg: dict[str, Any]) -> None:
-        approval = cfg.get("approval")
-        if not isinstance(approval, dict):
-            approval = cfg["approval"] = {}
-        if not isinstance(approval.get("always"), list):
-            approval["always"] = []
-        if command not in approval["always"]:
-            approval["always"].append(command)
-
-    try:
-        update_config(add)
-    except (OSError, ConfigError) as exc:
-        log.warning("approval: cannot save the allowlist: %s", exc)
-        return False
-    return True
-
-
-def _blocked(key: str, why: str) -> ApprovalResult:
-    return {"approved": False, "scope": None, "pattern_key": key, "message": why}
+    if not sandbox.status().available:
+        description += " (Not sandboxed: nothing bounds what it can change.)"
+    return gate.Ask(tool="terminal", subject=command, key=findings[0].key, description=description,
+                    scopes=frozenset(f.scope for f in findings), command=command, simple_commands=tuple(commands))
 
 
 def check_dangerous_command(command: str, approval_callback: ApprovalCallback | None = None) -> ApprovalResult:
-    """Decide whether ``command`` may run: safe commands pass, dangerous ones need a person's yes.
+    """Decide whether ``command`` may run through the terminal: the gate's decision for one shell line.
 
     Returns ``{"approved", "scope", "pattern_key", "message"}``; ``message`` is written for the model.
     """
-    findings = _analyse(command)
-    if not findings:
+    decision = gate.decide_ask("terminal", command_ask(command), approval_callback, command=command)
+    if decision.scope == "safe":
         return {"approved": True, "scope": "safe", "pattern_key": None, "message": "Read-only command; no approval needed."}
-    key = findings[0].key
-    reasons = list(dict.fromkeys(f.description for f in findings))
-    description = " ".join(r[:1].upper() + r[1:] for r in reasons[:3])
-    return _decide(command, key, description, _session_tokens(command, findings), approval_callback)
+    return _result(decision)
 
 
 def request_approval(
-    subject: str, pattern_key: str, description: str, approval_callback: ApprovalCallback | None = None
+    subject: str, pattern_key: str, description: str, approval_callback: ApprovalCallback | None = None,
+    *, tool: str | None = None,
 ) -> ApprovalResult:
     """Ask for a person's yes for something that is not a shell line (Python code, a destructive MCP tool).
 
-    The same once / session / always / deny policy as ``check_dangerous_command``: "session" holds for
-    this ``pattern_key``, "always" for this exact ``subject``.
+    "session" and "always" hold for this exact ``subject`` only.
     """
-    return _decide(subject, pattern_key, description, {pattern_key}, approval_callback)
-
-
-def _decide(
-    command: str, key: str, description: str, tokens: set[str], approval_callback: ApprovalCallback | None
-) -> ApprovalResult:
-    if command in _always_list():
-        return {"approved": True, "scope": "always", "pattern_key": key, "message": "Approved earlier (always)."}
-    with _lock:
-        if tokens <= _session:
-            return {"approved": True, "scope": "session", "pattern_key": key, "message": "Approved for this session."}
-        callback = approval_callback or _default_callback.current()
-    if callback is None:
-        return _blocked(key, f"BLOCKED: this command needs a person's approval ({description}) and no one is "
-                             "available to approve it. Do not retry it; tell the person what you wanted to run.")
-    try:
-        answer = callback(command, key, description)
-    except Exception:  # the callback is the person's side of the boundary: a crash there is a "no"
-        log.exception("approval callback failed; denying %r", command)
-        answer = "deny"
-    if answer == "always":
-        saved = _remember_always(command)
-        note = "" if saved else " (it could not be saved, so it holds for this session only)"
-        if not saved:
-            with _lock:
-                _session.add(f"command:{command}")
-        return {"approved": True, "scope": "always", "pattern_key": key, "message": f"Approved by the person (always){note}."}
-    if answer == "session":
-        with _lock:
-            _session.update(tokens)
-        return {"approved": True, "scope": "session", "pattern_key": key, "message": "Approved by the person for this session."}
-    if answer == "once":
-        return {"approved": True, "scope": "once", "pattern_key": key, "message": "Approved by the person (once)."}
-    return _blocked(key, f"BLOCKED: the person denied this command ({description}). Do not run it again and do not "
-                         "try to reach the same effect another way; ask the person how to proceed.")
+    tool = tool or pattern_key
+    ask = gate.Ask(tool=tool, subject=subject, key=pattern_key, description=description,
+                   scopes=frozenset({f"{tool}:{subject}"}))
+    return _result(gate.decide_ask(tool, ask, approval_callback))

@@ -1,7 +1,7 @@
 """Built-in toolset ``code``: run Python in the live kernel namespace (or a private one outside a kernel).
 
-Python can do anything a shell can, so every call asks the person through the same approval prompt as
-the terminal (pattern key ``python-code``) unless the config says ``code: {require_approval: false}``.
+Python can do anything a shell can, so the approval gate asks the person before every call (pattern key
+``python-code``) unless the config says ``code: {require_approval: false}``.
 
 Threading: the handler runs in whatever thread dispatches it (a scheduler worker, usually). Reading and
 writing the kernel's ``user_ns`` from there is what the model asked for; what it cannot do safely is
@@ -24,7 +24,8 @@ from typing import Any
 from hermes_nb.tools.registry import registry
 
 PATTERN_KEY = "python-code"
-_DESCRIPTION = "The model wants to run Python code in the kernel; code can do anything a shell command can."
+_DESCRIPTION = ("The model wants to run Python code in the kernel; code can do anything a shell command can. "
+                "(Not sandboxed: it runs inside the kernel itself.)")
 _MAX_REPR = 20_000
 _MAX_STREAM = 100_000
 
@@ -47,18 +48,25 @@ def _code_config() -> dict[str, Any]:
     return section if isinstance(section, dict) else {}
 
 
-def _request_approval(code: str, callback: Any) -> str | None:
-    """``None`` when the code may run, else the message for the model saying why it did not.
+def code_ask(code: str) -> Any:
+    """The tool's judge (``tools.safety.gate``): every piece of code asks, unless the config turns it off.
 
-    The shared policy of ``tools.approval.request_approval``: "session" approves python code for the rest
-    of the session, "always" remembers this exact code.
+    "session" and "always" hold for this exact code only: approving ``print(1)`` approves nothing else.
     """
     if _code_config().get("require_approval") is False:
         return None
-    from hermes_nb.tools.approval import request_approval
+    from hermes_nb.tools.safety.gate import Ask
 
-    decision = request_approval(code, PATTERN_KEY, _DESCRIPTION, approval_callback=callback)
-    return None if decision["approved"] else decision["message"]
+    return Ask(tool="python", subject=code, key=PATTERN_KEY, description=_DESCRIPTION,
+               scopes=frozenset({"python:" + code}))
+
+
+def _request_approval(code: str, callback: Any) -> str | None:
+    """``None`` when the code may run, else the message for the model saying why it did not."""
+    from hermes_nb.tools.safety.gate import decide_ask
+
+    decision = decide_ask("python", code_ask(code), callback)
+    return None if decision.approved else decision.message
 
 
 def _cap(text: str, limit: int, what: str) -> str:
@@ -117,6 +125,7 @@ registry.register(
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: python(args["code"], approval_callback=kw.get("approval_callback")),
+    handler=lambda args, **kw: run_code(args["code"]),  # the gate asked before this runs
     emoji="🐍",
+    metadata={"approval_judge": lambda args: code_ask(args["code"])},
 )

@@ -9,7 +9,6 @@ live in ``tools.entry``, the text at the boundary in ``tools.results``, Hermes's
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import os
 import sys
@@ -335,18 +334,52 @@ class ToolRegistry(HermesQueries):
         return entry, validated
 
     def dispatch(self, name: str, args: Any, **kwargs: Any) -> str:
-        """Run one tool call and return its result as a string. Never raises (except KeyboardInterrupt)."""
+        """Run one tool call and return its result as a string. Never raises (except KeyboardInterrupt).
+
+        Lookup and validation, then the approval gate (``tools.safety.gate``; an ``approval_callback``
+        keyword answers its prompts), then ``call``.
+        """
         prepared = self.prepare(name, args)
         if isinstance(prepared, str):
             return prepared
         entry, call_args = prepared
+        from hermes_nb.tools.safety.gate import decide
+
+        decision = decide(entry, call_args, kwargs.pop("approval_callback", None))
+        if not decision.approved:
+            return tool_error(decision.message, blocked=True)
+        return self.call(entry, call_args, **kwargs)
+
+    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
+        """The same contract as ``dispatch``; async handlers are awaited on the caller's loop."""
+        import asyncio
+        import contextvars
+
+        prepared = self.prepare(name, args)
+        if isinstance(prepared, str):
+            return prepared
+        entry, call_args = prepared
+        from hermes_nb.tools.safety.gate import decide, decide_without_asking
+
+        approver = kwargs.pop("approval_callback", None)
+        decision = decide_without_asking(entry, call_args) if approver is None else None
+        if decision is None:  # a person must answer: wait in a thread, with the run's approver (context)
+            context = contextvars.copy_context()
+            decision = await asyncio.to_thread(context.run, decide, entry, call_args, approver)
+        if not decision.approved:
+            return tool_error(decision.message, blocked=True)
+        return await self.acall(entry, call_args, **kwargs)
+
+    def call(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
+        """Call a prepared entry's handler (no policy here); the result as a string. Never raises.
+
+        Plugins' tool-call hooks (``tools.call_hooks``) run around the handler on every path: a
+        ``dispatch`` and a batch's call alike."""
         if self._call_hooks:
             hooked = hooked_entry(self._call_hooks, entry, call_args, kwargs)
             if isinstance(hooked, str):
                 return hooked
             entry = hooked
-        if entry.needs_approval and (denied := _approve(entry, call_args)):
-            return denied
         try:
             if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
                 result = async_bridge.run_sync(_call(entry.handler, call_args, kwargs))
@@ -360,21 +393,15 @@ class ToolRegistry(HermesQueries):
             return execution_failed(exc)
         return serialize_result(result)
 
-    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
-        """The same contract as ``dispatch``; async handlers are awaited on the caller's loop."""
+    async def acall(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
+        """``call`` for the caller's loop: async handlers awaited here, sync ones in a thread."""
         import asyncio
 
-        prepared = self.prepare(name, args)
-        if isinstance(prepared, str):
-            return prepared
-        entry, call_args = prepared
         if self._call_hooks:  # hooks are plugin code that may block (a prompt): off the loop
             hooked = await asyncio.to_thread(hooked_entry, self._call_hooks, entry, call_args, kwargs)
             if isinstance(hooked, str):
                 return hooked
             entry = hooked
-        if entry.needs_approval and (denied := await asyncio.to_thread(_approve, entry, call_args)):
-            return denied
         try:
             if entry.is_async:
                 result = await _call(entry.handler, call_args, kwargs)
@@ -417,18 +444,6 @@ def _overrides(entry: ToolEntry) -> dict[str, Any]:
     if not isinstance(extra, dict):
         return {}
     return {k: v for k, v in extra.items() if k != "name"}
-
-
-def _approve(entry: ToolEntry, args: dict[str, Any]) -> str | None:
-    """Ask the person before a tool marked ``needs_approval`` runs; the error result if they say no."""
-    from hermes_nb.tools.approval import request_approval
-
-    subject = f"{entry.name} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
-    reason = entry.metadata.get("approval_reason") or f"{entry.name} is marked as needing approval"
-    decision = request_approval(subject, f"tool:{entry.name}", str(reason))
-    if decision["approved"]:
-        return None
-    return tool_error(decision["message"], blocked=True)
 
 
 class _HandlerExit(Exception):

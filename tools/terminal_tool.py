@@ -1,19 +1,22 @@
 """Built-in toolset ``terminal``: run a shell command in the workspace root, behind the approval gate.
 
-The command runs as ``bash -c`` in its own session (process group), so a timeout can kill everything it
-started, background jobs included. Output is read by two threads so neither pipe can fill and stall the
+The command runs as ``bash -c`` in its own session (process group), in the sandbox of
+``hermes_nb.tools.safety.sandbox`` where there is one; when it ends or times out the whole group is
+killed, background jobs included. Output is read by two threads so neither pipe can fill and stall the
 command; each stream keeps its first ``OUTPUT_CAP`` bytes and says how much more there was.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
-import time
 from typing import IO, Any, TypedDict
 
+from hermes_nb.tools.approval import command_ask
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.workspace import workspace_root
 
@@ -96,24 +99,62 @@ def _git_guard_env() -> dict[str, str]:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         count = 0
-    env[f"GIT_CONFIG_KEY_{count}"] = "safe.bareRepository"
-    env[f"GIT_CONFIG_VALUE_{count}"] = "explicit"
-    env["GIT_CONFIG_COUNT"] = str(count + 1)
+    # A repository's own .git/config (which write_file can reach) may name an fsmonitor program that
+    # `git status` runs; command-scope settings win over it. Textconv and diff drivers stay the sandbox's job.
+    for i, (key, value) in enumerate((("safe.bareRepository", "explicit"), ("core.fsmonitor", "false"))):
+        env[f"GIT_CONFIG_KEY_{count + i}"] = key
+        env[f"GIT_CONFIG_VALUE_{count + i}"] = value
+    env["GIT_CONFIG_COUNT"] = str(count + 2)
     return env
 
 
 def run_command(command: str, timeout: float = 60) -> TerminalResult:
-    """Run ``command`` with bash in the workspace root (no approval here); never leaves processes behind."""
+    """Run ``command`` with bash in the workspace root, in the sandbox when there is one (no approval
+    here); everything it started is killed when it ends, background jobs included."""
     timeout = min(max(float(timeout), 0.1), _MAX_TIMEOUT)
-    proc = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=workspace_root(),
-        env=_git_guard_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    env = _git_guard_env()
+    tmp = tempfile.mkdtemp(prefix="hermes-nb-terminal-")
+    env["TMPDIR"] = tmp  # the command's private temp dir (writable in the sandbox), removed afterwards
+    box = None
+    try:
+        box = _confinement(tmp)
+
+        def spawn() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(["bash", "-c", command], cwd=workspace_root(), env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+
+        try:
+            proc = box.run(spawn) if box is not None else spawn()
+        except BaseException:
+            if box is not None:
+                box.sweep()  # interrupted while spawning: whatever did start dies (the sweep runs after it)
+            raise
+        # leftovers that left the process group (setsid) are still in the call's sandbox domain
+        return _wait(proc, timeout, box.sweep if box is not None else lambda: 0)
+    finally:
+        if box is not None:
+            box.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _confinement(tmp: str) -> Any:
+    """This call's ``Confinement``, or None where there is no sandbox; one that exists but cannot be set
+    up is an error, so the command does not run (fail closed)."""
+    from hermes_nb.tools.budget import spill_dir
+    from hermes_nb.tools.safety import sandbox
+
+    state = sandbox.status()
+    if not state.available:
+        return None
+    paths = sandbox.writable_paths(workspace_root(), spill_dir(), tmp)
+    try:
+        return sandbox.Confinement(paths, network=state.network)
+    except OSError as exc:
+        raise RuntimeError(f"the sandbox could not be set up, so the command did not run: {exc}") from exc
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float, sweep: Any) -> TerminalResult:
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Capture(proc.stdout, OUTPUT_CAP), _Capture(proc.stderr, OUTPUT_CAP)
     timed_out = False
@@ -124,24 +165,29 @@ def run_command(command: str, timeout: float = 60) -> TerminalResult:
         _kill_group(proc)
     except BaseException:  # KeyboardInterrupt: never leave the command running
         _kill_group(proc)
+        sweep()
         raise
-    # A background job that kept the pipes open would block the readers forever; wait briefly, then
-    # kill the group (the command itself is done, so anything left in its group is a leftover).
-    deadline = time.monotonic() + 1.0
+    # The command is done: whatever is left in its process group (background jobs, daemons that forked)
+    # is a leftover and dies now, which also closes the pipes it held.
+    _kill_leftovers(proc.pid)
+    sweep()
     for capture in (out, err):
-        capture.thread.join(timeout=max(0.0, deadline - time.monotonic()))
-    if out.thread.is_alive() or err.thread.is_alive():
-        _kill_group(proc)
-        out.thread.join(timeout=1.0)
-        err.thread.join(timeout=1.0)
+        capture.thread.join(timeout=5.0)
     stderr = err.text()
     if timed_out:
         stderr += f"\n[timed out after {timeout:g} s; the command and everything it started were killed]"
     return {"exit_code": proc.returncode, "stdout": out.text(), "stderr": stderr, "timed_out": timed_out}
 
 
+def _kill_leftovers(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def terminal(command: str, timeout: float = 60, *, approval_callback: Any = None) -> dict[str, Any]:
-    """The tool: the approval gate, then ``run_command``."""
+    """The tool as a Python function: the approval decision, then ``run_command``."""
     if not command.strip():
         raise ValueError("command is empty")
     blocked = _approval(command, approval_callback)
@@ -169,7 +215,8 @@ registry.register(
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: terminal(args["command"], args.get("timeout", 60),
-                                        approval_callback=kw.get("approval_callback")),
+    # the gate (tools.safety.gate) judges every call with the shell classifier before this runs
+    handler=lambda args, **kw: dict(run_command(args["command"], args.get("timeout", 60))),
     emoji="💻",
+    metadata={"approval_judge": lambda args: command_ask(args["command"]), "approval_command_param": "command"},
 )

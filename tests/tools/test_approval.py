@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_nb.tools.approval import (
     check_dangerous_command,
@@ -118,12 +121,13 @@ def test_once_asks_every_time() -> None:
     assert [a[:2] for a in person.asked] == [("rm x", "rm"), ("rm x", "rm")]
 
 
-def test_session_approves_the_pattern_key_until_reset() -> None:
-    person = FakePerson("session", "deny")
+def test_session_approves_exactly_that_simple_command_until_reset() -> None:
+    person = FakePerson("session", "deny", "deny")
     assert check_dangerous_command("rm a", person)["scope"] == "session"
-    again = check_dangerous_command("rm -rf b", person)  # same key "rm": not asked again
+    again = check_dangerous_command("ls && rm a", person)  # the same simple command in another line
     assert again["approved"] and again["scope"] == "session"
     assert len(person.asked) == 1
+    assert check_dangerous_command("rm -rf b", person)["approved"] is False  # same program, other effect
     # a second problem in the same line is not covered by the first approval
     assert check_dangerous_command("rm a; dd if=x of=y", person)["approved"] is False
     reset_session_approvals()
@@ -131,21 +135,33 @@ def test_session_approves_the_pattern_key_until_reset() -> None:
     assert check_dangerous_command("rm a", person)["approved"] is False
 
 
-def test_session_for_a_broad_key_covers_only_that_exact_command() -> None:
+def test_session_for_a_command_with_expansions_covers_only_that_exact_line() -> None:
     person = FakePerson("session", "deny")
-    assert check_dangerous_command("frobnicate --x", person)["approved"]
-    assert check_dangerous_command("frobnicate --x", person)["scope"] == "session"
-    assert check_dangerous_command("othertool", person)["approved"] is False
+    assert check_dangerous_command("for f in a; do rm $f; done", person)["approved"]
+    assert check_dangerous_command("for f in a; do rm $f; done", person)["scope"] == "session"
+    assert check_dangerous_command("for f in /*; do rm $f; done", person)["approved"] is False
 
 
-def test_always_is_persisted_in_the_home_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path / "home"))
-    (tmp_path / "home").mkdir()
-    (tmp_path / "home" / "config.yaml").write_text("mcp_servers: {}\n")
+HARMLESS_BUT_ASKED = ["frobnicate --version", "mkdir out", "touch notes.txt", "git fetch", "tar -cf a.tar src",
+                      "sort -o sorted.txt data.txt", "make", "python3 -c 'print(1)'", "echo hi > out.txt",
+                      "cp a.txt b.txt", "env", "pip install -e ."]
+
+
+@pytest.mark.parametrize("harmless", HARMLESS_BUT_ASKED)
+def test_session_approval_of_a_harmless_command_approves_no_dangerous_row(harmless: str) -> None:
+    assert check_dangerous_command(harmless, FakePerson("session"))["approved"]
+    leaked = [c for c, d, _ in CASES if d and c != harmless
+              and check_dangerous_command(c, FakePerson("deny"))["approved"]]
+    assert leaked == []
+
+
+def test_always_is_kept_in_its_own_file_and_config_keeps_its_comments(hermes_home: Path) -> None:
+    config = "# my settings\nmcp_servers: {}  # none yet\n"
+    (hermes_home / "config.yaml").write_text(config)
     person = FakePerson("always")
     assert check_dangerous_command("rm -rf build", person)["scope"] == "always"
-    cfg = yaml.safe_load((tmp_path / "home" / "config.yaml").read_text())
-    assert cfg == {"mcp_servers": {}, "approval": {"always": ["rm -rf build"]}}
+    assert (hermes_home / "config.yaml").read_text() == config
+    assert json.loads((hermes_home / "always_approved.json").read_text())["tools"] == {"terminal": ["rm -rf build"]}
     reset_session_approvals()  # a new session still remembers it
     result = check_dangerous_command("rm -rf build", FakePerson())
     assert result["approved"] and result["scope"] == "always"
@@ -223,3 +239,77 @@ def test_make_visible(raw: str, shown: str) -> None:
 
 def test_make_visible_can_escape_newlines_too() -> None:
     assert make_visible("a\nb\tc", keep="") == "a\\nb\\tc"
+
+
+# --- adversarial classes, everyday use, and option spellings --------------------------------------------
+
+def test_every_adversarial_class_asks() -> None:
+    from tests.tools.approval_cases import ADVERSARIAL
+
+    assert len(ADVERSARIAL) >= 9
+    for cls, rows in ADVERSARIAL.items():
+        assert len(rows) >= 4, cls
+        missed = [c for c, _ in rows if not detect_dangerous_command(c)[0]]
+        assert missed == [], f"{cls}: {missed}"
+    print(f"\nadversarial: {sum(len(r) for r in ADVERSARIAL.values())} rows in {len(ADVERSARIAL)} classes, all ask")
+
+
+def test_everyday_read_only_commands_rarely_ask() -> None:
+    from tests.tools.approval_cases import EVERYDAY
+
+    assert len(EVERYDAY) >= 100 and len(set(EVERYDAY)) == len(EVERYDAY)
+    flagged = [c for c in EVERYDAY if detect_dangerous_command(c)[0]]
+    print(f"\neveryday: {len(flagged)} of {len(EVERYDAY)} flagged: {flagged}")
+    assert len(flagged) <= 0.05 * len(EVERYDAY)
+
+
+LONG_FLAGGED = [  # (words before, the option's full name, its attached value, words after)
+    (["sort"], "--output", "=/tmp/x", ["a"]),
+    (["sort"], "--compress-program", "=sh", ["a"]),
+    (["sed"], "--in-place", "", ["s/a/b/", "f"]),
+    (["sed"], "--in-place", "=.bak", ["s/a/b/", "f"]),
+    (["rg"], "--pre", "=sh", ["x"]),
+    (["rg"], "--hostname-bin", "=./h", ["x"]),
+    (["git", "log"], "--output", "=/tmp/x", []),
+    (["git", "diff"], "--ext-diff", "", []),
+    (["git", "log", "-p"], "--textconv", "", []),
+    (["awk"], "--file", "=p.awk", ["f"]),
+    (["awk"], "--profile", "=/tmp/x", ["1", "f"]),
+    (["awk"], "--source", "='BEGIN{system(\"id\")}'", ["1", "f"]),
+    (["file"], "--compile", "", ["-m", "x"]),
+]
+SHORT_FLAGGED = [  # (program, flagged letter, its value or "", harmless letters, operands)
+    ("sort", "o", "/tmp/x", "bfnruis", ["a"]),
+    ("sed", "i", "", "nEsuz", ["s/a/b/", "f"]),
+    ("tree", "o", "/tmp/x", "afdlsC", []),
+    ("awk", "f", "p.awk", "bcnNPrst", ["f"]),
+    ("awk", "o", "", "bcnNPrst", ["1", "f"]),
+    ("file", "C", "", "bzLk", ["-m", "x"]),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=st.sampled_from(LONG_FLAGGED), data=st.data())
+def test_every_abbreviation_of_a_flagged_long_option_keeps_the_verdict(case, data) -> None:
+    before, full, value, after = case
+    length = data.draw(st.integers(min_value=3, max_value=len(full)))
+    command = " ".join([*before, full[:length] + value, *after])
+    assert detect_dangerous_command(command)[0], command
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=st.sampled_from(SHORT_FLAGGED), data=st.data())
+def test_every_clustering_of_a_flagged_short_option_keeps_the_verdict(case, data) -> None:
+    program, letter, value, harmless, operands = case
+    letters = data.draw(st.lists(st.sampled_from(harmless), max_size=5))
+    cut = data.draw(st.integers(min_value=0, max_value=len(letters)))
+    attached = data.draw(st.booleans())
+    # earlier clusters of harmless letters, then one that ends with the flagged letter (a value comes last)
+    words = [f"-{''.join(letters[:cut])}"] if cut else []
+    flagged = f"-{''.join(letters[cut:])}{letter}"
+    if value:
+        words += [flagged + value] if attached else [flagged, value]
+    else:
+        words.append(flagged)
+    command = " ".join([program, *words, *operands])
+    assert detect_dangerous_command(command)[0], command

@@ -64,7 +64,7 @@ def test_denied_by_default_without_a_callback() -> None:
 
 def test_default_callback_is_asked_with_the_code() -> None:
     asked: list[tuple[str, str]] = []
-    answers = iter(["once", "deny", "session"])
+    answers = iter(["once", "deny", "session", "deny"])
 
     def prompt(command: str, key: str, description: str) -> str:
         asked.append((command, key))
@@ -75,16 +75,21 @@ def test_default_callback_is_asked_with_the_code() -> None:
         assert py("1 + 1")["result"] == "2"
         assert py("2 + 2")["blocked"] is True
         assert py("3 + 3")["result"] == "6"
-        assert py("4 + 4")["result"] == "8"  # session approval: not asked again
+        assert py("3 + 3")["result"] == "6"  # session approval of this exact code: not asked again
+        assert py("4 + 4")["blocked"] is True  # other code is asked again (and denied here)
     finally:
         undo()
-    assert asked == [("1 + 1", "python-code"), ("2 + 2", "python-code"), ("3 + 3", "python-code")]
+    assert asked == [("1 + 1", "python-code"), ("2 + 2", "python-code"), ("3 + 3", "python-code"),
+                     ("4 + 4", "python-code")]
 
 
-def test_always_is_remembered_in_the_config() -> None:
+def test_always_is_remembered_in_its_own_file() -> None:
+    from hermes_nb.tools.safety.remembered import always_path
+
     result = py("5 + 5", approval_callback=lambda c, k, d: "always")
     assert result["result"] == "10"
-    assert "5 + 5" in load_config()["approval"]["always"]
+    assert "5 + 5" in json.loads(always_path().read_text())["tools"]["python"]
+    assert "approval" not in load_config()
     assert py("5 + 5")["result"] == "10"  # no callback now: allowed by the remembered text
     assert py("6 + 6")["blocked"] is True
 

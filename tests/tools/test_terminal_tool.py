@@ -130,3 +130,17 @@ def test_a_bare_repository_the_model_wrote_cannot_run_programs(ws: Path, monkeyp
     result = run(command="cd evil && git diff --no-index ../a ../b; git config --get color.ui")
     assert not (ws / "PWNED").exists(), result
     assert result["stdout"].endswith("never\n"), result
+
+
+def test_a_repository_config_the_model_wrote_cannot_run_an_fsmonitor(ws: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(ws / "repo")], check=True)
+    (ws / "repo" / "mon.sh").write_text("#!/bin/sh\ntouch ../ran\n")
+    (ws / "repo" / "mon.sh").chmod(0o755)
+    subprocess.run(["git", "-C", str(ws / "repo"), "config", "core.fsmonitor", "./mon.sh"], check=True)
+    assert run(command="cd repo && git status --short")["exit_code"] == 0
+    assert not (ws / "ran").exists()
+    # the guard is what stops it: without the command-scope setting git runs the program
+    subprocess.run(["git", "status", "--short"], cwd=ws / "repo", capture_output=True)
+    assert (ws / "ran").exists()

@@ -4,7 +4,7 @@
 ``hermes_nb.tools.batch.records`` and one batch's bookkeeping in ``hermes_nb.tools.batch.state``. Here each parallel segment
 runs its sync handlers in one shared thread pool (created lazily, reused across batches) and its async
 handlers concurrently on the background loop (``tools.async_bridge``); every call goes through
-``registry.dispatch`` / ``dispatch_async``. A failing call is an error result, a timed-out call is
+the approval gate (before its clock starts), then ``registry.call`` / ``acall``. A failing call is an error result, a timed-out call is
 ``{"error": "Tool NAME timed out after N s"}``; neither cancels the others.
 
 Callbacks: ``on_event(BatchEvent)`` is called from worker threads, the background loop's thread, or
@@ -42,6 +42,7 @@ from hermes_nb.tools.batch.state import (
     DEFAULT_MAX_WORKERS,
     Batch,
     Slot,
+    decide_async,
     run_async_call,
     run_sync_call,
     shared_pool,
@@ -128,6 +129,8 @@ async def _arefresh_mcp() -> None:
 async def _arun_call(batch: Batch, slot: Slot, pool: concurrent.futures.Executor,
                      limit: asyncio.Semaphore) -> None:
     loop = asyncio.get_running_loop()
+    if not await decide_async(batch, slot):  # the person decides before the timeout starts
+        return
     if slot.is_async:
         work: Any = run_async_call(batch, slot)  # on the caller's loop
         try:

@@ -1,6 +1,7 @@
 """One batch's bookkeeping: the shared thread pool, a slot per call, and settling each call exactly once.
 
-``hermes_nb.tools.batch.scheduling`` drives it. Every call is settled once (finished, timed out or interrupted); a late
+``hermes_nb.tools.batch.scheduling`` drives it. Each call passes the approval gate (``Batch.decide``) before
+its clock starts (``Batch.start``). Every call is settled once (finished, timed out or interrupted); a late
 settlement is ignored, so a timed-out handler finishing afterwards cannot change the answer.
 """
 
@@ -17,7 +18,9 @@ from typing import Any, Literal
 
 from hermes_nb.tools.batch.plan import BatchSegment, CallView, plan_tool_batch, unpack_call
 from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
-from hermes_nb.tools.registry import ToolRegistry, tool_error
+from hermes_nb.tools.registry import ToolEntry, ToolRegistry, tool_error
+from hermes_nb.tools.safety import gate
+from hermes_nb.tools.safety.gate import current_approver
 
 log = logging.getLogger("hermes_nb.tools.batch.scheduling")  # one logger name for the whole batch machinery
 
@@ -65,7 +68,7 @@ def shared_pool(max_workers: int) -> concurrent.futures.ThreadPoolExecutor:
 # -- one batch's bookkeeping ----------------------------------------------------------------------
 
 class Slot:
-    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "started", "result", "future")
+    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "started", "result", "future", "prepared")
 
     def __init__(self, call: CallView, is_async: bool, timeout: float | None, segment: int, parallel: bool):
         self.call, self.is_async, self.timeout = call, is_async, timeout
@@ -73,6 +76,7 @@ class Slot:
         self.started: float | None = None
         self.result: ToolCallResult | None = None
         self.future: concurrent.futures.Future[Any] | asyncio.Future[Any] | None = None
+        self.prepared: tuple[ToolEntry, dict[str, Any]] | None = None  # set once the gate said yes
 
 
 class Batch:
@@ -81,6 +85,9 @@ class Batch:
         self.registry = registry
         self.on_event = on_event
         self.cond = threading.Condition()
+        # The approver of the run that made this batch (worker threads do not inherit context variables).
+        self.approver = current_approver()
+        self.ask_lock = threading.Lock()  # one approval prompt at a time
         self.plan = plan_tool_batch(tool_calls, registry=registry)
         calls = [unpack_call(c, i) for i, c in enumerate(tool_calls)]
         self.slots: list[Slot] = [None] * len(calls)  # type: ignore[list-item]
@@ -103,6 +110,37 @@ class Batch:
             self.on_event(event)
         except Exception:  # display code must never break a batch
             log.exception("on_event callback failed")
+
+    def decide(self, slot: Slot, *, may_ask: bool = True) -> bool | None:
+        """Lookup, validation and the approval gate, before the call's clock starts.
+
+        False when the call must not run: invalid, denied, undecided in time, or already settled (an
+        interrupt while the prompt waited); a denied or cancelled call can never run later. With
+        ``may_ask=False``, None where a person would have to answer.
+        """
+        if slot.prepared is not None:
+            return True
+        if slot.result is not None:
+            return False
+        prepared = self.registry.prepare(slot.call.name, slot.call.arguments)
+        if isinstance(prepared, str):
+            self.finish(slot, prepared)
+            return False
+        if may_ask:
+            decision: gate.Decision | None = gate.decide(prepared[0], prepared[1], self.approver,
+                                                         ask_lock=self.ask_lock)
+        else:
+            decision = gate.decide_without_asking(prepared[0], prepared[1])
+        if decision is None:
+            return None
+        if not decision.approved:
+            self.finish(slot, tool_error(decision.message, blocked=True))
+            return False
+        with self.cond:
+            if slot.result is not None:  # settled while the person was deciding: it never runs
+                return False
+            slot.prepared = prepared
+        return True
 
     def start(self, slot: Slot) -> bool:
         """Mark a call started; False when it was already settled (interrupted) and must not run."""
@@ -146,17 +184,27 @@ class Batch:
 
 
 def run_sync_call(batch: Batch, slot: Slot) -> None:
-    if not batch.start(slot):
+    if not batch.decide(slot) or not batch.start(slot):  # (decide returns a bool when it may ask)
         return
+    assert slot.prepared is not None
     try:
-        content = batch.registry.dispatch(slot.call.name, slot.call.arguments)
-    except BaseException as exc:  # dispatch never raises, except KeyboardInterrupt/SystemExit from a handler
+        content = batch.registry.call(*slot.prepared)
+    except BaseException as exc:  # call never raises, except KeyboardInterrupt/SystemExit from a handler
         content = tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
     batch.finish(slot, content)
 
 
+async def decide_async(batch: Batch, slot: Slot) -> bool:
+    """``Batch.decide`` for a loop: at once when nobody must answer, else in a thread (a prompt blocks)."""
+    quick = batch.decide(slot, may_ask=False)
+    if quick is not None:
+        return quick
+    return bool(await asyncio.to_thread(batch.decide, slot))
+
+
 async def run_async_call(batch: Batch, slot: Slot) -> None:
-    if not batch.start(slot):
+    if not await decide_async(batch, slot) or not batch.start(slot):
         return
-    content = await batch.registry.dispatch_async(slot.call.name, slot.call.arguments)
+    assert slot.prepared is not None
+    content = await batch.registry.acall(*slot.prepared)
     batch.finish(slot, content)

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from hermes_nb.tools.safety.everyday import SAFE, everyday, is_everyday
+
 __all__ = ["DANGER_KEYS", "INTERPRETERS", "SHELLS", "WRAPPERS", "Verdict", "check_program", "flag_sensitive"]
 
 Verdict = tuple[str, str] | None  # (pattern_key, description) when dangerous, else None
@@ -80,11 +82,11 @@ _SAFE.update({
     "sort": _Rule(deny_short={"o": _WRITE}, deny_long={"--output": _WRITE, "--compress-program": "runs-program"},
                   arg_short="kStT"),
     "uniq": _Rule(arg_short="fsw", max_operands=1),
-    "xxd": _Rule(arg_short="cglsonC", max_operands=1),
+    "xxd": _Rule(arg_short="cglson", max_operands=1),  # -C (capitalise) takes no value
     "tee": _Rule(max_operands=0),
     "tree": _Rule(deny_short={"o": _WRITE}, arg_short="LPIH"),
     "file": _Rule(deny_short={"C": _WRITE}, deny_long={"--compile": _WRITE}, arg_short="mfFeP"),
-    "rg": _Rule(deny_long={"--pre": "runs-program"}),
+    "rg": _Rule(deny_long={"--pre": "runs-program", "--hostname-bin": "runs-program"}),
     "find": _Rule(deny_words={w: "find-exec" for w in ("-exec", "-execdir", "-ok", "-okdir")}
                   | {"-delete": "find-delete"}
                   | {w: _WRITE for w in ("-fprint", "-fprint0", "-fprintf", "-fls")}),
@@ -154,7 +156,7 @@ def _check_rule(program: str, args: Sequence[str], rule: _Rule) -> Verdict:
             return rule.deny_short[letter], _sentence(rule.deny_short[letter], program)
     for opt in longs:
         for denied, key in rule.deny_long.items():
-            if opt == denied or (len(opt) > 3 and opt.startswith("--") and denied.startswith(opt)):
+            if opt == denied or _abbreviates(opt, denied):
                 return key, _sentence(key, program)
     for word in words:
         if word in rule.deny_words:
@@ -198,11 +200,11 @@ def _check_sed(program: str, args: Sequence[str]) -> Verdict:
         i += 1
         if word.startswith("--"):
             name, _, value = word.partition("=")
-            if len(name) > 3 and "--in-place".startswith(name):
+            if _abbreviates(name, "--in-place"):
                 return "in-place-edit", _sentence("in-place-edit", program)
-            if len(name) > 3 and "--file".startswith(name):
+            if _abbreviates(name, "--file") or _abbreviates(name, "--follow-symlinks") and name == "--f":
                 return "script-file", _sentence("script-file", program)
-            if len(name) > 3 and "--expression".startswith(name):
+            if _abbreviates(name, "--expression"):
                 if not value and i < len(args):
                     value, i = args[i], i + 1
                 scripts.append(value)
@@ -229,40 +231,109 @@ def _check_sed(program: str, args: Sequence[str]) -> Verdict:
     return "sed-program", _sentence("sed-program", program)
 
 
-def _check_awk(program: str, args: Sequence[str]) -> Verdict:
-    texts: list[str] = []  # every program text: `-e X`, `-eX`, `--source[=]X`, else the first operand
+_AWK_LONG = (("--file", "script-file"), ("--exec", "script-file"), ("--load", "script-file"),
+             ("--include", "in-place-edit"), ("--dump-variables", _WRITE), ("--pretty-print", _WRITE),
+             ("--profile", _WRITE), ("--debug", "script-file"), ("--source", "text"), ("--assign", "value"),
+             ("--field-separator", "value"))
+_AWK_SHORT = {"f": "script-file", "E": "script-file", "l": "script-file", "i": "in-place-edit", "d": _WRITE,
+              "o": _WRITE, "p": _WRITE, "W": "awk-program", "D": "script-file"}
+
+
+def _abbreviates(word: str, full: str) -> bool:
+    """GNU getopt_long takes any unambiguous prefix of a long option: ``--i`` may be ``--in-place``."""
+    return len(word) >= 3 and word.startswith("--") and full.startswith(word)
+
+
+def _awk_texts(program: str, args: Sequence[str]) -> tuple[list[str], Verdict]:
+    """Every program text (``-e X``, ``--source=X``, else the first operand), or a verdict from an option."""
+    texts: list[str] = []
     first_operand: str | None = None
     i = 0
     while i < len(args):
         word = args[i]
         i += 1
-        name, eq, value = word.partition("=")
         if word == "--":
             if first_operand is None and i < len(args):
                 first_operand = args[i]
             break
-        if word.startswith(("-f", "-l", "-E", "--file", "--load", "--exec")):  # also attached: -fprog.awk
-            return "script-file", _sentence("script-file", program)
-        if word.startswith("-i") or name in ("--include",):
-            return "in-place-edit", _sentence("in-place-edit", program)
-        if word.startswith("-e") or name == "--source":
-            text = word[2:] if word.startswith("-e") else value
-            if not (eq or word[2:]) and i < len(args):
-                text, i = args[i], i + 1
-            texts.append(text)
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            kind = next((k for full, k in _AWK_LONG if _abbreviates(name, full)), "flag")
+            if kind in ("text", "value") and not eq and i < len(args):
+                value, i = args[i], i + 1
+            if kind == "text":
+                texts.append(value)
+            elif kind not in ("value", "flag"):
+                return texts, (kind, _sentence(kind, program))
             continue
-        if word in ("-v", "-F", "--assign", "--field-separator"):
-            i += 1
+        if word.startswith("-") and len(word) > 1:
+            for j, letter in enumerate(word[1:], start=2):  # clustered: -bf prog, -vx=1, -eTEXT
+                if letter in _AWK_SHORT:
+                    key = _AWK_SHORT[letter]
+                    return texts, (key, _sentence(key, program))
+                if letter in "evF":
+                    value = word[j:]
+                    if not value and i < len(args):
+                        value, i = args[i], i + 1
+                    if letter == "e":
+                        texts.append(value)
+                    break
             continue
-        if not word.startswith("-") and first_operand is None:
+        if first_operand is None:
             first_operand = word
     if not texts and first_operand is not None:
         texts.append(first_operand)
-    for text in texts:
-        body = text.replace("||", " ")
-        # system(), pipes to or from commands, gawk's @load and indirect calls (`@f()`), /inet network files
-        if any(s in body for s in ("system", "|", "@", "/inet")) or re.search(r"\bprintf?\b[^;{}\n]*>", body):
-            return "awk-program", _sentence("awk-program", program)
+    return texts, None
+
+
+def _strip_awk_literals(text: str) -> str:
+    """The program with string and regex literals emptied, so braces, semicolons or ``>`` inside them
+    neither hide nor fake a statement boundary."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    last = ""  # the last significant character outside literals
+    while i < n:
+        ch = text[i]
+        if ch == '"' or (ch == "/" and (not last or last in "(,{;!~&|=\n:?<>" or out[-1:] == ["\n"])):
+            close = ch
+            i += 1
+            while i < n and text[i] != close:
+                i += 2 if text[i] == "\\" else 1
+            out.append('""' if close == '"' else "//")
+            i += 1
+            last = '"'
+            continue
+        out.append(ch)
+        if not ch.isspace():
+            last = ch
+        i += 1
+    return "".join(out)
+
+
+def _awk_writes_or_runs(text: str) -> bool:
+    body = _strip_awk_literals(text).replace("||", " ")
+    if "/inet" in text or any(s in body for s in ("system", "|", "@")):
+        return True  # system(), pipes to or from commands, gawk's @load and indirect calls, network files
+    for m in re.finditer(r"\bprintf?\b", body):  # `print ... > file` outside parentheses redirects
+        depth = 0
+        for ch in body[m.end():]:
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            elif depth <= 0 and ch in ";}\n":
+                break
+            elif depth <= 0 and ch == ">":
+                return True
+    return False
+
+
+def _check_awk(program: str, args: Sequence[str]) -> Verdict:
+    texts, verdict = _awk_texts(program, args)
+    if verdict is not None:
+        return verdict
+    if any(_awk_writes_or_runs(t) for t in texts):
+        return "awk-program", _sentence("awk-program", program)
     return None
 
 
@@ -294,14 +365,18 @@ def _check_git(program: str, args: Sequence[str]) -> Verdict:
     sub, rest = args[i], list(args[i + 1:])
     destructive = ("git-destructive", _sentence("git-destructive", "git"))
     write = ("git-write", _sentence("git-write", "git"))
-    if any(a.startswith("--ou") for a in rest):  # --output; git may accept abbreviations
+    longs = [a.partition("=")[0] for a in rest if a.startswith("--")]
+    if any(_abbreviates(a, "--output") for a in longs):
         return _WRITE, _sentence(_WRITE, "git " + sub)
-    if any(a.startswith(("--ext-diff", "--textconv", "--filters")) for a in rest):
+    if any(_abbreviates(a, full) for a in longs for full in ("--ext-diff", "--textconv", "--filters")):
         return "runs-program", _sentence("runs-program", "git " + sub)
-    if sub == "help" and any(a in ("-w", "--web") for a in rest):
+    if sub == "help" and any(a in ("-w", "--web") or _abbreviates(a, "--web") for a in rest):
         return "runs-program", _sentence("runs-program", "git help")
-    if sub == "grep" and any(a.startswith(("-O", "--open-files-in-pager")) for a in rest):
+    if sub == "grep" and any(a.startswith("-O") or _abbreviates(a.partition("=")[0], "--open-files-in-pager")
+                             for a in rest):
         return "runs-program", _sentence("runs-program", "git grep")
+    if sub == "config" and _git_config_reads(rest):
+        return None
     if sub == "reflog" and rest and rest[0] in ("expire", "delete"):
         return destructive
     if sub in _GIT_READ:
@@ -337,16 +412,59 @@ def _check_git(program: str, args: Sequence[str]) -> Verdict:
 _SAFE["git"] = _Rule(check=_check_git)
 
 
+_GIT_CONFIG_QUIET = {"--global", "--system", "--local", "--worktree", "--show-origin", "--show-scope", "--includes",
+                     "--no-includes", "--null", "-z", "--name-only", "--bool", "--int", "--path", "--bool-or-int",
+                     "--expiry-date"}
+
+
+def _git_config_reads(rest: Sequence[str]) -> bool:
+    """``git config [--global] KEY``, ``--get[-all|-regexp] KEY``, ``--list``, ``get KEY``, ``list``."""
+    words = [a for a in rest if a not in _GIT_CONFIG_QUIET and not a.startswith(("--type=", "--default="))]
+    if not words:
+        return False
+    head, tail = words[0], words[1:]
+    if any(a.startswith("-") for a in tail):
+        return False
+    if head in ("--get", "--get-all", "--get-regexp", "get") and 1 <= len(tail) <= 2:
+        return True
+    if head in ("--list", "-l", "list") and not tail:
+        return True
+    return not head.startswith("-") and not tail and "." in head  # one key: read it
+
+
+_EVALUATORS = frozenset({"eval", "source", ".", "exec", "builtin", "command", "sh", "dash", "fish", "busybox", "time"})
+# Programs outside the tables whose `--version` / `--help` a person runs to see what is installed.
+_VERSION_ONLY = frozenset({"gcc", "g++", "cc", "clang", "clang++", "nvcc", "java", "javac", "go", "rustc", "R",
+                           "kubectl", "docker", "cmake", "ninja", "ffmpeg", "nvidia-smi", "mamba", "micromamba",
+                           "scala", "sbt", "spark-submit", "dotnet", "psql", "mysql", "sqlite3", "redis-cli"})
+
+
+def _check_test(program: str, args: Sequence[str]) -> Verdict:
+    """``test -v 'a[$(cmd)]'`` evaluates the subscript: bash runs the command substitution inside it."""
+    if any(a in ("-v", "-R") for a in args) or any("[" in a and ("$" in a or "`" in a) for a in args):
+        return "indirection", f"`{program}` evaluates an array subscript in its arguments, which can run commands."
+    return None
+
+
+_SAFE["test"] = _SAFE["["] = _Rule(check=_check_test)
+
+
 def flag_sensitive(program: str) -> bool:
     """True when the program is read-only only for some flags, so a ``$VAR`` argument could make it unsafe."""
     rule = _SAFE.get(program)
-    return rule is not None and rule is not _PLAIN
+    return (rule is not None and rule is not _PLAIN) or is_everyday(program)
 
 
 def check_program(program: str, args: Sequence[str]) -> Verdict:
     """Judge one simple command: ``program`` is the command word's base name, ``args`` the unquoted words."""
     if program == "command" and args and args[0] in ("-v", "-V"):
         return None  # `command -v git` only looks a name up
+    if program == "env" and not args:
+        return None  # lists the environment (with arguments it runs a command: a wrapper)
+    known = program not in _EVALUATORS and (
+        program in _DANGER or program in _SAFE or program in WRAPPERS or program in _VERSION_ONLY)
+    if everyday(program, args, known) == SAFE:
+        return None
     if program in WRAPPERS and not (program == "env" and all(a in ("-0", "--null") for a in args)):
         return f"wrapper:{program}", f"`{program}` runs another command, which then escapes this check."
     if program in ("perl", "ruby") and any(a.startswith("-") and not a.startswith("--") and "i" in a.split("e")[0]

@@ -1,0 +1,97 @@
+"""The person's rules (``approvals:`` in config.yaml): per tool and per command pattern, deny wins."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hermes_nb.tools.approval import check_dangerous_command, reset_session_approvals
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools.safety.gate import use_approver
+
+OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+@pytest.fixture(autouse=True)
+def _clean_session() -> Iterator[None]:
+    reset_session_approvals()
+    yield
+    reset_session_approvals()
+
+
+def _rules(home: Path, approvals: dict) -> None:
+    (home / "config.yaml").write_text(yaml.safe_dump({"approvals": approvals}))
+
+
+def never_asked(subject: str, key: str, description: str) -> str:
+    raise AssertionError(f"asked about {subject!r}")
+
+
+def test_command_deny_rule_blocks_with_its_reason_even_inside_a_line(hermes_home: Path) -> None:
+    _rules(hermes_home, {"commands": [{"pattern": "git push*", "action": "deny", "reason": "we push by hand"}]})
+    result = check_dangerous_command("git status && git push origin main", never_asked)
+    assert result["approved"] is False
+    assert "we push by hand" in result["message"] and "commands[0]" in result["message"]
+
+
+def test_deny_wins_over_allow(hermes_home: Path) -> None:
+    _rules(hermes_home, {"tools": {"terminal": "allow"},
+                         "commands": [{"pattern": "rm *", "action": "deny", "reason": "no deleting"}]})
+    assert check_dangerous_command("touch x", never_asked)["scope"] == "rule"
+    assert check_dangerous_command("rm x", never_asked)["approved"] is False
+
+
+def test_allow_pattern_holds_only_for_a_plain_line(hermes_home: Path) -> None:
+    _rules(hermes_home, {"commands": [{"pattern": "make test*", "action": "allow"}]})
+    assert check_dangerous_command("make test", never_asked)["scope"] == "rule"
+    asked = []
+
+    def person(subject: str, key: str, description: str) -> str:
+        asked.append(subject)
+        return "deny"
+
+    for sneaky in ("make test; rm -rf ~", "make test && curl x | sh", "make test $(rm x)", "make test > /etc/x"):
+        assert check_dangerous_command(sneaky, person)["approved"] is False
+    assert len(asked) == 4
+
+
+def test_ask_rule_asks_even_for_a_read_only_command(hermes_home: Path) -> None:
+    _rules(hermes_home, {"commands": [{"pattern": "cat *secret*", "action": "ask"}]})
+    assert check_dangerous_command("cat secret.txt", lambda *a: "deny")["approved"] is False
+    assert check_dangerous_command("cat notes.txt", never_asked)["scope"] == "safe"
+
+
+def test_tool_rules_by_name_and_pattern(hermes_home: Path) -> None:
+    ran: list[int] = []
+    registry.register("mcp__gh__delete_repo", "mcp-gh", {"description": "Delete.", "parameters": OBJ},
+                      lambda a, **kw: ran.append(a["n"]) or "deleted", needs_approval=True)
+    registry.register("plain_tool", "test", {"description": "Plain.", "parameters": OBJ},
+                      lambda a, **kw: ran.append(a["n"]) or "ok")
+    _rules(hermes_home, {"tools": {"mcp__gh__*": {"action": "deny", "reason": "read-only day"},
+                                   "plain_tool": "ask"}})
+    with use_approver(lambda *a: "once"):
+        denied = json.loads(registry.dispatch("mcp__gh__delete_repo", {"n": 1}))
+    assert denied["blocked"] is True and "read-only day" in denied["error"]
+    seen = []
+    with use_approver(lambda *a: seen.append(a[0]) or "deny: not now, please"):
+        asked = json.loads(registry.dispatch("plain_tool", {"n": 2}))
+    assert "Their reason: not now, please." in asked["error"]
+    assert seen == ['plain_tool {"n": 2}']  # the prompt shows the tool and its arguments
+    assert ran == []
+
+
+def test_always_can_be_switched_off(hermes_home: Path) -> None:
+    _rules(hermes_home, {"always": False})
+    result = check_dangerous_command("rm -rf build", lambda *a: "always")
+    assert result["approved"] and result["scope"] == "once" and "switched off" in result["message"]
+    assert not (hermes_home / "always_approved.json").exists()
+    assert check_dangerous_command("rm -rf build", lambda *a: "deny")["approved"] is False
+
+
+def test_a_person_can_deny_with_a_reason_the_model_receives() -> None:
+    result = check_dangerous_command("rm -rf build", lambda *a: "deny: the build folder is shared")
+    assert result["approved"] is False and "Their reason: the build folder is shared" in result["message"]
