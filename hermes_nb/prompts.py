@@ -100,8 +100,29 @@ def _kernel7_events(kernel: Any, socket: Any) -> Iterator[Callable[[int], None]]
     try:
         yield poll
     finally:
-        for raw in deferred:  # execute requests queued meanwhile run after this cell, in order
-            asyncio.ensure_future(kernel.shell_main(None, raw))
+        _replay(kernel, deferred)
+
+
+def _replay(kernel: Any, deferred: list[Any]) -> None:
+    """Hand the requests held back during the prompt to the kernel, to run after this cell, in order.
+
+    A request the kernel's stream read just before the prompt blocked is two tasks away from the
+    kernel's lock (the stream's callback wraps ``shell_main`` in a task of its own). Scheduling
+    ``shell_main`` directly put the held requests one step ahead of it, so the cell after the prompt ran
+    last. Going through the stream's own callback gives every request the same path: arrival order.
+    """
+    pair = kernel.shell_channel_thread.manager._shell_channel_to_main
+    stream = getattr(pair, "to_stream", None)
+    callback = getattr(stream, "_recv_callback", None)
+    for raw in deferred:
+        if callback is not None:
+            stream._run_callback(callback, raw)
+        else:  # the same two steps, should pyzmq rename its internals
+            asyncio.ensure_future(_in_task(kernel.shell_main(None, raw)))
+
+
+async def _in_task(coro: Any) -> Any:
+    return await asyncio.create_task(coro)
 
 if TYPE_CHECKING:
     import ipywidgets as widgets
