@@ -168,5 +168,11 @@ class CallbackStack(Generic[C]):
         return undo
 
     def current(self) -> C | None:
+        """The last installed callback that can answer now (one with ``available()`` False stands aside)."""
         with self._lock:
-            return self._items[-1] if self._items else None
+            items = list(self._items)
+        for callback in reversed(items):
+            available = getattr(callback, "available", None)
+            if available is None or available():
+                return callback
+        return None

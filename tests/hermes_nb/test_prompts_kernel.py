@@ -43,3 +43,36 @@ def test_cells_queued_behind_a_prompt_run_in_order(tmp_path: Path) -> None:
         _click(ks, buttons["Approve once"])
         out = ks.collect(last)
     assert "ORDER ['once', 1, 2, 3, 4]" in out.stdout, out.stdout
+
+
+def test_interrupt_during_a_prompt_stops_the_agent_run(tmp_path: Path) -> None:
+    """■ while the approval prompt waits inside ``Agent.run``: the run stops as on any interrupt, the call
+    gets one answer ("interrupted"), nothing runs, the model is not asked again, and the buttons
+    become a record."""
+    from tests.support.fake_openai import FakeOpenAI, Reply, call
+
+    victim = tmp_path / "scratch"
+    victim.mkdir()
+    script = [Reply(tool_calls=(call("terminal", {"command": f"rm -rf {victim}"}, "t1"),)),
+              Reply(content="carried on after the interrupt")]
+    env = {"HERMES_NB_HOME": str(tmp_path / "home"), "HERMES_NB_WORKSPACE": str(tmp_path)}
+    with FakeOpenAI(script) as srv, KernelSession(cwd=tmp_path, env=env) as ks:
+        ks.run("%load_ext hermes_nb")
+        ks.run(f"from hermes_nb import Agent\nagent = Agent(model='m', base_url={srv.base_url!r}, "
+               "enabled_toolsets=['terminal'])")
+        running = ks.kc.execute(
+            "result = agent.run('clean the scratch folder')\n"
+            "tools = [m for m in agent.messages if m['role'] == 'tool']\n"
+            "print('REASON', result.stopped_reason)\n"
+            "print('TOOLS', [(m['tool_call_id'], m['content']) for m in tools])\n")
+        assert _button_ids(ks, {"Approve once"}, time.monotonic() + 60), "the approval prompt never appeared"
+        ks.interrupt()
+        out = ks.collect(running, timeout=60)
+        after = ks.run("print('NEXT CELL RUNS')")
+    assert "REASON interrupted" in out.stdout, out.stdout
+    assert "TOOLS [('t1', " in out.stdout and "interrupted" in out.stdout.split("TOOLS", 1)[1], out.stdout
+    assert victim.exists()
+    assert len(srv.requests) == 1  # the agent did not carry on to another model turn
+    records = [o["data"].get("text/html", "") for o in out.outputs if o["type"] == "update_display_data"]
+    assert any("Interrupted" in html and "rm -rf" in html for html in records), records
+    assert "NEXT CELL RUNS" in after.stdout
