@@ -76,3 +76,37 @@ def test_interrupt_during_a_prompt_stops_the_agent_run(tmp_path: Path) -> None:
     records = [o["data"].get("text/html", "") for o in out.outputs if o["type"] == "update_display_data"]
     assert any("Interrupted" in html and "rm -rf" in html for html in records), records
     assert "NEXT CELL RUNS" in after.stdout
+
+
+def test_nbclient_run_fails_fast_and_the_model_hears_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nbconvert/nbclient (an autograder): nobody can click, so no prompt waits; one line says so, and the
+    model is told that no one was available to answer, not that the person denied it."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from tests.support.fake_openai import FakeOpenAI, Reply, call
+
+    victim = tmp_path / "scratch"
+    victim.mkdir()
+    script = [Reply(tool_calls=(call("terminal", {"command": f"rm -rf {victim}"}, "t1"),)),
+              Reply(content="I could not get an approval.")]
+    with FakeOpenAI(script) as srv:
+        cells = ["%load_ext hermes_nb",
+                 f"from hermes_nb import Agent\nagent = Agent(model='m', base_url={srv.base_url!r}, "
+                 "enabled_toolsets=['terminal'])\nresult = agent.run('clean the scratch folder')",
+                 "print('REASON', result.stopped_reason)"]
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path / "home"))  # the kernel nbclient starts inherits these
+        monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+        # the timeout is far below a prompt's 300 s: a silent wait fails here as a cell timeout
+        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    agent_cell = nb.cells[1]
+    stdout = "".join(o.get("text", "") for o in agent_cell.outputs if o.output_type == "stream")
+    told = [line for line in stdout.splitlines() if line.startswith("hermes_nb: no one can answer")]
+    assert len(told) == 1, stdout
+    assert not any("widget-view" in str(o.get("data", {})) for o in agent_cell.outputs)  # no buttons shown
+    tool_answer = [m for m in srv.requests[-1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_answer] == ["t1"]
+    assert "no one is available" in tool_answer[0]["content"] and "denied" not in tool_answer[0]["content"]
+    assert victim.exists()
+    assert "REASON done" in nb.cells[2].outputs[0]["text"]
