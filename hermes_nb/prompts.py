@@ -145,7 +145,7 @@ def _kernel7_events(kernel: Any, socket: Any) -> Iterator[Callable[[int], None]]
                 deferred.append(raw)
                 continue
             parent = kernel.get_parent("shell")
-            ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
+            ident = kernel._parent_ident["shell"]
             coro = kernel.dispatch_shell(raw, subshell_id=None, concurrent=True)
             try:
                 coro.send(None)  # comm handlers are synchronous: the coroutine ends without suspending
@@ -196,11 +196,14 @@ def _widgets() -> Any:
 
 
 def _current_parent() -> Any:
-    """(ident, header) of the request the kernel is answering now, or None outside ipykernel."""
+    """(ident, header) of the request the kernel is answering now, or None outside ipykernel.
+
+    ``_parent_ident["shell"]`` reads the same on ipykernel 6 (a dict) and 7 (a view of its context
+    variables, kept for this use), so the record lands under the prompt's cell on both."""
     kernel: Any = getattr(_get_ipython(), "kernel", None)
     try:
-        return kernel._get_shell_context_var(kernel._shell_parent_ident), kernel.get_parent("shell")
-    except AttributeError:
+        return kernel._parent_ident["shell"], kernel.get_parent("shell")
+    except (AttributeError, KeyError, TypeError):
         return None
 
 

@@ -5,6 +5,7 @@ The clicks are real widget comm messages on the shell channel, as JupyterLab sen
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -14,6 +15,14 @@ from tests.hermes_nb.test_agent_approval_kernel import _button_ids
 from tests.support.kernel import KernelSession
 
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(240)]
+
+
+def test_kernel_runs_the_expected_ipykernel(tmp_path: Path) -> None:
+    """Run from the ipykernel 6.29 venv (test_prompts_ipykernel6), the kernels really are 6.29."""
+    expected = os.environ.get("HERMES_NB_EXPECT_IPYKERNEL", "")
+    with KernelSession(cwd=tmp_path) as ks:
+        out = ks.run("import ipykernel; print('IPYKERNEL', ipykernel.__version__)")
+    assert f"IPYKERNEL {expected}" in out.stdout, out.stdout
 
 
 def _click(ks: KernelSession, comm_id: str) -> None:
