@@ -172,7 +172,7 @@ def _replay(kernel: Any, deferred: list[Any]) -> None:
     last. Going through the stream's own callback gives every request the same path: arrival order.
     """
     pair = kernel.shell_channel_thread.manager._shell_channel_to_main
-    stream = getattr(pair, "to_stream", None)
+    stream: Any = getattr(pair, "to_stream", None)
     callback = getattr(stream, "_recv_callback", None)
     for raw in deferred:
         if callback is not None:

@@ -325,3 +325,18 @@ def test_ask_without_stdin_shows_the_prompt_anyway(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(prompts, "_widgets_available", lambda: True)
     monkeypatch.setattr(prompts.settings, "ask_without_stdin", True)
     assert not prompts.no_one_to_ask()
+
+
+def test_prompt_display_carries_a_text_line_for_frontends_without_widgets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``jupyter console`` or a frontend without the widget manager shows text/plain: a clear line saying
+    what is asked and how long it waits, not a widget repr."""
+    import IPython.display
+
+    shown: list[dict[str, Any]] = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
+    prompt = ApprovalPrompt("rm\x1b -rf build", "rm", "d", timeout=42)
+    prompt.show()
+    [bundle] = shown
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    text = bundle["text/plain"]
+    assert text.startswith("Approve this command? [rm] rm\\x1b -rf build") and "waits 42 s" in text
