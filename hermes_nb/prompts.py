@@ -106,11 +106,25 @@ def _widgets_available() -> bool:
     return isinstance(_get_ipython(), ZMQInteractiveShell)
 
 
-def _default_ui_events() -> AbstractContextManager[Callable[[int], Any]]:
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
+def _main_shell_socket(kernel: Any) -> Any:
+    """ipykernel 7's in-process socket that carries shell messages to the main thread, or None."""
     manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
     socket = getattr(getattr(manager, "_shell_channel_to_main", None), "to_socket", None)
-    if socket is not None and hasattr(kernel, "dispatch_shell"):
+    return socket if socket is not None and hasattr(kernel, "dispatch_shell") else None
+
+
+def _clicks_deliverable() -> bool:
+    """Whether a click can reach a blocked cell in this kernel: ipykernel 7 through its main-thread socket,
+    ipykernel 6 through ``do_one_iteration`` (``jupyter_ui_poll``). Another kernel gets the text prompt
+    (``input()`` over the stdin channel) instead of buttons that could only wait out the timeout."""
+    kernel: Any = getattr(_get_ipython(), "kernel", None)
+    return _main_shell_socket(kernel) is not None or hasattr(kernel, "do_one_iteration")
+
+
+def _default_ui_events() -> AbstractContextManager[Callable[[int], Any]]:
+    kernel: Any = getattr(_get_ipython(), "kernel", None)
+    socket = _main_shell_socket(kernel)
+    if socket is not None:
         return _kernel7_events(kernel, socket)
     from jupyter_ui_poll import ui_events  # lazy: it touches the kernel when used
 
@@ -438,7 +452,7 @@ def _approval_prompt(command: str, pattern_key: str, description: str) -> str:
     if no_one_to_ask():  # only when asked directly: installed, the callback is skipped (``_InlineApproval``)
         _tell_no_one_to_ask()
         return "deny"
-    if not _widgets_available():
+    if not _widgets_available() or not _clicks_deliverable():
         return _ask_text(command, pattern_key, description)
     prompt = ApprovalPrompt(command, pattern_key, description)
     prompt.show()
@@ -454,7 +468,7 @@ def _clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
     if no_one_to_ask():
         _tell_no_one_to_ask()
         return ""
-    if not _widgets_available():
+    if not _widgets_available() or not _clicks_deliverable():
         return _clarify_text(question, list(choices or []))
     prompt = ClarifyPrompt(question, choices)
     prompt.show()

@@ -340,3 +340,17 @@ def test_prompt_display_carries_a_text_line_for_frontends_without_widgets(monkey
     assert "application/vnd.jupyter.widget-view+json" in bundle
     text = bundle["text/plain"]
     assert text.startswith("Approve this command? [rm] rm\\x1b -rf build") and "waits 42 s" in text
+
+
+def test_a_kernel_that_cannot_deliver_clicks_gets_the_text_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No way to pump widget messages in a blocked cell (neither ipykernel 7's socket nor ``do_one_iteration``):
+    ask with ``input()`` over stdin rather than show buttons that could only wait out the timeout."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(prompts, "_get_ipython", lambda: SimpleNamespace(kernel=SimpleNamespace(_allow_stdin=True)))
+    monkeypatch.setattr(prompts, "_widgets_available", lambda: True)
+    monkeypatch.setattr(ApprovalPrompt, "show", lambda self: pytest.fail("buttons shown where no click can arrive"))
+    monkeypatch.setattr("builtins.input", lambda _prompt: "s")
+    assert approval_prompt("rm x", "rm", "d") == "session"
+    monkeypatch.setattr("builtins.input", lambda _prompt: "2")
+    assert clarify_prompt("Which?", ["a", "b"]) == "b"

@@ -54,7 +54,8 @@ def test_cells_queued_behind_a_prompt_run_in_order(tmp_path: Path) -> None:
     assert "ORDER ['once', 1, 2, 3, 4]" in out.stdout, out.stdout
 
 
-def test_interrupt_during_a_prompt_stops_the_agent_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["agent.run", "await agent.arun"])
+def test_interrupt_during_a_prompt_stops_the_agent_run(tmp_path: Path, start: str) -> None:
     """■ while the approval prompt waits inside ``Agent.run``: the run stops as on any interrupt, the call
     gets one answer ("interrupted"), nothing runs, the model is not asked again, and the buttons
     become a record."""
@@ -70,7 +71,7 @@ def test_interrupt_during_a_prompt_stops_the_agent_run(tmp_path: Path) -> None:
         ks.run(f"from hermes_nb import Agent\nagent = Agent(model='m', base_url={srv.base_url!r}, "
                "enabled_toolsets=['terminal'])")
         running = ks.kc.execute(
-            "result = agent.run('clean the scratch folder')\n"
+            f"result = {start}('clean the scratch folder')\n"
             "tools = [m for m in agent.messages if m['role'] == 'tool']\n"
             "print('REASON', result.stopped_reason)\n"
             "print('TOOLS', [(m['tool_call_id'], m['content']) for m in tools])\n")
