@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -236,6 +237,26 @@ def _as_parent(saved: Any) -> Iterator[None]:
         kernel.set_parent(*current, channel="shell")
 
 
+@contextmanager
+def _interrupt_raises_here() -> Iterator[None]:
+    """■ raises ``KeyboardInterrupt`` in the blocked wait, whichever handler the kernel set.
+
+    For an async cell (``await agent.arun``) ipykernel's SIGINT handler cancels the cell's task on the
+    event loop, and this wait is holding that loop: ■ would be queued until the timeout. Installed
+    before the widgets are made, so ■ as soon as they appear lands here. A no-op off the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
 class _Prompt:
     """Shared machinery: a widget box, a display handle, and a wait loop that pumps widget messages."""
 
@@ -303,7 +324,7 @@ class _Prompt:
         deadline = time.monotonic() + self.timeout
         try:
             if threading.current_thread() is threading.main_thread():
-                with self._ui_events() as poll:
+                with _interrupt_raises_here(), self._ui_events() as poll:
                     while not self.answered and time.monotonic() < deadline:
                         poll(10)
                         if not self.answered:
@@ -454,9 +475,10 @@ def _approval_prompt(command: str, pattern_key: str, description: str) -> str:
         return "deny"
     if not _widgets_available() or not _clicks_deliverable():
         return _ask_text(command, pattern_key, description)
-    prompt = ApprovalPrompt(command, pattern_key, description)
-    prompt.show()
-    return prompt.wait()
+    with _interrupt_raises_here():
+        prompt = ApprovalPrompt(command, pattern_key, description)
+        prompt.show()
+        return prompt.wait()
 
 
 def clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
@@ -470,9 +492,10 @@ def _clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
         return ""
     if not _widgets_available() or not _clicks_deliverable():
         return _clarify_text(question, list(choices or []))
-    prompt = ClarifyPrompt(question, choices)
-    prompt.show()
-    return prompt.wait()
+    with _interrupt_raises_here():
+        prompt = ClarifyPrompt(question, choices)
+        prompt.show()
+        return prompt.wait()
 
 
 class _InlineApproval:
