@@ -1,7 +1,7 @@
 """Inline prompts that ask the person while a cell is still running: command approval and clarify.
 
 With a widget frontend the prompt is a row of buttons under the running cell; widget messages are
-pumped with ``jupyter_ui_poll`` until a click (or a timeout). Once answered, the widget is replaced by
+pumped (``hermes_nb.cell_pump``) until a click (or a timeout). Once answered, the widget is replaced by
 a static record of the decision, so a saved notebook reads well. Without a kernel the prompts fall
 back to ``input()``; without stdin they deny (approval) or answer nothing (clarify).
 
@@ -19,19 +19,17 @@ so tests need no browser.
 
 from __future__ import annotations
 
-import asyncio
 import html
-import logging
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Bool, Float
 from traitlets.config import Configurable
 
+from hermes_nb import cell_pump
 from hermes_nb.tools import interaction
 from hermes_nb.tools.approval import set_default_approval_callback
 from hermes_nb.tools.interaction import run_on_main
@@ -39,8 +37,6 @@ from hermes_nb.tools.safety.visible import make_visible
 
 __all__ = ["ApprovalPrompt", "ClarifyPrompt", "Prompts", "approval_prompt", "clarify_prompt", "install",
            "no_one_to_ask"]
-
-log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 300.0
 UiEvents = Callable[[], AbstractContextManager[Callable[[int], Any]]]
@@ -80,7 +76,7 @@ def no_one_to_ask() -> bool:
     """
     if settings.ask_without_stdin:
         return False
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
+    kernel = _kernel()
     if kernel is None or not _widgets_available():
         return False  # plain Python or a terminal IPython: the text prompt asks on stdin
     return not getattr(kernel, "_allow_stdin", True)
@@ -88,8 +84,7 @@ def no_one_to_ask() -> bool:
 
 def _tell_no_one_to_ask() -> None:
     """One line under the running cell (once per cell), printed by the main thread."""
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
-    cell = getattr(kernel, "execution_count", None)
+    cell = getattr(_kernel(), "execution_count", None)
     if cell in _told:
         return
     _told.add(cell)
@@ -107,97 +102,19 @@ def _widgets_available() -> bool:
     return isinstance(_get_ipython(), ZMQInteractiveShell)
 
 
-def _main_shell_socket(kernel: Any) -> Any:
-    """ipykernel 7's in-process socket that carries shell messages to the main thread, or None."""
-    manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
-    socket = getattr(getattr(manager, "_shell_channel_to_main", None), "to_socket", None)
-    return socket if socket is not None and hasattr(kernel, "dispatch_shell") else None
-
-
-def _clicks_deliverable() -> bool:
-    """Whether a click can reach a blocked cell in this kernel: ipykernel 7 through its main-thread socket,
-    ipykernel 6 through ``do_one_iteration`` (``jupyter_ui_poll``). Another kernel gets the text prompt
-    (``input()`` over the stdin channel) instead of buttons that could only wait out the timeout."""
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
-    return _main_shell_socket(kernel) is not None or hasattr(kernel, "do_one_iteration")
-
-
-def _default_ui_events() -> AbstractContextManager[Callable[[int], Any]]:
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
-    socket = _main_shell_socket(kernel)
-    if socket is not None:
-        return _kernel7_events(kernel, socket)
-    from jupyter_ui_poll import ui_events  # lazy: it touches the kernel when used
-
-    return ui_events()
-
-
 def _get_ipython() -> Any:
     from IPython import get_ipython
 
     return get_ipython()
 
 
-@contextmanager
-def _kernel7_events(kernel: Any, socket: Any) -> Iterator[Callable[[int], None]]:
-    """Pump widget messages in a blocked sync cell on ipykernel 7.
-
-    ipykernel 7 has no ``do_one_iteration``, so ``jupyter_ui_poll`` cannot deliver clicks there (measured
-    with ipykernel 7.4). Shell messages reach the main thread through an in-process socket; read it
-    directly, handle comm messages now (as ipykernel itself does for a running async cell), and hand
-    everything else back to the kernel once the prompt is answered.
-    """
-    deferred: list[Any] = []
-
-    def poll(n: int) -> None:
-        for _ in range(n):
-            if not socket.poll(0):
-                return
-            raw = socket.recv_multipart(copy=False)
-            _, frames = kernel.session.feed_identities(raw, copy=False)
-            msg_type = kernel.session.deserialize(frames, content=False, copy=False)["header"]["msg_type"]
-            if msg_type not in ("comm_open", "comm_msg", "comm_close"):
-                deferred.append(raw)
-                continue
-            parent = kernel.get_parent("shell")
-            ident = kernel._parent_ident["shell"]
-            coro = kernel.dispatch_shell(raw, subshell_id=None, concurrent=True)
-            try:
-                coro.send(None)  # comm handlers are synchronous: the coroutine ends without suspending
-            except StopIteration:
-                pass
-            else:
-                coro.close()
-                log.warning("a widget message needed the event loop and was dropped")
-            finally:
-                kernel.set_parent(ident, parent, channel="shell")
-
-    try:
-        yield poll
-    finally:
-        _replay(kernel, deferred)
+def _kernel() -> Any:
+    return getattr(_get_ipython(), "kernel", None)
 
 
-def _replay(kernel: Any, deferred: list[Any]) -> None:
-    """Hand the requests held back during the prompt to the kernel, to run after this cell, in order.
+def _default_ui_events() -> AbstractContextManager[Callable[[int], Any]]:
+    return cell_pump.ui_events(_kernel())
 
-    A request the kernel's stream read just before the prompt blocked is two tasks away from the
-    kernel's lock (the stream's callback wraps ``shell_main`` in a task of its own). Scheduling
-    ``shell_main`` directly put the held requests one step ahead of it, so the cell after the prompt ran
-    last. Going through the stream's own callback gives every request the same path: arrival order.
-    """
-    pair = kernel.shell_channel_thread.manager._shell_channel_to_main
-    stream: Any = getattr(pair, "to_stream", None)
-    callback = getattr(stream, "_recv_callback", None)
-    for raw in deferred:
-        if callback is not None:
-            stream._run_callback(callback, raw)
-        else:  # the same two steps, should pyzmq rename its internals
-            asyncio.ensure_future(_in_task(kernel.shell_main(None, raw)))
-
-
-async def _in_task(coro: Any) -> Any:
-    return await asyncio.create_task(coro)
 
 if TYPE_CHECKING:
     import ipywidgets as widgets
@@ -208,53 +125,6 @@ def _widgets() -> Any:
     import ipywidgets
 
     return ipywidgets
-
-
-def _current_parent() -> Any:
-    """(ident, header) of the request the kernel is answering now, or None outside ipykernel.
-
-    ``_parent_ident["shell"]`` reads the same on ipykernel 6 (a dict) and 7 (a view of its context
-    variables, kept for this use), so the record lands under the prompt's cell on both."""
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
-    try:
-        return kernel._parent_ident["shell"], kernel.get_parent("shell")
-    except (AttributeError, KeyError, TypeError):
-        return None
-
-
-@contextmanager
-def _as_parent(saved: Any) -> Iterator[None]:
-    """Publish as a reply to ``saved`` (from ``_current_parent``) for the duration of the block."""
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
-    current = _current_parent() if saved is not None else None
-    if current is None:
-        yield
-        return
-    kernel.set_parent(*saved, channel="shell")
-    try:
-        yield
-    finally:
-        kernel.set_parent(*current, channel="shell")
-
-
-@contextmanager
-def _interrupt_raises_here() -> Iterator[None]:
-    """■ raises ``KeyboardInterrupt`` in the blocked wait, whichever handler the kernel set.
-
-    For an async cell (``await agent.arun``) ipykernel's SIGINT handler cancels the cell's task on the
-    event loop, and this wait is holding that loop: ■ would be queued until the timeout. Installed
-    before the widgets are made, so ■ as soon as they appear lands here. A no-op off the main thread.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
 
 
 class _Prompt:
@@ -281,7 +151,7 @@ class _Prompt:
         bundle = self.box._repr_mimebundle_()
         bundle["text/plain"] = self._text()
         self._handle = display(bundle, raw=True, display_id=True)
-        self._cell_parent = _current_parent()
+        self._cell_parent = cell_pump.current_parent(_kernel())
 
     def _text(self) -> str:
         return (f"{self._question()} — buttons need a frontend with Jupyter widgets; with none, this waits "
@@ -298,7 +168,7 @@ class _Prompt:
 
             # The click arrives as a comm message, which becomes the kernel's current parent; the record
             # must go to the cell that showed the prompt, so that cell's saved output keeps static HTML.
-            with _as_parent(self._cell_parent):
+            with cell_pump.as_parent(_kernel(), self._cell_parent):
                 self._handle.update(HTML(record_html))
         for child in self._buttons():
             child.close()
@@ -324,7 +194,7 @@ class _Prompt:
         deadline = time.monotonic() + self.timeout
         try:
             if threading.current_thread() is threading.main_thread():
-                with _interrupt_raises_here(), self._ui_events() as poll:
+                with cell_pump.interrupt_raises_here(), self._ui_events() as poll:
                     while not self.answered and time.monotonic() < deadline:
                         poll(10)
                         if not self.answered:
@@ -473,9 +343,9 @@ def _approval_prompt(command: str, pattern_key: str, description: str) -> str:
     if no_one_to_ask():  # only when asked directly: installed, the callback is skipped (``_InlineApproval``)
         _tell_no_one_to_ask()
         return "deny"
-    if not _widgets_available() or not _clicks_deliverable():
+    if not _widgets_available() or not cell_pump.clicks_deliverable(_kernel()):
         return _ask_text(command, pattern_key, description)
-    with _interrupt_raises_here():
+    with cell_pump.interrupt_raises_here():
         prompt = ApprovalPrompt(command, pattern_key, description)
         prompt.show()
         return prompt.wait()
@@ -490,9 +360,9 @@ def _clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
     if no_one_to_ask():
         _tell_no_one_to_ask()
         return ""
-    if not _widgets_available() or not _clicks_deliverable():
+    if not _widgets_available() or not cell_pump.clicks_deliverable(_kernel()):
         return _clarify_text(question, list(choices or []))
-    with _interrupt_raises_here():
+    with cell_pump.interrupt_raises_here():
         prompt = ClarifyPrompt(question, choices)
         prompt.show()
         return prompt.wait()
