@@ -142,6 +142,9 @@ def run_on_main(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     _requests.put(request)
     while not request.done.wait(0.05):
         if _waiting == 0 and request.claim():  # the main thread stopped waiting: run it here
+            if _interrupted:  # ...because ■ stopped the run this question belonged to: not asked
+                request.error = Interrupted("the person interrupted the run (■) before this question")
+                break
             request.run()
     if request.error is not None:
         raise request.error

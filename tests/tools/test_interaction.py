@@ -148,3 +148,27 @@ def test_callback_stack_skips_a_callback_that_cannot_answer_now():
     stack.push(first)
     stack.push(away)
     assert stack.current() is first
+
+
+def test_a_question_left_queued_after_an_interrupt_is_not_asked_in_the_worker(monkeypatch):
+    """The main thread stopped waiting because of ■: a worker that then claims its own queued question
+    must not show it from its thread (where no click can arrive) but hear ``Interrupted``."""
+    asked, outcome = [], []
+    monkeypatch.setattr(interaction, "_waiting", 1)
+    monkeypatch.setattr(interaction, "_interrupted", True)
+
+    def worker():
+        try:
+            outcome.append(interaction.run_on_main(asked.append, "shown"))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    while interaction._requests.qsize() < 1:  # queued for the main thread (a condition, not a sleep)
+        threading.Event().wait(0.01)
+    interaction._waiting = 0  # the main thread left its wait without servicing the queue
+    t.join(10)
+    assert asked == [] and len(outcome) == 1 and isinstance(outcome[0], interaction.Interrupted)
+    while interaction.service():  # drop the claimed leftover from the queue
+        pass
