@@ -144,12 +144,13 @@ class Agent:
             with interaction.main_thread_waiting():
                 while True:
                     try:
-                        result = future.result(timeout=async_bridge.WAIT_SLICE)
-                        break
-                    except TimeoutError:
-                        _drain(events, view)
-                        interaction.service()
-                    except KeyboardInterrupt:
+                        try:
+                            result = future.result(timeout=async_bridge.WAIT_SLICE)
+                            break
+                        except TimeoutError:
+                            _drain(events, view)
+                            interaction.service()  # ■ while a prompt waits raises here
+                    except KeyboardInterrupt:  # stopped inside the wait: the prompt's asker hears after
                         result = self._stop(future, events, view)
                         break
         except Exception as exc:  # replay drift, an unknown toolset...: the display says so, then it raises
@@ -169,13 +170,14 @@ class Agent:
             # As in run(): prompts asked by tools in worker threads are shown from here, in the cell's
             # own context, so they (and their records) land under this cell.
             with interaction.main_thread_waiting():
-                while not waiter.done():
-                    await asyncio.wait({waiter}, timeout=async_bridge.WAIT_SLICE)
-                    _drain(events, view)
-                    interaction.service()
-            result = waiter.result()
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            result = self._stop(future, events, view)
+                try:
+                    while not waiter.done():
+                        await asyncio.wait({waiter}, timeout=async_bridge.WAIT_SLICE)
+                        _drain(events, view)
+                        interaction.service()  # ■ while a prompt waits raises here
+                    result = waiter.result()
+                except (KeyboardInterrupt, asyncio.CancelledError):  # stopped inside the wait, as in run()
+                    result = self._stop(future, events, view)
         except Exception as exc:
             _drain(events, view)
             view.abort(f"{type(exc).__name__}: {exc}")

@@ -134,8 +134,9 @@ class Transcript:
                 parts.append(_timeline_html(item[1]))
             else:
                 parts.append(_note_html((item[1], item[2])))
-        if not self.done:
-            parts.append(f'<div style="color:{_GREY}">⏳ running…</div>')
+        if not self.done and not any(c.state in ("queued", "running") for c in self.cards.values()):
+            # a running call's card already says "⏳ running…"; the footer speaks only between calls
+            parts.append(f'<div style="color:{_GREY}">⏳ waiting for the model…</div>')
         if self.usage:
             u = self.usage
             parts.append(f'<div style="color:{_GREY};margin-top:4px">tokens: {u.get("prompt_tokens", 0)} prompt + '

@@ -1,9 +1,17 @@
 """Inline prompts that ask the person while a cell is still running: command approval and clarify.
 
 With a widget frontend the prompt is a row of buttons under the running cell; widget messages are
-pumped with ``jupyter_ui_poll`` until a click (or a timeout). Once answered, the widget is replaced by
+pumped (``hermes_nb.cell_pump``) until a click (or a timeout). Once answered, the widget is replaced by
 a static record of the decision, so a saved notebook reads well. Without a kernel the prompts fall
 back to ``input()``; without stdin they deny (approval) or answer nothing (clarify).
+
+Nobody to click (nbclient, nbconvert, papermill, an autograder): the prompt is not shown; one line under
+the cell says so, and the model hears that no one was available to answer (not that the person said
+no). ■ while a prompt waits is an interrupt like any other: the buttons become a record, and the
+``KeyboardInterrupt`` stops the cell (``Agent.run`` stops and answers every call, as on any ■).
+
+Settings (``%config Prompts.timeout = 60``): ``Prompts.timeout``, how long a prompt waits for a click;
+``Prompts.ask_without_stdin``, show prompts even in runs that say nobody can answer (see ``no_one_to_ask``).
 
 Each button's method does what clicking it does (``ApprovalPrompt.choose``, ``ClarifyPrompt.submit``),
 so tests need no browser.
@@ -11,30 +19,78 @@ so tests need no browser.
 
 from __future__ import annotations
 
-import asyncio
 import html
-import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from traitlets import Bool, Float
+from traitlets.config import Configurable
+
+from hermes_nb import cell_pump
+from hermes_nb.tools import interaction
 from hermes_nb.tools.approval import set_default_approval_callback
 from hermes_nb.tools.interaction import run_on_main
 from hermes_nb.tools.safety.visible import make_visible
 
-__all__ = ["ApprovalPrompt", "ClarifyPrompt", "approval_prompt", "clarify_prompt", "install"]
-
-log = logging.getLogger(__name__)
+__all__ = ["ApprovalPrompt", "ClarifyPrompt", "Prompts", "approval_prompt", "clarify_prompt", "install",
+           "no_one_to_ask"]
 
 DEFAULT_TIMEOUT = 300.0
 UiEvents = Callable[[], AbstractContextManager[Callable[[int], Any]]]
 
 _APPROVAL_LABELS = {"once": "Approve once", "session": "For this session", "always": "Always", "deny": "Deny"}
+_VERDICTS = {"once": "Approved once", "session": "Approved for this session", "always": "Approved always",
+             "deny": "Denied"}
 _APPROVAL_STYLES = {"once": "success", "session": "info", "always": "warning", "deny": "danger"}
 _TEXT_ANSWERS = {"o": "once", "once": "once", "s": "session", "session": "session", "a": "always",
                  "always": "always", "d": "deny", "deny": "deny", "n": "deny", "no": "deny", "": "deny"}
+
+
+class Prompts(Configurable):
+    """How the inline prompts wait; ``%config Prompts`` lists these."""
+
+    timeout = Float(DEFAULT_TIMEOUT, min=0,
+                    help="Seconds a prompt waits for a click; then approval counts as denied, clarify as no answer."
+                    ).tag(config=True)
+    ask_without_stdin = Bool(False, help="Show prompts even when the cell was sent with allow_stdin=False "
+                             "(nbclient, nbconvert, papermill do; so does Voila, which can click). Off: such a run "
+                             "is told at once that no one can answer.").tag(config=True)
+
+
+settings = Prompts()  # replaced by the one ``install`` registers with the shell (for ``%config``)
+_told: set[object] = set()  # the cells already told that no one can answer
+
+
+def no_one_to_ask() -> bool:
+    """True when the running cell came from a runner that no person watches.
+
+    The signal is the request's own ``allow_stdin`` (``kernel._allow_stdin``, set for every execute
+    request): nbclient, and so nbconvert, papermill and nbgrader, send ``False``; JupyterLab, Notebook,
+    VS Code and ``jupyter console`` send ``True``. It is known before anything is shown, costs no wait,
+    and holds on every ipykernel. A frontend's widget manager gives no positive sign per widget (a
+    rendered widget sends nothing back), so waiting for one would only be a guess with a timeout.
+    Readable from any thread (a plain attribute, not the context-local parent header).
+    """
+    if settings.ask_without_stdin:
+        return False
+    kernel = _kernel()
+    if kernel is None or not _widgets_available():
+        return False  # plain Python or a terminal IPython: the text prompt asks on stdin
+    return not getattr(kernel, "_allow_stdin", True)
+
+
+def _tell_no_one_to_ask() -> None:
+    """One line under the running cell (once per cell), printed by the main thread."""
+    cell = getattr(_kernel(), "execution_count", None)
+    if cell in _told:
+        return
+    _told.add(cell)
+    interaction.post(print, "hermes_nb: no one can answer a prompt in this run (the cell was sent without stdin, "
+                     "as nbclient/nbconvert do), so approvals and questions get no answer at once; "
+                     "%config Prompts.ask_without_stdin = True shows them anyway.")
 
 
 def _widgets_available() -> bool:
@@ -46,62 +102,19 @@ def _widgets_available() -> bool:
     return isinstance(_get_ipython(), ZMQInteractiveShell)
 
 
-def _default_ui_events() -> AbstractContextManager[Callable[[int], Any]]:
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
-    manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
-    socket = getattr(getattr(manager, "_shell_channel_to_main", None), "to_socket", None)
-    if socket is not None and hasattr(kernel, "dispatch_shell"):
-        return _kernel7_events(kernel, socket)
-    from jupyter_ui_poll import ui_events  # lazy: it touches the kernel when used
-
-    return ui_events()
-
-
 def _get_ipython() -> Any:
     from IPython import get_ipython
 
     return get_ipython()
 
 
-@contextmanager
-def _kernel7_events(kernel: Any, socket: Any) -> Iterator[Callable[[int], None]]:
-    """Pump widget messages in a blocked sync cell on ipykernel 7.
+def _kernel() -> Any:
+    return getattr(_get_ipython(), "kernel", None)
 
-    ipykernel 7 has no ``do_one_iteration``, so ``jupyter_ui_poll`` cannot deliver clicks there (measured
-    with ipykernel 7.4). Shell messages reach the main thread through an in-process socket; read it
-    directly, handle comm messages now (as ipykernel itself does for a running async cell), and hand
-    everything else back to the kernel once the prompt is answered.
-    """
-    deferred: list[Any] = []
 
-    def poll(n: int) -> None:
-        for _ in range(n):
-            if not socket.poll(0):
-                return
-            raw = socket.recv_multipart(copy=False)
-            _, frames = kernel.session.feed_identities(raw, copy=False)
-            msg_type = kernel.session.deserialize(frames, content=False, copy=False)["header"]["msg_type"]
-            if msg_type not in ("comm_open", "comm_msg", "comm_close"):
-                deferred.append(raw)
-                continue
-            parent = kernel.get_parent("shell")
-            ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
-            coro = kernel.dispatch_shell(raw, subshell_id=None, concurrent=True)
-            try:
-                coro.send(None)  # comm handlers are synchronous: the coroutine ends without suspending
-            except StopIteration:
-                pass
-            else:
-                coro.close()
-                log.warning("a widget message needed the event loop and was dropped")
-            finally:
-                kernel.set_parent(ident, parent, channel="shell")
+def _default_ui_events() -> AbstractContextManager[Callable[[int], Any]]:
+    return cell_pump.ui_events(_kernel())
 
-    try:
-        yield poll
-    finally:
-        for raw in deferred:  # execute requests queued meanwhile run after this cell, in order
-            asyncio.ensure_future(kernel.shell_main(None, raw))
 
 if TYPE_CHECKING:
     import ipywidgets as widgets
@@ -114,35 +127,11 @@ def _widgets() -> Any:
     return ipywidgets
 
 
-def _current_parent() -> Any:
-    """(ident, header) of the request the kernel is answering now, or None outside ipykernel."""
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
-    try:
-        return kernel._get_shell_context_var(kernel._shell_parent_ident), kernel.get_parent("shell")
-    except AttributeError:
-        return None
-
-
-@contextmanager
-def _as_parent(saved: Any) -> Iterator[None]:
-    """Publish as a reply to ``saved`` (from ``_current_parent``) for the duration of the block."""
-    kernel: Any = getattr(_get_ipython(), "kernel", None)
-    current = _current_parent() if saved is not None else None
-    if current is None:
-        yield
-        return
-    kernel.set_parent(*saved, channel="shell")
-    try:
-        yield
-    finally:
-        kernel.set_parent(*current, channel="shell")
-
-
 class _Prompt:
     """Shared machinery: a widget box, a display handle, and a wait loop that pumps widget messages."""
 
-    def __init__(self, *, timeout: float, poll_interval: float, ui_events: UiEvents | None) -> None:
-        self.timeout = timeout
+    def __init__(self, *, timeout: float | None, poll_interval: float, ui_events: UiEvents | None) -> None:
+        self.timeout = settings.timeout if timeout is None else timeout
         self.poll_interval = poll_interval
         self._ui_events = ui_events or _default_ui_events
         self._answered = threading.Event()
@@ -156,11 +145,20 @@ class _Prompt:
         return self._answered.is_set()
 
     def show(self) -> None:
-        """Display the widget under the running cell."""
+        """Display the widget under the running cell (with a text line for frontends without widgets)."""
         from IPython.display import display
 
-        self._handle = display(self.box, display_id=True)
-        self._cell_parent = _current_parent()
+        bundle = self.box._repr_mimebundle_()
+        bundle["text/plain"] = self._text()
+        self._handle = display(bundle, raw=True, display_id=True)
+        self._cell_parent = cell_pump.current_parent(_kernel())
+
+    def _text(self) -> str:
+        return (f"{self._question()} — buttons need a frontend with Jupyter widgets; with none, this waits "
+                f"{self.timeout:g} s (%config Prompts.timeout).")
+
+    def _question(self) -> str:
+        raise NotImplementedError
 
     def _finish(self, record_html: str) -> None:
         self.record_html = record_html
@@ -170,7 +168,7 @@ class _Prompt:
 
             # The click arrives as a comm message, which becomes the kernel's current parent; the record
             # must go to the cell that showed the prompt, so that cell's saved output keeps static HTML.
-            with _as_parent(self._cell_parent):
+            with cell_pump.as_parent(_kernel(), self._cell_parent):
                 self._handle.update(HTML(record_html))
         for child in self._buttons():
             child.close()
@@ -182,18 +180,30 @@ class _Prompt:
     def _timed_out(self) -> None:
         raise NotImplementedError
 
+    def interrupt(self) -> None:
+        """What ■ does while the prompt waits: the buttons become a record that nothing was answered."""
+        if not self.answered:
+            self._finish(f"<div><b>⏹ Interrupted</b> before an answer: {self._record_subject()}</div>")
+
+    def _record_subject(self) -> str:
+        raise NotImplementedError
+
     def _wait(self) -> None:
         if self.answered:
             return
         deadline = time.monotonic() + self.timeout
-        if threading.current_thread() is threading.main_thread():
-            with self._ui_events() as poll:
-                while not self.answered and time.monotonic() < deadline:
-                    poll(10)
-                    if not self.answered:
-                        self._answered.wait(self.poll_interval)
-        else:  # only the kernel's main thread may pump widget messages; another thread just waits
-            self._answered.wait(max(0.0, deadline - time.monotonic()))
+        try:
+            if threading.current_thread() is threading.main_thread():
+                with cell_pump.interrupt_raises_here(), self._ui_events() as poll:
+                    while not self.answered and time.monotonic() < deadline:
+                        poll(10)
+                        if not self.answered:
+                            self._answered.wait(self.poll_interval)
+            else:  # only the kernel's main thread may pump widget messages; another thread just waits
+                self._answered.wait(max(0.0, deadline - time.monotonic()))
+        except KeyboardInterrupt:
+            self.interrupt()  # no dead buttons left behind; the interrupt goes on to stop the cell
+            raise
         if not self.answered:
             self._timed_out()
 
@@ -201,7 +211,7 @@ class _Prompt:
 class ApprovalPrompt(_Prompt):
     """Four buttons (once / session / always / deny) under the escaped command."""
 
-    def __init__(self, command: str, pattern_key: str, description: str, *, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, command: str, pattern_key: str, description: str, *, timeout: float | None = None,
                  poll_interval: float = 0.05, ui_events: UiEvents | None = None) -> None:
         super().__init__(timeout=timeout, poll_interval=poll_interval, ui_events=ui_events)
         self.command, self.pattern_key, self.description = command, pattern_key, description
@@ -220,6 +230,12 @@ class ApprovalPrompt(_Prompt):
     def _buttons(self) -> list[widgets.Widget]:
         return list(self.buttons.values())
 
+    def _question(self) -> str:
+        return f"Approve this command? [{self.pattern_key}] {make_visible(self.command)}"
+
+    def _record_subject(self) -> str:
+        return f"<code>{html.escape(make_visible(self.command))}</code> did not run"
+
     def choose(self, choice: str, *, note: str = "") -> None:
         """What clicking a button does: record the decision and replace the buttons with a static record."""
         if choice not in _APPROVAL_LABELS:
@@ -227,15 +243,16 @@ class ApprovalPrompt(_Prompt):
         if self.answered:
             return
         self.choice = choice
-        verdict = "Denied" if choice == "deny" else f"Approved ({_APPROVAL_LABELS[choice].lower()})"
-        self._finish(f"<div><b>{verdict}</b>{html.escape(note)}: "
+        self._finish(f"<div><b>{_VERDICTS[choice]}</b>{html.escape(note)}: "
                      f"<code>{html.escape(make_visible(self.command))}</code></div>")
 
     def _timed_out(self) -> None:
         self.choose("deny", note=f" (no answer within {self.timeout:g} s)")
 
     def wait(self) -> str:
-        """Pump widget messages until a button is clicked or the timeout passes (then "deny")."""
+        """Pump widget messages until a button is clicked or the timeout passes (then "deny").
+
+        ■ meanwhile raises ``KeyboardInterrupt`` (after replacing the buttons with a record)."""
         self._wait()
         assert self.choice is not None
         return self.choice
@@ -244,7 +261,7 @@ class ApprovalPrompt(_Prompt):
 class ClarifyPrompt(_Prompt):
     """A question with one button per choice, plus a text box and Submit for a free answer."""
 
-    def __init__(self, question: str, choices: Sequence[str] | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, question: str, choices: Sequence[str] | None = None, *, timeout: float | None = None,
                  poll_interval: float = 0.05, ui_events: UiEvents | None = None) -> None:
         super().__init__(timeout=timeout, poll_interval=poll_interval, ui_events=ui_events)
         self.question, self.choices = question, list(choices or [])
@@ -260,6 +277,12 @@ class ClarifyPrompt(_Prompt):
 
     def _buttons(self) -> list[widgets.Widget]:
         return [*self.choice_buttons, self.text, self.submit_button]
+
+    def _question(self) -> str:
+        return make_visible(self.question)
+
+    def _record_subject(self) -> str:
+        return f"{html.escape(make_visible(self.question))} → <i>no answer</i>"
 
     def choose(self, answer: str, *, note: str = "") -> None:
         """What clicking a choice does: answer with it and leave a static record."""
@@ -317,11 +340,15 @@ def approval_prompt(command: str, pattern_key: str, description: str) -> str:
 
 
 def _approval_prompt(command: str, pattern_key: str, description: str) -> str:
-    if not _widgets_available():
+    if no_one_to_ask():  # only when asked directly: installed, the callback is skipped (``_InlineApproval``)
+        _tell_no_one_to_ask()
+        return "deny"
+    if not _widgets_available() or not cell_pump.clicks_deliverable(_kernel()):
         return _ask_text(command, pattern_key, description)
-    prompt = ApprovalPrompt(command, pattern_key, description)
-    prompt.show()
-    return prompt.wait()
+    with cell_pump.interrupt_raises_here():
+        prompt = ApprovalPrompt(command, pattern_key, description)
+        prompt.show()
+        return prompt.wait()
 
 
 def clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
@@ -330,22 +357,54 @@ def clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
 
 
 def _clarify_prompt(question: str, choices: Sequence[str] | None = None) -> str:
-    if not _widgets_available():
+    if no_one_to_ask():
+        _tell_no_one_to_ask()
+        return ""
+    if not _widgets_available() or not cell_pump.clicks_deliverable(_kernel()):
         return _clarify_text(question, list(choices or []))
-    prompt = ClarifyPrompt(question, choices)
-    prompt.show()
-    return prompt.wait()
+    with cell_pump.interrupt_raises_here():
+        prompt = ClarifyPrompt(question, choices)
+        prompt.show()
+        return prompt.wait()
+
+
+class _InlineApproval:
+    """The installed approval callback: ``approval_prompt``, standing aside when no one can answer.
+
+    ``CallbackStack.current`` skips a callback whose ``available()`` is False, so the approval policy
+    finds no one to ask and tells the model exactly that ("no one is available to approve it"), rather
+    than "the person denied this".
+    """
+
+    def __call__(self, command: str, pattern_key: str, description: str) -> str:
+        return approval_prompt(command, pattern_key, description)
+
+    def available(self) -> bool:
+        if no_one_to_ask():
+            _tell_no_one_to_ask()
+            return False
+        return True
 
 
 def install(ip: Any = None) -> Callable[[], None]:
     """Make the inline prompts answer approvals and the ``clarify`` tool; returns the undo (for unload)."""
+    global settings
     from hermes_nb.tools.clarify_tool import set_clarify_callback
 
-    undo_approval = set_default_approval_callback(approval_prompt)
+    previous = settings
+    settings = Prompts(parent=ip) if ip is not None else Prompts()
+    configurables = getattr(ip, "configurables", None)
+    if configurables is not None:
+        configurables.append(settings)  # so ``%config Prompts.timeout = 60`` works
+    undo_approval = set_default_approval_callback(_InlineApproval())
     undo_clarify = set_clarify_callback(clarify_prompt)
 
-    def undo() -> None:  # both undos are idempotent, so this one is too
+    def undo() -> None:  # every step is idempotent, so this one is too
+        global settings
         undo_clarify()
         undo_approval()
+        if configurables is not None and settings in configurables:
+            configurables.remove(settings)
+        settings = previous
 
     return undo

@@ -39,6 +39,15 @@ def _feed(t: live.Transcript) -> None:
     t.handle("usage", {"usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
 
 
+def test_a_running_call_shows_running_once():
+    """The card of the running call says "⏳ running…"; the footer does not say it a second time."""
+    t = live.Transcript(prompt="go", model="m")
+    t.handle("tool_call", {"index": 0, "id": "a", "name": "terminal", "arguments": '{"command": "rm x"}'})
+    t.handle("tool_start", {"event": BatchEvent(kind="start", index=0, tool_call_id="a", name="terminal", time=1.0)})
+    html = t.html()
+    assert html.count("⏳") == 1 and "⏳ running…" in html
+
+
 def test_transcript_renders_text_cards_timeline_and_usage():
     t = live.Transcript(prompt="go", model="m")
     _feed(t)
@@ -48,9 +57,9 @@ def test_transcript_renders_text_cards_timeline_and_usage():
     assert "batch of 2 calls, in parallel: 2.00 s" in html
     assert "left:25.0%" in html  # b's bar starts 0.5 s into a 2 s batch
     assert "tokens: 3 prompt + 2 completion = 5" in html
-    assert "running…" in html
+    assert "⏳ waiting for the model…" in html
     t.done = True
-    assert "running…" not in t.html()
+    assert "⏳" not in t.html()
     text = t.text()
     assert "✓ probe 1.00 s → fine" in text and "batch of 2 ran in parallel" in text
 

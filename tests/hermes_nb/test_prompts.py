@@ -38,10 +38,10 @@ def _clean_session() -> Iterator[None]:
 
 
 @pytest.mark.parametrize(("choice", "verdict"), [
-    ("once", "Approved (approve once)"),
-    ("session", "Approved (for this session)"),
-    ("always", "Approved (always)"),
-    ("deny", "Denied"),
+    ("once", "<b>Approved once</b>"),
+    ("session", "<b>Approved for this session</b>"),
+    ("always", "<b>Approved always</b>"),
+    ("deny", "<b>Denied</b>"),
 ])
 def test_approval_choose_records_the_decision(choice: str, verdict: str) -> None:
     prompt = ApprovalPrompt("rm -rf build", "rm", "`rm` deletes files.")
@@ -50,6 +50,13 @@ def test_approval_choose_records_the_decision(choice: str, verdict: str) -> None
     assert verdict in prompt.record_html and "rm -rf build" in prompt.record_html
     assert len(prompt.box.children) == 1  # buttons replaced by the static record
     assert prompt.wait() == choice  # already answered: returns at once
+
+
+def test_record_says_each_verdict_once() -> None:
+    """Not "Approved (approve once)": the record names the decision in plain words, without repeating it."""
+    prompt = ApprovalPrompt("rm x", "rm", "d")
+    prompt.choose("once")
+    assert prompt.record_html.count("pprove") == 1
 
 
 def test_approval_buttons_do_what_choose_does() -> None:
@@ -236,3 +243,114 @@ def test_clarify_from_a_batch_worker_is_answered_by_a_real_click() -> None:
         out = ks.collect(running, timeout=60).stdout
     assert "THREADS ['hermes-nb-tool" in out, out  # the handler really ran in a worker thread
     assert 'ANSWER {"question": "Which colour?", "answer": "blue"}' in out, out
+
+
+def interrupting() -> Callable[[], Any]:
+    """A stand-in for the widget pump: the first poll is where ■ (SIGINT) lands."""
+
+    @contextmanager
+    def ui_events() -> Iterator[Callable[[int], None]]:
+        def poll(n: int) -> None:
+            raise KeyboardInterrupt
+
+        yield poll
+
+    return ui_events
+
+
+@pytest.mark.parametrize("kind", ["approval", "clarify"])
+def test_interrupt_while_waiting_leaves_a_record_and_raises(kind: str) -> None:
+    prompt: ApprovalPrompt | ClarifyPrompt
+    if kind == "approval":
+        prompt = ApprovalPrompt("rm -rf build", "rm", "d", ui_events=interrupting())
+    else:
+        prompt = ClarifyPrompt("Which file?", ["a.py"], ui_events=interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        prompt.wait()
+    assert "Interrupted" in prompt.record_html and prompt.answered
+    assert len(prompt.box.children) == 1  # no buttons left that look clickable
+    assert all(b.comm is None for b in prompt._buttons())  # and the button models are closed
+
+
+def test_timeout_is_a_config_trait() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    undo = install(ip)
+    try:
+        ip.run_line_magic("config", "Prompts.timeout = 7")
+        assert ApprovalPrompt("rm x", "rm", "d").timeout == 7
+        assert ClarifyPrompt("Go?").timeout == 7
+        assert ApprovalPrompt("rm x", "rm", "d", timeout=3).timeout == 3
+    finally:
+        undo()
+    assert prompts.settings not in ip.configurables
+    assert ApprovalPrompt("rm x", "rm", "d").timeout == prompts.DEFAULT_TIMEOUT
+
+
+class _HeadlessKernel:
+    """What ipykernel holds while nbclient runs a cell: ``allow_stdin`` False in the request."""
+
+    _allow_stdin = False
+    execution_count = 3
+
+
+def test_no_one_to_ask_fails_fast_and_the_model_hears_no_answer(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(prompts, "_get_ipython", lambda: SimpleNamespace(kernel=_HeadlessKernel()))
+    monkeypatch.setattr(prompts, "_widgets_available", lambda: True)
+    monkeypatch.setattr(prompts, "_told", set())
+    monkeypatch.setattr(ApprovalPrompt, "show", lambda self: pytest.fail("a prompt was shown with no one to click"))
+    assert prompts.no_one_to_ask()
+    undo = install(None)
+    try:
+        first = check_dangerous_command("rm -rf build")
+        second = check_dangerous_command("rm -rf dist")
+        assert clarify_prompt("Which?", ["a"]) == ""
+    finally:
+        undo()
+    for verdict in (first, second):
+        assert verdict["approved"] is False
+        assert "no one is available" in verdict["message"] and "denied" not in verdict["message"]
+    lines = [line for line in capsys.readouterr().out.splitlines() if line]
+    assert len(lines) == 1 and lines[0].startswith("hermes_nb: no one can answer"), lines  # once per cell
+
+
+def test_ask_without_stdin_shows_the_prompt_anyway(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(prompts, "_get_ipython", lambda: SimpleNamespace(kernel=_HeadlessKernel()))
+    monkeypatch.setattr(prompts, "_widgets_available", lambda: True)
+    monkeypatch.setattr(prompts.settings, "ask_without_stdin", True)
+    assert not prompts.no_one_to_ask()
+
+
+def test_prompt_display_carries_a_text_line_for_frontends_without_widgets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``jupyter console`` or a frontend without the widget manager shows text/plain: a clear line saying
+    what is asked and how long it waits, not a widget repr."""
+    import IPython.display
+
+    shown: list[dict[str, Any]] = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
+    prompt = ApprovalPrompt("rm\x1b -rf build", "rm", "d", timeout=42)
+    prompt.show()
+    [bundle] = shown
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    text = bundle["text/plain"]
+    assert text.startswith("Approve this command? [rm] rm\\x1b -rf build") and "waits 42 s" in text
+
+
+def test_a_kernel_that_cannot_deliver_clicks_gets_the_text_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No way to pump widget messages in a blocked cell (neither ipykernel 7's socket nor ``do_one_iteration``):
+    ask with ``input()`` over stdin rather than show buttons that could only wait out the timeout."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(prompts, "_get_ipython", lambda: SimpleNamespace(kernel=SimpleNamespace(_allow_stdin=True)))
+    monkeypatch.setattr(prompts, "_widgets_available", lambda: True)
+    monkeypatch.setattr(ApprovalPrompt, "show", lambda self: pytest.fail("buttons shown where no click can arrive"))
+    monkeypatch.setattr("builtins.input", lambda _prompt: "s")
+    assert approval_prompt("rm x", "rm", "d") == "session"
+    monkeypatch.setattr("builtins.input", lambda _prompt: "2")
+    assert clarify_prompt("Which?", ["a", "b"]) == "b"

@@ -94,3 +94,81 @@ def test_callback_stack_last_installed_answers_and_undo_in_any_order():
     undo_b()
     undo_b()  # idempotent
     assert stack.current() is None
+
+
+def test_interrupt_during_a_question_is_the_main_threads_and_the_asker_hears_after():
+    """■ while the main thread shows a worker's question: KeyboardInterrupt leaves ``service()``; the asker
+    gets ``Interrupted`` only once the main thread stops waiting; a question queued meanwhile is never shown."""
+    shown: list[str] = []
+    outcomes: dict[str, BaseException | str] = {}
+    asked = threading.Barrier(3)
+
+    def question(name):
+        shown.append(name)
+        raise KeyboardInterrupt  # where SIGINT lands: inside the prompt's wait
+
+    def worker(name):
+        asked.wait(10)
+        try:
+            outcomes[name] = interaction.run_on_main(question, name)
+        except BaseException as exc:
+            outcomes[name] = exc
+
+    with interaction.main_thread_waiting():
+        threads = [threading.Thread(target=worker, args=(n,)) for n in ("first", "second")]
+        for t in threads:
+            t.start()
+        asked.wait(10)
+        while interaction._requests.qsize() < 2:  # both questions queued (no fixed sleep: a condition)
+            threading.Event().wait(0.01)
+        try:
+            interaction.service()
+        except KeyboardInterrupt:
+            interrupted = True
+        else:
+            interrupted = False
+        assert interrupted
+        assert outcomes == {}  # nobody answered while the main thread still stops the run
+        interaction.service()  # later servicing in the same wait shows nothing more
+    for t in threads:
+        t.join(10)
+    assert len(shown) == 1
+    assert all(isinstance(o, interaction.Interrupted) for o in outcomes.values()), outcomes
+    assert not interaction._interrupted and not interaction._held
+
+
+def test_callback_stack_skips_a_callback_that_cannot_answer_now():
+    stack: interaction.CallbackStack[object] = interaction.CallbackStack()
+
+    class Away:
+        def available(self):
+            return False
+
+    first, away = object(), Away()
+    stack.push(first)
+    stack.push(away)
+    assert stack.current() is first
+
+
+def test_a_question_left_queued_after_an_interrupt_is_not_asked_in_the_worker(monkeypatch):
+    """The main thread stopped waiting because of ■: a worker that then claims its own queued question
+    must not show it from its thread (where no click can arrive) but hear ``Interrupted``."""
+    asked, outcome = [], []
+    monkeypatch.setattr(interaction, "_waiting", 1)
+    monkeypatch.setattr(interaction, "_interrupted", True)
+
+    def worker():
+        try:
+            outcome.append(interaction.run_on_main(asked.append, "shown"))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    while interaction._requests.qsize() < 1:  # queued for the main thread (a condition, not a sleep)
+        threading.Event().wait(0.01)
+    interaction._waiting = 0  # the main thread left its wait without servicing the queue
+    t.join(10)
+    assert asked == [] and len(outcome) == 1 and isinstance(outcome[0], interaction.Interrupted)
+    while interaction.service():  # drop the claimed leftover from the queue
+        pass
