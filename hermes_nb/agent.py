@@ -293,7 +293,7 @@ class Agent:
             # Its own event kind, so the display puts it with the call that asked, before the result.
             emit(("approval", {"command": command, "choice": choice,
                                "message": f"approval asked for `{command}` ({description.rstrip('.')}) → {choice}",
-                               "level": "denied" if choice == "deny" else "approval"}))
+                               "level": "approval" if choice in ("once", "session", "always") else "denied"}))
             return choice
 
         scope = use_approver(answer)

@@ -94,7 +94,7 @@ class ServePanel:
             for who, card in self._cards.values():
                 if who == client and card.state in ("queued", "running") and command.startswith(card.name):
                     card.notes.append((f"approval asked by {client} → {choice}",
-                                       "denied" if choice == "deny" else "approval"))
+                                       "approval" if choice in ("once", "session", "always") else "denied"))
                     break
         self._redraw()
         return choice

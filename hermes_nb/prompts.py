@@ -247,15 +247,17 @@ class ApprovalPrompt(_Prompt):
                      f"<code>{html.escape(make_visible(self.command))}</code></div>")
 
     def _timed_out(self) -> None:
+        self.timed_out = True
         self.choose("deny", note=f" (no answer within {self.timeout:g} s)")
 
     def wait(self) -> str:
-        """Pump widget messages until a button is clicked or the timeout passes (then "deny").
+        """Pump widget messages until a button is clicked or the timeout passes (then "no-answer": the
+        gate denies it and tells the model nobody answered, not that the person said no).
 
         ■ meanwhile raises ``KeyboardInterrupt`` (after replacing the buttons with a record)."""
         self._wait()
         assert self.choice is not None
-        return self.choice
+        return "no-answer" if getattr(self, "timed_out", False) else self.choice
 
 
 class ClarifyPrompt(_Prompt):
@@ -342,7 +344,7 @@ def approval_prompt(command: str, pattern_key: str, description: str) -> str:
 def _approval_prompt(command: str, pattern_key: str, description: str) -> str:
     if no_one_to_ask():  # only when asked directly: installed, the callback is skipped (``_InlineApproval``)
         _tell_no_one_to_ask()
-        return "deny"
+        return "no-answer"
     if not _widgets_available() or not cell_pump.clicks_deliverable(_kernel()):
         return _ask_text(command, pattern_key, description)
     with cell_pump.interrupt_raises_here():

@@ -81,10 +81,17 @@ def test_approval_wait_pumps_until_clicked() -> None:
     assert prompt.wait() == "once"
 
 
-def test_approval_times_out_to_deny() -> None:
+def test_approval_times_out_to_no_answer_which_the_gate_denies() -> None:
+    from hermes_nb.tools.registry import registry
+    from hermes_nb.tools.safety.gate import decide
+
     prompt = ApprovalPrompt("rm x", "rm", "d", timeout=0, ui_events=clicking(lambda: None))
-    assert prompt.wait() == "deny"
+    assert prompt.wait() == "no-answer"
     assert "no answer within 0 s" in prompt.record_html
+    registry.register("needs_ok", "t", {"description": "d"}, lambda a, **kw: "ran", needs_approval=True)
+    entry = registry.get_entry("needs_ok")
+    decision = decide(entry, {}, lambda *a: prompt.wait())
+    assert not decision.approved and "nobody answered" in decision.message
 
 
 def test_invalid_choice_is_an_error() -> None:
