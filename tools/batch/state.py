@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from hermes_nb.tools.batch.plan import BatchSegment, CallView, plan_tool_batch, unpack_call
+from hermes_nb.tools.batch.pool import StuckCall, ToolPool
 from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
 from hermes_nb.tools.registry import ToolRegistry, tool_error
 
@@ -44,35 +45,41 @@ def _is_error(content: str) -> bool:
 # -- the shared pool ------------------------------------------------------------------------------
 
 _pool_lock = threading.Lock()
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_size = 0
+_pool: ToolPool | None = None
 
 
-def shared_pool(max_workers: int) -> concurrent.futures.ThreadPoolExecutor:
-    """The process-wide pool for sync handlers; grown (replaced) only when a caller asks for more."""
-    global _pool, _pool_size
+def shared_pool(max_workers: int) -> ToolPool:
+    """The process-wide pool for sync handlers (``batch.pool``); grown only when a caller asks for more."""
+    global _pool
     want = max(DEFAULT_MAX_WORKERS, max_workers)
     with _pool_lock:
-        if _pool is None or _pool_size < want:
-            old = _pool
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=want, thread_name_prefix="hermes-nb-tool")
-            _pool_size = want
-            if old is not None:
-                old.shutdown(wait=False)  # its running calls finish; new work goes to the new pool
+        if _pool is None:
+            _pool = ToolPool(want)
+        elif _pool.size < want:
+            _pool.resize(want)
         return _pool
+
+
+def stuck_calls() -> list[StuckCall]:
+    """Calls that outlived their timeout and still hold a thread of the shared pool (``%tools doctor``)."""
+    pool = _pool
+    return pool.stuck_calls() if pool is not None else []
 
 
 # -- one batch's bookkeeping ----------------------------------------------------------------------
 
 class Slot:
-    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "started", "result", "future")
+    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "ready", "started", "result", "future",
+                 "pool")
 
     def __init__(self, call: CallView, is_async: bool, timeout: float | None, segment: int, parallel: bool):
         self.call, self.is_async, self.timeout = call, is_async, timeout
         self.segment, self.parallel = segment, parallel
-        self.started: float | None = None
+        self.ready: float | None = None  # when its segment began: the timeout counts from here
+        self.started: float | None = None  # when its handler began, if it ever did
         self.result: ToolCallResult | None = None
         self.future: concurrent.futures.Future[Any] | asyncio.Future[Any] | None = None
+        self.pool: ToolPool | None = None  # set when ``future`` came from the shared pool
 
 
 class Batch:
@@ -113,11 +120,15 @@ class Batch:
         self._emit(slot, "start", now)
         return True
 
-    def finish(self, slot: Slot, content: str, *, timed_out: bool = False, interrupted: bool = False) -> bool:
-        """Settle a call once; a later (late) settlement is ignored."""
+    def finish(self, slot: Slot, content: str, *, timed_out: bool = False, interrupted: bool = False,
+               unstarted: str | None = None) -> bool:
+        """Settle a call once; a later (late) settlement is ignored. ``unstarted`` replaces ``content``
+        when the handler never began (decided under the lock, so a call starting meanwhile is not misnamed)."""
         with self.cond:
             if slot.result is not None:
                 return False
+            if unstarted is not None and slot.started is None:
+                content = unstarted
             now = time.perf_counter()
             started = slot.started if slot.started is not None else now
             slot.result = ToolCallResult(
@@ -129,8 +140,16 @@ class Batch:
         return True
 
     def time_out(self, slot: Slot) -> None:
-        if self.finish(slot, tool_error(f"Tool {slot.call.name} timed out after {slot.timeout:g} s"), timed_out=True):
-            if slot.future is not None:
+        """Settle a call whose time ran out; a running sync handler's thread is abandoned (``batch.pool``)."""
+        name, limit = slot.call.name, slot.timeout or 0.0
+        # the model must know a call never ran: nothing to undo, safe to retry
+        unstarted = tool_error(f"Tool {name} never started: no worker was free within {limit:g} s; it did not run",
+                               not_started=True)
+        content = tool_error(f"Tool {name} timed out after {limit:g} s")
+        if self.finish(slot, content, timed_out=True, unstarted=unstarted) and slot.future is not None:
+            if slot.pool is not None and isinstance(slot.future, concurrent.futures.Future):
+                slot.pool.abandon(slot.future)
+            else:
                 slot.future.cancel()
 
     def interrupt_all(self) -> list[ToolCallResult]:
