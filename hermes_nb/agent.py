@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import queue
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from typing import Any, Literal
 from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage, resolve_model
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.errors import BridgeError
+from hermes_nb.tools.results import clean_text
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
 
@@ -219,7 +221,7 @@ class Agent:
 
     async def _core(self, prompt: str, emit: Callable[[tuple[str, dict[str, Any]]], None]) -> AgentResult:
         self._task = asyncio.current_task()
-        self.messages.append({"role": "user", "content": prompt})
+        self.messages.append({"role": "user", "content": clean_text(prompt)})
         records: list[ToolCallRecord] = []
         usage = empty_usage()
         iterations, text, reason, error = 0, "", "done", None
@@ -238,10 +240,17 @@ class Agent:
                 emit(("turn", {"iteration": iterations}))
                 await _refresh_mcp()  # tools a server changed during the last batch are offered now
                 tools = self._definitions()
-                turn = await self.model.complete(
-                    list(self.messages), tools,
-                    on_text=lambda d: emit(("text", {"delta": d})),
-                    on_retry=lambda m: emit(("notice", {"message": m, "level": "retry"})))
+                try:
+                    turn = await self.model.complete(
+                        list(self.messages), tools,
+                        on_text=lambda d: emit(("text", {"delta": d})),
+                        on_retry=lambda m: emit(("notice", {"message": m, "level": "retry"})))
+                except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+                    if not _repair_history(self.messages):
+                        raise
+                    raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
+                                     f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
+                                     f"run continues") from exc
                 for key in usage:
                     usage[key] += turn.usage[key]  # type: ignore[literal-required]
                 emit(("usage", {"usage": dict(usage)}))
@@ -341,6 +350,34 @@ class Agent:
         if records:
             emit(("batch", {"records": records}))
         return records
+
+
+def _repair_history(messages: list[dict[str, Any]]) -> bool:
+    """Make every message sendable in place (text cleaned, non-JSON values as their text); False when
+    there was nothing to repair (the failure had another cause)."""
+    try:
+        json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
+        return False
+    except (TypeError, ValueError, RecursionError):
+        messages[:] = [_sendable(m) for m in messages]
+        return True
+
+
+def _sendable(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if depth > 50:
+        return "<nested too deeply>"
+    if isinstance(value, dict):
+        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_sendable(v, depth + 1) for v in value]
+    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    try:
+        return clean_text(str(value))
+    except Exception:  # a broken __str__ must not stop the repair
+        return f"<unprintable {type(value).__name__}>"
 
 
 def _assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[str, Any]:

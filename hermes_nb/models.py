@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypedDict
 from urllib.parse import urlparse
 
 from hermes_nb.tools.errors import HermesNbError
+from hermes_nb.tools.results import clean_text
 
 __all__ = [
     "Model",
@@ -188,6 +189,9 @@ class OpenAIModel:
                 if attempt >= self.max_retries:
                     raise ModelError(self._describe(exc, attempt)) from exc
                 delay, reason = _backoff(attempt), type(exc).__name__
+            except UnicodeDecodeError as exc:  # bytes that are not UTF-8 in the answer: retrying would not help
+                raise ModelError(f"the model server at {self.base_url or 'https://api.openai.com/v1'} sent text "
+                                 f"that is not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
             attempt += 1
             if on_retry is not None:
                 on_retry(f"{reason} from the model; retrying in {delay:.1f} s (attempt {attempt + 1} "
@@ -199,10 +203,11 @@ class OpenAIModel:
         choice = resp.choices[0]
         msg = choice.message
         calls = tuple(
-            ToolCallSpec(id=tc.id or f"call_{i}", name=tc.function.name, arguments=tc.function.arguments or "")
+            ToolCallSpec(id=clean_text(tc.id or f"call_{i}"), name=clean_text(tc.function.name or ""),
+                         arguments=clean_text(tc.function.arguments or ""))
             for i, tc in enumerate(msg.tool_calls or ())
         )
-        content = msg.content or ""
+        content = clean_text(msg.content or "")
         if content and on_text is not None:
             on_text(content)
         return ModelTurn(content=content, tool_calls=calls, usage=usage_from(resp.usage),
@@ -217,6 +222,7 @@ class OpenAIModel:
         calls: dict[int, dict[str, str]] = {}
         usage = empty_usage()
         finish = None
+        held = ""  # a high surrogate that ended a chunk: shown with the next one, where its other half is
         async for chunk in stream:
             if getattr(chunk, "usage", None):
                 usage = usage_from(chunk.usage)
@@ -228,8 +234,9 @@ class OpenAIModel:
                     continue
                 if delta.content:
                     text.append(delta.content)
-                    if on_text is not None:
-                        on_text(delta.content)
+                    shown, held = _complete_text(held + delta.content)
+                    if on_text is not None and shown:
+                        on_text(shown)
                 for tc in delta.tool_calls or ():
                     slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                     if tc.id:
@@ -237,11 +244,15 @@ class OpenAIModel:
                     if tc.function is not None:
                         slot["name"] += tc.function.name or ""
                         slot["arguments"] += tc.function.arguments or ""
+        if held and on_text is not None:
+            on_text(clean_text(held))
+        # joined first, cleaned after: halves of one character in different chunks become that character
         specs = tuple(
-            ToolCallSpec(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
+            ToolCallSpec(id=clean_text(c["id"] or f"call_{i}"), name=clean_text(c["name"]),
+                         arguments=clean_text(c["arguments"]))
             for i, c in sorted(calls.items())
         )
-        return ModelTurn(content="".join(text), tool_calls=specs, usage=usage, finish_reason=finish)
+        return ModelTurn(content=clean_text("".join(text)), tool_calls=specs, usage=usage, finish_reason=finish)
 
     def _describe(self, exc: Exception, attempt: int) -> str:
         import openai
@@ -258,6 +269,14 @@ class OpenAIModel:
         if isinstance(exc, openai.APITimeoutError):
             return f"the model server at {where} did not answer in time{tries}"
         return f"could not connect to the model server at {where}{tries}: {exc.__cause__ or exc}"
+
+
+def _complete_text(text: str) -> tuple[str, str]:
+    """``text`` cleaned for display, minus a trailing high surrogate (returned apart: the next chunk may
+    start with its low half)."""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        return clean_text(text[:-1]), text[-1]
+    return clean_text(text), ""
 
 
 def _wire(message: dict[str, Any]) -> dict[str, Any]:

@@ -6,15 +6,26 @@ Every function here returns a value and never raises on junk, so ``dispatch`` ca
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-__all__ = ["execution_failed", "parse_arguments", "serialize_result", "tool_error", "tool_result"]
+__all__ = ["clean_text", "execution_failed", "parse_arguments", "serialize_result", "tool_error", "tool_result"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` made encodable as UTF-8: surrogate pairs (an emoji split into UTF-16 halves, say by
+    stream chunks) become the character they encode; a lone surrogate becomes U+FFFD, visibly."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def tool_error(message: Any, **extra: Any) -> str:
     """The JSON error result the model receives: ``{"error": message, **extra}`` (Hermes's helper)."""
-    return json.dumps({"error": message if isinstance(message, str) else _text(message), **extra},
-                      ensure_ascii=False, default=_text)
+    return clean_text(json.dumps({"error": message if isinstance(message, str) else _text(message), **extra},
+                                 ensure_ascii=False, default=_text))
 
 
 def tool_result(data: Any = None, **kwargs: Any) -> str:
@@ -46,9 +57,9 @@ def parse_arguments(args: Any) -> dict[str, Any] | str:
 def serialize_result(result: Any) -> str:
     """A handler's return value as the string the model receives."""
     if isinstance(result, str):
-        return result
+        return clean_text(result)
     try:
-        return json.dumps(result, ensure_ascii=False, allow_nan=False)
+        return clean_text(json.dumps(result, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else _text(exc)
         return tool_error(

@@ -2,7 +2,7 @@
 
 ``FakeOpenAI(script)`` serves ``POST /v1/chat/completions`` from a list of ``Reply`` objects, one per
 request, in order: a message (content and/or tool calls), or an HTTP error (429 with Retry-After,
-500, 401, 404), optionally after a delay. Streaming requests get SSE chunks with
+500, 401, 404), optionally after a delay; text may be chunked by UTF-16 units (split surrogate pairs). Streaming requests get SSE chunks with
 ``"object": "chat.completion.chunk"`` and tool-call arguments split across chunks. Every request body
 is kept in ``requests`` so tests assert what the model was sent.
 
@@ -30,6 +30,9 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    #: Split text into stream chunks by UTF-16 code units (as JavaScript servers do), so a character
+    #: outside the BMP (an emoji) can arrive as two halves in different chunks.
+    utf16_chunks: bool = False
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5,
                                                             "total_tokens": 15})
 
@@ -94,19 +97,32 @@ def _chunks(reply: Reply, model: str, include_usage: bool) -> list[dict[str, Any
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     out = [chunk({"role": "assistant", "content": ""})]
-    text = reply.content
+    text = _utf16_units(reply.content) if reply.utf16_chunks else reply.content
     for i in range(0, len(text), 7):
         out.append(chunk({"content": text[i:i + 7]}))
     for index, c in enumerate(reply.tool_calls):
         out.append(chunk({"tool_calls": [{"index": index, "id": c["id"], "type": "function",
                                           "function": {"name": c["name"], "arguments": ""}}]}))
-        args = c["arguments"]
+        args = _utf16_units(c["arguments"]) if reply.utf16_chunks else c["arguments"]
         for i in range(0, len(args), 5):  # arguments split across chunks, as real servers do
             out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[i:i + 5]}}]}))
     out.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
     if include_usage:
         out.append({**base, "choices": [], "usage": reply.usage})
     return out
+
+
+def _utf16_units(text: str) -> str:
+    """``text`` with each character outside the BMP written as its two surrogates (one str item each)."""
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        if cp > 0xFFFF:
+            cp -= 0x10000
+            out += [chr(0xD800 + (cp >> 10)), chr(0xDC00 + (cp & 0x3FF))]
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
