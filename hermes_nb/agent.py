@@ -254,11 +254,12 @@ class Agent:
                 for key in usage:
                     usage[key] += turn.usage[key]  # type: ignore[literal-required]
                 emit(("usage", {"usage": dict(usage)}))
-                self.messages.append(_assistant_message(turn.content, turn.tool_calls))
-                if not turn.tool_calls:
+                calls = _unique_ids(turn.tool_calls, self.messages)
+                self.messages.append(_assistant_message(turn.content, calls))
+                if not calls:
                     text = turn.content
                     break
-                pending, finished = turn.tool_calls, {}
+                pending, finished = calls, {}
                 records += await self._run_batch(pending, finished, iterations, emit)
                 pending = ()
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -378,6 +379,24 @@ def _sendable(value: Any, depth: int = 0) -> Any:
         return clean_text(str(value))
     except Exception:  # a broken __str__ must not stop the repair
         return f"<unprintable {type(value).__name__}>"
+
+
+def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:
+    """The calls with ids unique in this turn and the history: a model's empty or repeated id would give
+    two tool answers one id. Renamed ids get a suffix; the assistant message and the answers both use them."""
+    if not calls:
+        return calls
+    used = {tc.get("id") for m in history if m.get("role") == "assistant" for tc in m.get("tool_calls") or ()}
+    out = []
+    for i, call in enumerate(calls):
+        base = call.id or f"call_{i}"
+        new, n = base, 1
+        while new in used:
+            n += 1
+            new = f"{base}_{n}"
+        used.add(new)
+        out.append(call if new == call.id else replace(call, id=new))
+    return tuple(out)
 
 
 def _assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[str, Any]:

@@ -308,6 +308,33 @@ class ToolRegistry(HermesQueries):
 
     def dispatch(self, name: str, args: Any, **kwargs: Any) -> str:
         """Run one tool call and return its result as a string. Never raises (except KeyboardInterrupt)."""
+        try:
+            return self._dispatch(name, args, **kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # GeneratorExit, custom BaseExceptions, a raising validator: all results
+            return execution_failed(exc)
+
+    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
+        """The same contract as ``dispatch``; async handlers are awaited on the caller's loop.
+
+        Cancelling the awaiting task still cancels (asyncio's contract); a handler's own stray
+        ``CancelledError`` is an error result like any other exception."""
+        import asyncio
+
+        try:
+            return await self._dispatch_async(name, args, **kwargs)
+        except KeyboardInterrupt:
+            raise
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            return execution_failed(exc)
+        except BaseException as exc:
+            return execution_failed(exc)
+
+    def _dispatch(self, name: str, args: Any, **kwargs: Any) -> str:
         prepared = self.prepare(name, args)
         if isinstance(prepared, str):
             return prepared
@@ -322,13 +349,14 @@ class ToolRegistry(HermesQueries):
                 if inspect.isawaitable(result):  # a sync wrapper around an async function
                     result = async_bridge.run_sync(_await(result))
         except _HandlerExit as wrapped:
+            if isinstance(wrapped.exc, KeyboardInterrupt):
+                raise wrapped.exc from None
             return execution_failed(wrapped.exc)
         except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
             return execution_failed(exc)
         return serialize_result(result)
 
-    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
-        """The same contract as ``dispatch``; async handlers are awaited on the caller's loop."""
+    async def _dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
         import asyncio
 
         prepared = self.prepare(name, args)
@@ -345,6 +373,8 @@ class ToolRegistry(HermesQueries):
                 if inspect.isawaitable(result):
                     result = await _await(result)
         except _HandlerExit as wrapped:
+            if isinstance(wrapped.exc, KeyboardInterrupt):
+                raise wrapped.exc from None
             return execution_failed(wrapped.exc)
         except (Exception, SystemExit) as exc:
             return execution_failed(exc)
@@ -383,13 +413,13 @@ def _approve(entry: ToolEntry, args: dict[str, Any]) -> str | None:
 
 
 class _HandlerExit(Exception):
-    """A handler's ``SystemExit``, carried as an ordinary exception.
+    """A handler's ``SystemExit`` or ``KeyboardInterrupt``, carried as an ordinary exception.
 
-    asyncio re-raises ``SystemExit`` out of a task into the event loop, which would stop the shared
+    asyncio re-raises both out of a task into the event loop, which would stop the shared
     background loop; inside the coroutine it becomes this, and dispatch reports the original.
     """
 
-    def __init__(self, exc: SystemExit) -> None:
+    def __init__(self, exc: SystemExit | KeyboardInterrupt) -> None:
         super().__init__(exc)
         self.exc = exc
 
@@ -400,7 +430,7 @@ async def _call(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[
         result = handler(args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
-    except SystemExit as exc:
+    except (SystemExit, KeyboardInterrupt) as exc:  # asyncio would re-raise these out of the loop itself
         raise _HandlerExit(exc) from None
     return result
 
@@ -408,7 +438,7 @@ async def _call(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[
 async def _await(awaitable: Any) -> Any:
     try:
         return await awaitable
-    except SystemExit as exc:
+    except (SystemExit, KeyboardInterrupt) as exc:
         raise _HandlerExit(exc) from None
 
 

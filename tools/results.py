@@ -55,24 +55,32 @@ def parse_arguments(args: Any) -> dict[str, Any] | str:
 
 
 def serialize_result(result: Any) -> str:
-    """A handler's return value as the string the model receives."""
-    if isinstance(result, str):
-        return clean_text(result)
+    """A handler's return value as the string the model receives; a value whose serialisation raises
+    anything (a dict subclass whose ``items()`` raises, say) becomes an error result."""
     try:
+        if isinstance(result, str):
+            # an exact str: a subclass's overridden methods must not run later, where nothing catches
+            return clean_text(str.__getitem__(result, slice(None)))
         return clean_text(json.dumps(result, ensure_ascii=False, allow_nan=False))
+    except KeyboardInterrupt:
+        raise
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else _text(exc)
-        return tool_error(
-            f"Tool returned a {type(result).__name__}, which is not JSON-serialisable ({reason}); "
-            f"return a str or JSON data"
-        )
+    except BaseException as exc:  # the value's own code raised while being serialised
+        reason = f"serialising it raised {type(exc).__name__}: {_text(exc)}"
+    return tool_error(
+        f"Tool returned a {type(result).__name__}, which is not JSON-serialisable ({reason}); "
+        f"return a str or JSON data"
+    )
 
 
 def _text(value: Any) -> str:
     """``str(value)``, even when the object's ``__str__`` is broken."""
     try:
-        return str(value)
-    except Exception:  # a user-defined __str__ that raises must not escape dispatch
+        return str.__getitem__(str(value), slice(None))
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a user-defined __str__ that raises (anything) must not escape dispatch
         return f"<unprintable {type(value).__name__}>"
 
 

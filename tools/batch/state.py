@@ -19,6 +19,7 @@ from hermes_nb.tools.batch.plan import BatchSegment, CallView, plan_tool_batch, 
 from hermes_nb.tools.batch.pool import StuckCall, ToolPool
 from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
 from hermes_nb.tools.registry import ToolRegistry, tool_error
+from hermes_nb.tools.results import execution_failed
 
 log = logging.getLogger("hermes_nb.tools.batch.scheduling")  # one logger name for the whole batch machinery
 
@@ -108,7 +109,9 @@ class Batch:
                            parallel=slot.parallel)
         try:
             self.on_event(event)
-        except Exception:  # display code must never break a batch
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # display code must never break a batch (nor leave a call unsettled)
             log.exception("on_event callback failed")
 
     def start(self, slot: Slot) -> bool:
@@ -169,13 +172,18 @@ def run_sync_call(batch: Batch, slot: Slot) -> None:
         return
     try:
         content = batch.registry.dispatch(slot.call.name, slot.call.arguments)
-    except BaseException as exc:  # dispatch never raises, except KeyboardInterrupt/SystemExit from a handler
-        content = tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
+    except BaseException as exc:  # dispatch never raises, except KeyboardInterrupt from a handler
+        content = execution_failed(exc)
     batch.finish(slot, content)
 
 
 async def run_async_call(batch: Batch, slot: Slot) -> None:
     if not batch.start(slot):
         return
-    content = await batch.registry.dispatch_async(slot.call.name, slot.call.arguments)
+    try:
+        content = await batch.registry.dispatch_async(slot.call.name, slot.call.arguments)
+    except asyncio.CancelledError:
+        raise  # the batch cancelled it (timeout, interrupt); the batch settles it
+    except BaseException as exc:  # even a handler's KeyboardInterrupt: raised out of a task, it stops the loop
+        content = execution_failed(exc)
     batch.finish(slot, content)
