@@ -24,7 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage, resolve_model
+from hermes_nb.models import (
+    DEFAULT_TURN_TIMEOUT,
+    Model,
+    ModelError,
+    ToolCallSpec,
+    Usage,
+    empty_usage,
+    resolve_model,
+)
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.errors import BridgeError
 from hermes_nb.tools.results import clean_text
@@ -99,10 +107,12 @@ class Agent:
         approval_callback: Callable[[str, str, str], str] | None = None,
         tool_timeout: float | None = None,
         max_workers: int = 8,
+        turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
     ) -> None:
         self.model: Model = resolve_model(
             model, base_url, api_key, stream=stream, temperature=temperature,
-            parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries)
+            parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries,
+            turn_timeout=turn_timeout)
         if record is not None:
             from hermes_nb.replay import RecordingModel
 

@@ -2,7 +2,7 @@
 
 ``FakeOpenAI(script)`` serves ``POST /v1/chat/completions`` from a list of ``Reply`` objects, one per
 request, in order: a message (content and/or tool calls), or an HTTP error (429 with Retry-After,
-500, 401, 404), optionally after a delay; text may be chunked by UTF-16 units (split surrogate pairs). Streaming requests get SSE chunks with
+500, 401, 404), optionally after a delay, or a stream that only trickles keep-alives; text may be chunked by UTF-16 units (split surrogate pairs). Streaming requests get SSE chunks with
 ``"object": "chat.completion.chunk"`` and tool-call arguments split across chunks. Every request body
 is kept in ``requests`` so tests assert what the model was sent.
 
@@ -33,6 +33,9 @@ class Reply:
     #: Split text into stream chunks by UTF-16 code units (as JavaScript servers do), so a character
     #: outside the BMP (an emoji) can arrive as two halves in different chunks.
     utf16_chunks: bool = False
+    #: Seconds between SSE keep-alive comments sent instead of an answer, until the client hangs up or
+    #: the server closes (a server that trickles: every read succeeds, no answer ever comes).
+    trickle: float = 0.0
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5,
                                                             "total_tokens": 15})
 
@@ -50,6 +53,7 @@ class FakeOpenAI:
         self.script = list(script)
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.closed = threading.Event()  # ends delays and trickles, so no handler thread outlives the server
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
@@ -67,6 +71,7 @@ class FakeOpenAI:
         self.close()
 
     def close(self) -> None:
+        self.closed.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -142,6 +147,15 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _trickle(self, interval: float) -> None:
+            self.close_connection = True
+            try:
+                while not server.closed.wait(interval):
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+            except OSError:  # the client gave up and hung up
+                return
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
@@ -149,8 +163,8 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             reply = server.next_reply(body)
-            if reply.delay:
-                time.sleep(reply.delay)
+            if reply.delay and server.closed.wait(reply.delay):
+                return
             if reply.status != 200:
                 self._send_json(reply.status, {"error": {"message": reply.content or f"HTTP {reply.status}",
                                                          "type": "fake", "code": reply.status}}, reply.headers)
@@ -164,6 +178,9 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Connection", "close")
             self.end_headers()
+            if reply.trickle:
+                self._trickle(reply.trickle)
+                return
             for c in _chunks(reply, body.get("model", server.model), include_usage):
                 self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
                 self.wfile.flush()
