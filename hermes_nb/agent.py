@@ -412,10 +412,22 @@ def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) 
 def _assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content or None}
     if calls:
+        from hermes_nb.tools.budget import argument_limit
+
+        limit = argument_limit()
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _kept(c.arguments, limit)}}
+            for c in calls
         ]
     return message
+
+
+def _kept(arguments: str, limit: float) -> str:
+    """Arguments as the history keeps them: oversized ones (refused by dispatch) are not resent every turn."""
+    if len(arguments) <= limit:
+        return arguments
+    return json.dumps({"omitted": f"{len(arguments):,} chars of arguments, over the limit of {limit:,.0f}; "
+                                  "the call was refused"})
 
 
 def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:

@@ -274,6 +274,7 @@ class OpenAIModel:
         loop = asyncio.get_running_loop()
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
+        pieces: dict[int, list[str]] = {}  # arguments joined once at the end: += would copy them per chunk
         usage = empty_usage()
         finish = None
         held = ""  # a high surrogate that ended a chunk: shown with the next one, where its other half is
@@ -298,13 +299,13 @@ class OpenAIModel:
                         slot["id"] = tc.id
                     if tc.function is not None:
                         slot["name"] += tc.function.name or ""
-                        slot["arguments"] += tc.function.arguments or ""
+                        pieces.setdefault(tc.index, []).append(tc.function.arguments or "")
         if held and on_text is not None:
             on_text(clean_text(held))
         # joined first, cleaned after: halves of one character in different chunks become that character
         specs = tuple(
             ToolCallSpec(id=clean_text(c["id"] or f"call_{i}"), name=clean_text(c["name"]),
-                         arguments=clean_text(c["arguments"]))
+                         arguments=clean_text("".join(pieces.pop(i, ()))))
             for i, c in sorted(calls.items())
         )
         return ModelTurn(content=clean_text("".join(text)), tool_calls=specs, usage=usage, finish_reason=finish)

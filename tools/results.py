@@ -45,6 +45,11 @@ def parse_arguments(args: Any) -> dict[str, Any] | str:
     if isinstance(args, (str, bytes, bytearray)):
         if not args:
             return {}
+        from hermes_nb.tools.budget import argument_limit
+
+        if len(args) > (limit := argument_limit()):  # refused before json.loads makes its copies
+            return (f"arguments are {len(args):,} chars, over the limit of {limit:,.0f} (budget.argument_chars "
+                    f"in config.yaml); send smaller arguments, e.g. write a large file in parts")
         try:
             args = json.loads(args)
         except (ValueError, RecursionError) as exc:

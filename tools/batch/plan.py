@@ -80,6 +80,10 @@ def _object_args(arguments: Any) -> dict[str, Any] | None:
     if arguments is None or arguments == "":
         return {}
     if isinstance(arguments, (str, bytes, bytearray)):
+        from hermes_nb.tools.budget import argument_limit
+
+        if len(arguments) > argument_limit():
+            return None  # dispatch refuses it unparsed; parsing here would make the copies it avoids
         try:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError):
