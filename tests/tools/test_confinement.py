@@ -183,10 +183,12 @@ def test_oversized_arguments_in_a_batch_are_refused_unparsed(ws: Path, hermes_ho
     from hermes_nb.tools.batch.scheduling import run_tool_batch
 
     (hermes_home / "config.yaml").write_text(yaml.safe_dump({"budget": {"argument_chars": 1000}}))
-    big = json.dumps({"path": "big.txt", "content": "x" * 5000})
+    big = json.dumps({"path": "big.txt", "content": "x" * 100_000})  # planning parses what is small
+    small = json.dumps({"path": "small.txt", "content": "x"})
     sizes = _spy_json_loads(monkeypatch)
-    (result,) = run_tool_batch([{"id": "b", "type": "function", "function": {"name": "write_file", "arguments": big}}])
-    assert "over the limit" in error(result.content)
+    results = run_tool_batch([{"id": i, "type": "function", "function": {"name": "write_file", "arguments": a}}
+                              for i, a in (("b", big), ("s", small))])
+    assert "over the limit" in error(results[0].content) and "bytes_written" in results[1].content
     assert all(n < 1000 for n in sizes)
 
 
