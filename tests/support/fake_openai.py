@@ -49,10 +49,12 @@ def call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, s
 class FakeOpenAI:
     """Context manager: ``with FakeOpenAI([...]) as srv: Agent(base_url=srv.base_url, ...)``."""
 
-    def __init__(self, script: list[Reply], *, model: str = "fake-model") -> None:
+    def __init__(self, script: list[Reply], *, model: str = "fake-model", keep_requests: bool = True) -> None:
         self.script = list(script)
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.keep_requests = keep_requests  # off for soak runs: every body holds the whole history
+        self.request_count = 0
         self.closed = threading.Event()  # ends delays and trickles, so no handler thread outlives the server
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
@@ -77,7 +79,9 @@ class FakeOpenAI:
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
-            self.requests.append(body)
+            self.request_count += 1
+            if self.keep_requests:
+                self.requests.append(body)
             if not self.script:
                 return Reply(status=500, content="fake server script exhausted")
             return self.script.pop(0)
