@@ -97,7 +97,7 @@ def test_a_call_that_never_starts_still_times_out(hung: ToolRegistry, no_replace
     (result,) = _in_thread(lambda: run([call("quick", "q")], 0.2))
     body = json.loads(result.content)
     assert result.timed_out and body["not_started"] is True
-    assert body["error"] == "Tool quick never started: no worker was free within 0.2 s; it did not run"
+    assert body["error"].startswith("Tool quick never started: its 0.2 s ran out while it waited")
     assert result.duration == 0.0
 
 
@@ -114,3 +114,23 @@ def test_a_stuck_thread_that_returns_ends_and_frees_its_place() -> None:
     assert second.result(WAIT) == "quick"  # the abandoned thread's end made room for a new worker
     assert pool.stuck_calls() == []
     pool.shutdown()
+
+
+@pytest.mark.parametrize("runner", ["sync", "async"])
+def test_a_batch_timeout_bounds_every_segment(hung: ToolRegistry, runner: str) -> None:
+    release = threading.Event()
+    hung.register("hang_alone", "t", SCHEMA, lambda a, **k: release.wait() and "late")  # not read-only: serial
+    calls = [call("hang_alone", "first"), call("hang_alone", "second")]
+    try:
+        if runner == "sync":
+            results = _in_thread(lambda: run_tool_batch(calls, registry=hung, timeout=0.3))
+        else:
+            results = _in_thread(lambda: asyncio.run(arun_tool_batch(calls, registry=hung, timeout=0.3)))
+    finally:
+        release.set()
+    assert [r.segment for r in results] == [0, 1]
+    first, second = (json.loads(r.content) for r in results)
+    assert first == {"error": "Tool hang_alone timed out after 0.3 s"}
+    # the batch's time ran out in the first segment: the second call never ran, and says so
+    assert second["not_started"] is True and "never started" in second["error"]
+    assert results[1].timed_out and results[1].duration == 0.0

@@ -24,9 +24,10 @@ A sync handler already running in a thread cannot be stopped; it finishes in the
 late result is dropped. The same holds for a timed-out sync handler: its thread is abandoned and replaced
 (``batch.pool``), so it never holds up later calls.
 
-Timeouts count from the start of a call's segment, not from when a worker picked it up: a call still
-waiting for a worker when its time runs out comes back as ``{"error": "... never started ...",
-"not_started": true}``, so a one-segment batch returns within its timeout whatever its calls do.
+Timeouts never wait for a call to start: a batch's ``timeout`` counts from the batch's start, a tool's
+``metadata["timeout"]`` from its segment's start. A call still waiting (for a worker, or for earlier
+segments) when its time runs out comes back as ``{"error": "... never started ...", "not_started": true}``,
+so a batch with a timeout returns within it whatever its calls do.
 """
 
 from __future__ import annotations
@@ -68,8 +69,10 @@ def _run_segment(batch: Batch, slots: list[Slot], max_workers: int) -> None:
     running: list[Slot] = []
     ready = time.perf_counter()
     for slot in slots:
-        slot.ready = ready  # a call's clock starts with its segment, whether or not a worker is free
-        if slot.is_async:
+        batch.arm(slot, ready)  # the clock starts with the segment, whether or not a worker is free
+    batch.overdue(slots, ready)  # a batch whose time already ran out starts nothing more
+    for slot in slots:
+        if slot.is_async and slot.result is None:
             slot.future = async_bridge.submit(run_async_call(batch, slot))
     pool = shared_pool(max_workers)
     while True:
@@ -80,14 +83,8 @@ def _run_segment(batch: Batch, slots: list[Slot], max_workers: int) -> None:
                 slot.future, slot.pool = pool.submit_call((slot.call.name, slot.call.id), run_sync_call, batch, slot), pool
                 running.append(slot)
         now = time.perf_counter()
-        wait = _WAIT_SLICE
-        for slot in slots:
-            if slot.result is None and slot.timeout is not None:
-                left = ready + slot.timeout - now
-                if left <= 0:
-                    batch.time_out(slot)
-                else:
-                    wait = min(wait, left)
+        soonest = batch.overdue(slots, now)
+        wait = _WAIT_SLICE if soonest is None else min(_WAIT_SLICE, soonest - now)
         with batch.cond:
             if all(s.result is not None for s in slots):
                 return
@@ -101,7 +98,9 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
     """Run a batch of tool calls (openai objects or dicts) and return one result per call, in call order.
 
     Safe from a cell on the kernel's running loop and from plain Python (no ``asyncio.run`` here).
-    ``timeout`` (seconds, from each call's start) overrides a tool's ``metadata["timeout"]``.
+    ``timeout`` (seconds) bounds the whole batch: calls unfinished when it runs out are timed out, those
+    that never started say so. Without it, a tool's ``metadata["timeout"]`` bounds each of its calls
+    from the start of the call's segment.
     Raises ``BatchInterrupted`` (a ``KeyboardInterrupt``) on an interrupt, carrying every result.
     """
     if async_bridge.in_loop_thread():
@@ -135,9 +134,14 @@ async def _arefresh_mcp() -> None:
 # -- async entry point ----------------------------------------------------------------------------
 
 async def _arun_call(batch: Batch, slot: Slot, pool: ToolPool, limit: asyncio.Semaphore) -> None:
-    slot.ready = time.perf_counter()
+    now = time.perf_counter()
+    batch.arm(slot, now)
+    left = None if slot.deadline is None else slot.deadline - now
+    if left is not None and left <= 0:
+        batch.time_out(slot)  # the batch's time ran out in earlier segments: it never starts
+        return
     try:  # the clock covers waiting for a worker too, so a call that never starts is still bounded
-        await asyncio.wait_for(_arun_started(batch, slot, pool, limit), slot.timeout)
+        await asyncio.wait_for(_arun_started(batch, slot, pool, limit), left)
     except TimeoutError:
         batch.time_out(slot)
 

@@ -70,13 +70,14 @@ def stuck_calls() -> list[StuckCall]:
 # -- one batch's bookkeeping ----------------------------------------------------------------------
 
 class Slot:
-    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "ready", "started", "result", "future",
-                 "pool")
+    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "ready", "deadline", "started", "result",
+                 "future", "pool")
 
     def __init__(self, call: CallView, is_async: bool, timeout: float | None, segment: int, parallel: bool):
         self.call, self.is_async, self.timeout = call, is_async, timeout
         self.segment, self.parallel = segment, parallel
-        self.ready: float | None = None  # when its segment began: the timeout counts from here
+        self.ready: float | None = None  # when its segment began
+        self.deadline: float | None = None  # when it is given up, started or not (set by Batch.arm)
         self.started: float | None = None  # when its handler began, if it ever did
         self.result: ToolCallResult | None = None
         self.future: concurrent.futures.Future[Any] | asyncio.Future[Any] | None = None
@@ -88,6 +89,9 @@ class Batch:
                  on_event: Callable[[BatchEvent], Any] | None):
         self.registry = registry
         self.on_event = on_event
+        self.begun = time.perf_counter()
+        # an explicit timeout bounds the whole batch; a tool's own metadata timeout bounds its call
+        self.deadline = self.begun + timeout if timeout is not None else None
         self.cond = threading.Condition()
         self.plan = plan_tool_batch(tool_calls, registry=registry)
         calls = [unpack_call(c, i) for i, c in enumerate(tool_calls)]
@@ -97,6 +101,25 @@ class Batch:
                 entry = registry.get_entry(calls[i].name)
                 limit = timeout if timeout is not None else seconds(entry.metadata.get("timeout") if entry else None)
                 self.slots[i] = Slot(calls[i], bool(entry and entry.is_async), limit, seg_no, seg.parallel)
+
+    def arm(self, slot: Slot, ready: float) -> None:
+        """Start a call's clock when its segment begins: a call that never gets a worker is still bounded."""
+        slot.ready = ready
+        if self.deadline is not None:
+            slot.deadline = self.deadline
+        elif slot.timeout is not None:
+            slot.deadline = ready + slot.timeout
+
+    def overdue(self, slots: Sequence[Slot], now: float) -> float | None:
+        """Time out the unsettled calls whose deadline passed; the soonest deadline still ahead, if any."""
+        soonest = None
+        for slot in slots:
+            if slot.result is None and slot.deadline is not None:
+                if slot.deadline <= now:
+                    self.time_out(slot)
+                elif soonest is None or slot.deadline < soonest:
+                    soonest = slot.deadline
+        return soonest
 
     def segment_slots(self, seg: BatchSegment) -> list[Slot]:
         return [self.slots[i] for i in seg.indices]
@@ -146,9 +169,9 @@ class Batch:
         """Settle a call whose time ran out; a running sync handler's thread is abandoned (``batch.pool``)."""
         name, limit = slot.call.name, slot.timeout or 0.0
         # the model must know a call never ran: nothing to undo, safe to retry
-        unstarted = tool_error(f"Tool {name} never started: no worker was free within {limit:g} s; it did not run",
-                               not_started=True)
-        content = tool_error(f"Tool {name} timed out after {limit:g} s")
+        unstarted = tool_error(f"Tool {name} never started: its {limit:g} s ran out while it waited (for a free "
+                               f"worker or for earlier calls of the batch); it did not run", not_started=True)
+        content = tool_error(f"Tool {name} timed out after {limit:g} s")  # counted from when it could start
         if self.finish(slot, content, timed_out=True, unstarted=unstarted) and slot.future is not None:
             if slot.pool is not None and isinstance(slot.future, concurrent.futures.Future):
                 slot.pool.abandon(slot.future)
