@@ -250,17 +250,7 @@ class Agent:
                 emit(("turn", {"iteration": iterations}))
                 await _refresh_mcp()  # tools a server changed during the last batch are offered now
                 tools = self._definitions()
-                try:
-                    turn = await self.model.complete(
-                        list(self.messages), tools,
-                        on_text=lambda d: emit(("text", {"delta": d})),
-                        on_retry=lambda m: emit(("notice", {"message": m, "level": "retry"})))
-                except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-                    if not _repair_history(self.messages):
-                        raise
-                    raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
-                                     f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
-                                     f"run continues") from exc
+                turn = await self._complete(tools, emit)
                 for key in usage:
                     usage[key] += turn.usage[key]  # type: ignore[literal-required]
                 emit(("usage", {"usage": dict(usage)}))
@@ -286,6 +276,27 @@ class Agent:
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
                            model=self.model.name)
+
+    async def _complete(self, tools: list[dict[str, Any]],
+                        emit: Callable[[tuple[str, dict[str, Any]]], None]) -> Any:
+        """One model turn; text that cannot be sent (a lone surrogate, a non-JSON value) never escapes."""
+        for attempt in (1, 2):
+            try:
+                return await self.model.complete(
+                    list(self.messages), tools,
+                    on_text=lambda d: emit(("text", {"delta": d})),
+                    on_retry=lambda m: emit(("notice", {"message": m, "level": "retry"})))
+            except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+                if _repair_history(self.messages):
+                    raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
+                                     f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
+                                     f"run continues") from exc
+                if attempt == 2 or not _repair_history(tools):
+                    raise
+                # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
+                emit(("notice", {"message": f"a tool definition held text that could not be sent ({exc}); "
+                                            "sent with U+FFFD in its place", "level": "warning"}))
+        raise AssertionError("unreachable")
 
     def _definitions(self) -> list[dict[str, Any]]:
         from hermes_nb.tools.model_tools import get_tool_definitions

@@ -101,3 +101,17 @@ def test_unsendable_history_ends_the_run_with_an_error_and_the_next_run_works() 
         second = agent.run("again")
     assert second.stopped_reason == "done" and second.text == "fine"
     assert _sent(srv, 0)[0] == {"role": "user", "content": "poked \ufffd in", "extra": "b'bytes'"}
+
+
+def test_a_tool_description_with_a_lone_surrogate_is_sent_cleaned() -> None:
+    from hermes_nb.tools.registry import registry
+
+    registry.register("odd", "oddset", {"description": "half \udc80 a character",
+                                        "parameters": {"type": "object", "properties": {}}},
+                      lambda a, **k: "odd", read_only=True)
+    with FakeOpenAI([Reply(content="fine"), Reply(content="again")]) as srv:
+        agent = Agent(model="fake-model", base_url=srv.base_url, display=False, enabled_toolsets=["oddset"])
+        first, second = agent.run("go"), agent.run("more")
+    assert first.stopped_reason == second.stopped_reason == "done"
+    assert srv.requests[0]["tools"][0]["function"]["description"] == "half \ufffd a character"
+    assert any("tool definition" in item[1] for item in first.transcript.items if item[0] == "notice")
