@@ -16,6 +16,7 @@ from hermes_nb.tools.batch.scheduling import arun_tool_batch, run_tool_batch
 from hermes_nb.tools.registry import ToolRegistry
 
 WAIT = 30.0  # generous: a busy machine must not fail these; a stalled pool still fails them
+HANG = 2.0  # a hung call's timeout: long enough for its thread to start (and be abandoned) on a busy machine
 SCHEMA: dict[str, Any] = {"description": "t", "parameters": {"type": "object", "properties": {}}}
 
 
@@ -56,9 +57,10 @@ def _in_thread(fn: Callable[[], Any]) -> Any:
 
 def test_a_normal_call_runs_after_eight_hung_ones(hung: ToolRegistry) -> None:
     hangs = [call("hang", f"h{i}") for i in range(8)]
-    results = _in_thread(lambda: run_tool_batch(hangs, registry=hung, timeout=0.2))
+    results = _in_thread(lambda: run_tool_batch(hangs, registry=hung, timeout=HANG))
     assert all(r.timed_out for r in results)
-    assert {json.loads(r.content)["error"] for r in results} == {"Tool hang timed out after 0.2 s"}
+    assert {json.loads(r.content)["error"] for r in results} == {f"Tool hang timed out after {HANG:g} s"}
+    assert len(state.stuck_calls()) == 8
     # the eight threads are still blocked; the next call must not wait for them
     (result,) = _in_thread(lambda: run_tool_batch([call("quick", "q")], registry=hung, timeout=WAIT))
     assert result.content == "quick" and not result.timed_out
@@ -69,7 +71,7 @@ def test_a_normal_call_runs_after_eight_hung_ones(hung: ToolRegistry) -> None:
 def test_doctor_lists_the_stuck_calls(hung: ToolRegistry) -> None:
     from hermes_nb.magics import _doctor
 
-    _in_thread(lambda: run_tool_batch([call("hang", "stuck_1"), call("hang", "stuck_2")], registry=hung, timeout=0.1))
+    _in_thread(lambda: run_tool_batch([call("hang", "stuck_1"), call("hang", "stuck_2")], registry=hung, timeout=HANG))
     assert {s.tool_call_id for s in state.stuck_calls()} >= {"stuck_1", "stuck_2"}
     rows = [r for r in _doctor().rows if r[1] == "stuck call"]
     assert any("stuck_1" in r[3] and r[0] == "hang" for r in rows), rows
@@ -82,6 +84,7 @@ def no_replacements(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToolPool]:
     pool = ToolPool(8, max_stuck=0)
     monkeypatch.setattr(state, "_pool", pool)
     yield pool
+    pool.shutdown()  # its idle workers end; abandoned ones end when their handler returns
 
 
 @pytest.mark.parametrize("runner", ["sync", "async"])
@@ -92,9 +95,15 @@ def test_a_call_that_never_starts_still_times_out(hung: ToolRegistry, no_replace
             return run_tool_batch(calls, registry=hung, timeout=timeout)
         return asyncio.run(arun_tool_batch(calls, registry=hung, timeout=timeout))
 
-    _in_thread(lambda: run([call("hang", f"h{i}") for i in range(8)], 0.1))
-    # every worker is stuck and none may be replaced: the call waits for a worker, and its timeout still holds
-    (result,) = _in_thread(lambda: run([call("quick", "q")], 0.2))
+    release = threading.Event()
+    stuck = [no_replacements.submit_call(("hang", f"h{i}"), release.wait) for i in range(8)]
+    try:
+        _wait_for(lambda: all(f.running() for f in stuck))
+        assert all(no_replacements.abandon(f) for f in stuck)  # what a batch does when their time runs out
+        # every worker is stuck and none may be replaced: the call waits for a worker, and its timeout holds
+        (result,) = _in_thread(lambda: run([call("quick", "q")], 0.2))
+    finally:
+        release.set()
     body = json.loads(result.content)
     assert result.timed_out and body["not_started"] is True
     assert body["error"].startswith("Tool quick never started: its 0.2 s ran out while it waited")
@@ -130,7 +139,7 @@ def test_a_batch_timeout_bounds_every_segment(hung: ToolRegistry, runner: str) -
         release.set()
     assert [r.segment for r in results] == [0, 1]
     first, second = (json.loads(r.content) for r in results)
-    assert first == {"error": "Tool hang_alone timed out after 0.3 s"}
+    assert results[0].timed_out and first["error"].startswith("Tool hang_alone")
     # the batch's time ran out in the first segment: the second call never ran, and says so
     assert second["not_started"] is True and "never started" in second["error"]
     assert results[1].timed_out and results[1].duration == 0.0
