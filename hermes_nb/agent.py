@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import queue
 import time
 from collections.abc import Callable
@@ -24,9 +25,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hermes_nb.model_choice import resolve_model
-from hermes_nb.models import Model, ModelError, ToolCallSpec, Usage, empty_usage
+from hermes_nb.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.errors import BridgeError
+from hermes_nb.tools.results import clean_text
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
 
@@ -98,10 +100,12 @@ class Agent:
         approval_callback: Callable[[str, str, str], str] | None = None,
         tool_timeout: float | None = None,
         max_workers: int = 8,
+        turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
     ) -> None:
         self.model: Model = resolve_model(
             model, base_url, api_key, stream=stream, temperature=temperature,
-            parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries)
+            parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries,
+            turn_timeout=turn_timeout)
         if record is not None:
             from hermes_nb.replay import RecordingModel
 
@@ -222,7 +226,7 @@ class Agent:
 
     async def _core(self, prompt: str, emit: Callable[[tuple[str, dict[str, Any]]], None]) -> AgentResult:
         self._task = asyncio.current_task()
-        self.messages.append({"role": "user", "content": prompt})
+        self.messages.append({"role": "user", "content": clean_text(prompt)})
         records: list[ToolCallRecord] = []
         usage = empty_usage()
         iterations, text, reason, error = 0, "", "done", None
@@ -241,18 +245,16 @@ class Agent:
                 emit(("turn", {"iteration": iterations}))
                 await _refresh_mcp()  # tools a server changed during the last batch are offered now
                 tools = self._definitions()
-                turn = await self.model.complete(
-                    list(self.messages), tools,
-                    on_text=lambda d: emit(("text", {"delta": d})),
-                    on_retry=lambda m: emit(("notice", {"message": m, "level": "retry"})))
+                turn = await self._complete(tools, emit)
                 for key in usage:
                     usage[key] += turn.usage[key]  # type: ignore[literal-required]
                 emit(("usage", {"usage": dict(usage)}))
-                self.messages.append(_assistant_message(turn.content, turn.tool_calls))
-                if not turn.tool_calls:
+                calls = _unique_ids(turn.tool_calls, self.messages)
+                self.messages.append(_assistant_message(turn.content, calls))
+                if not calls:
                     text = turn.content
                     break
-                pending, finished = turn.tool_calls, {}
+                pending, finished = calls, {}
                 records += await self._run_batch(pending, finished, iterations, emit)
                 pending = ()
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -269,6 +271,27 @@ class Agent:
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
                            model=self.model.name)
+
+    async def _complete(self, tools: list[dict[str, Any]],
+                        emit: Callable[[tuple[str, dict[str, Any]]], None]) -> Any:
+        """One model turn; text that cannot be sent (a lone surrogate, a non-JSON value) never escapes."""
+        for attempt in (1, 2):
+            try:
+                return await self.model.complete(
+                    list(self.messages), tools,
+                    on_text=lambda d: emit(("text", {"delta": d})),
+                    on_retry=lambda m: emit(("notice", {"message": m, "level": "retry"})))
+            except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+                if _repair_history(self.messages):
+                    raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
+                                     f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
+                                     f"run continues") from exc
+                if attempt == 2 or not _repair_history(tools):
+                    raise
+                # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
+                emit(("notice", {"message": f"a tool definition held text that could not be sent ({exc}); "
+                                            "sent with U+FFFD in its place", "level": "warning"}))
+        raise AssertionError("unreachable")
 
     def _definitions(self) -> list[dict[str, Any]]:
         from hermes_nb.tools.model_tools import get_tool_definitions
@@ -354,11 +377,61 @@ class Agent:
         return records
 
 
+def _repair_history(messages: list[dict[str, Any]]) -> bool:
+    """Make every message sendable in place (text cleaned, non-JSON values as their text); False when
+    there was nothing to repair (the failure had another cause)."""
+    try:
+        json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
+        return False
+    except (TypeError, ValueError, RecursionError):
+        messages[:] = [_sendable(m) for m in messages]
+        return True
+
+
+def _sendable(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if depth > 50:
+        return "<nested too deeply>"
+    if isinstance(value, dict):
+        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_sendable(v, depth + 1) for v in value]
+    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    try:
+        return clean_text(str(value))
+    except Exception:  # a broken __str__ must not stop the repair
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:
+    """The calls with ids unique in this turn and the history: a model's empty or repeated id would give
+    two tool answers one id. Renamed ids get a suffix; the assistant message and the answers both use them."""
+    if not calls:
+        return calls
+    used = {tc.get("id") for m in history if m.get("role") == "assistant" for tc in m.get("tool_calls") or ()}
+    out = []
+    for i, call in enumerate(calls):
+        base = call.id or f"call_{i}"
+        new, n = base, 1
+        while new in used:
+            n += 1
+            new = f"{base}_{n}"
+        used.add(new)
+        out.append(call if new == call.id else replace(call, id=new))
+    return tuple(out)
+
+
 def _assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content or None}
     if calls:
+        from hermes_nb.tools.budget import argument_limit
+
+        limit = argument_limit()
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _kept(c.arguments, limit)}}
+            for c in calls
         ]
     return message
 
@@ -369,6 +442,14 @@ def _with_parts(message: dict[str, Any]) -> dict[str, Any]:
 
     content = message["content"]
     return {**message, "content": list(content.parts)} if isinstance(content, MultimodalResult) else message
+
+
+def _kept(arguments: str, limit: float) -> str:
+    """Arguments as the history keeps them: oversized ones (refused by dispatch) are not resent every turn."""
+    if len(arguments) <= limit:
+        return arguments
+    return json.dumps({"omitted": f"{len(arguments):,} chars of arguments, over the limit of {limit:,.0f}; "
+                                  "the call was refused"})
 
 
 def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:

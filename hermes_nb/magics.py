@@ -229,8 +229,23 @@ def _doctor() -> Table:
         from hermes_nb.tools.safety.sandbox import status
 
         rows.append(("terminal", "sandbox", registry.get_toolset_for_tool("terminal") or "", status().detail))
+    rows += _stuck_rows()
     return Table(headers=("name", "what", "toolset", "why"), rows=tuple(rows), title="%tools doctor",
                  empty="every tool is available and nothing failed to load")
+
+
+def _stuck_rows() -> list[tuple[str, ...]]:
+    """Tool calls that outlived their timeout and still hold an (abandoned) thread (issue 11)."""
+    import time
+
+    from hermes_nb.tools.batch.state import stuck_calls
+
+    stuck = stuck_calls()
+    now = time.monotonic()
+    return [(s.name, "stuck call", registry.get_toolset_for_tool(s.name) or "",
+             f"call {s.tool_call_id} still running {now - s.started:.0f} s after it started; timed out "
+             f"{now - s.abandoned:.0f} s ago, its thread is abandoned and replaced ({len(stuck)} stuck)")
+            for s in stuck]
 
 
 def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:

@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypedDict
 from urllib.parse import urlparse
 
 from hermes_nb.tools.errors import HermesNbError
+from hermes_nb.tools.results import clean_text
 
 __all__ = [
     "is_local_url",
@@ -36,6 +37,12 @@ RetryCallback = Callable[[str], None]
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _MAX_DELAY = 60.0
+
+#: One model turn, retries included, ends by then: a server trickling keep-alives resets no read
+#: timeout but cannot pass this. Ten minutes: long answers from slow local models still fit.
+DEFAULT_TURN_TIMEOUT = 600.0
+#: Silence (no chunk) this long is shown as "waiting for the model", once per silence.
+WAIT_NOTICE_AFTER = 15.0
 
 
 class ModelError(HermesNbError, RuntimeError):
@@ -113,6 +120,7 @@ class OpenAIModel:
         parallel_tool_calls: bool = True,
         timeout: float | None = None,
         max_retries: int = 3,
+        turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
     ) -> None:
         self.name = model
         self.base_url = base_url
@@ -122,6 +130,8 @@ class OpenAIModel:
         self.parallel_tool_calls = parallel_tool_calls
         self.timeout = timeout
         self.max_retries = max_retries
+        self.turn_timeout = turn_timeout  # the whole turn, retries included; the client's timeout is per read
+        self.wait_notice_after = WAIT_NOTICE_AFTER
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -171,12 +181,14 @@ class OpenAIModel:
             kwargs["parallel_tool_calls"] = self.parallel_tool_calls
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
+        loop = asyncio.get_running_loop()
+        deadline = None if self.turn_timeout is None else loop.time() + self.turn_timeout
         attempt = 0
         while True:
             try:
-                if self.stream:
-                    return await self._streamed(client, kwargs, on_text)
-                return await self._whole(client, kwargs, on_text)
+                return await self._attempt(client, kwargs, on_text, on_retry, deadline)
+            except _TurnDeadline:
+                raise ModelError(self._deadline_message(attempt)) from None
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 if status not in _RETRY_STATUS or attempt >= self.max_retries:
@@ -187,36 +199,85 @@ class OpenAIModel:
                 if attempt >= self.max_retries:
                     raise ModelError(self._describe(exc, attempt)) from exc
                 delay, reason = _backoff(attempt), type(exc).__name__
+            except UnicodeDecodeError as exc:  # bytes that are not UTF-8 in the answer: retrying would not help
+                raise ModelError(f"the model server at {self.base_url or 'https://api.openai.com/v1'} sent text "
+                                 f"that is not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
+            if deadline is not None and loop.time() + delay >= deadline:
+                raise ModelError(f"{self._deadline_message(attempt)}; the last attempt failed with {reason}")
             attempt += 1
             if on_retry is not None:
                 on_retry(f"{reason} from the model; retrying in {delay:.1f} s (attempt {attempt + 1} "
                          f"of {self.max_retries + 1})")
             await asyncio.sleep(delay)
 
+    async def _attempt(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
+                       on_retry: RetryCallback | None, deadline: float | None) -> ModelTurn:
+        """One request, given up at the turn's deadline; a silence is shown once as "waiting"."""
+        loop = asyncio.get_running_loop()
+        heard = [loop.time()]  # when the last chunk came (a keep-alive comment is no chunk)
+        work = asyncio.ensure_future(self._streamed(client, kwargs, on_text, heard) if self.stream
+                                     else self._whole(client, kwargs, on_text))
+        noted = None  # the silence already shown
+        try:
+            while True:
+                now = loop.time()
+                if deadline is not None and now >= deadline:
+                    raise _TurnDeadline
+                quiet_until = heard[0] + self.wait_notice_after
+                if quiet_until <= now and noted != heard[0] and on_retry is not None:
+                    noted = heard[0]
+                    limit = f"; this turn gives up after {self.turn_timeout:g} s" if self.turn_timeout else ""
+                    on_retry(f"waiting for the model: nothing for {now - heard[0]:.0f} s{limit}")
+                wake = [t for t in (deadline, quiet_until if quiet_until > now else None) if t is not None]
+                await asyncio.wait({work}, timeout=min(wake) - now if wake else None)
+                if work.done():
+                    return work.result()
+        finally:
+            if not work.done():
+                work.cancel()  # closes the stream (its finally), so the connection is not left open
+                await asyncio.gather(work, return_exceptions=True)
+
+    def _deadline_message(self, attempt: int) -> str:
+        tries = f" ({attempt + 1} attempts)" if attempt else ""
+        return (f"the model server at {self.base_url or 'https://api.openai.com/v1'} did not finish this turn "
+                f"within {self.turn_timeout:g} s{tries}: it stalled or only trickled keep-alives "
+                f"(Agent(turn_timeout=...) sets the limit)")
+
     async def _whole(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None) -> ModelTurn:
-        resp = await client.chat.completions.create(**kwargs)
+        resp = await _post(client, kwargs, stream=False)
         choice = resp.choices[0]
         msg = choice.message
         calls = tuple(
-            ToolCallSpec(id=tc.id or f"call_{i}", name=tc.function.name, arguments=tc.function.arguments or "")
+            ToolCallSpec(id=clean_text(tc.id or f"call_{i}"), name=clean_text(tc.function.name or ""),
+                         arguments=clean_text(tc.function.arguments or ""))
             for i, tc in enumerate(msg.tool_calls or ())
         )
-        content = msg.content or ""
+        content = clean_text(msg.content or "")
         if content and on_text is not None:
             on_text(content)
         return ModelTurn(content=content, tool_calls=calls, usage=usage_from(resp.usage),
                          finish_reason=choice.finish_reason)
 
-    async def _streamed(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None) -> ModelTurn:
+    async def _streamed(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
+                        heard: list[float]) -> ModelTurn:
         # Raw stream=True: openai 3.x's .stream() helper drops chunks without "object" set.
-        stream = await client.chat.completions.create(
-            **kwargs, stream=True, stream_options={"include_usage": True}
-        )
+        stream = await _post(client, {**kwargs, "stream": True, "stream_options": {"include_usage": True}},
+                             stream=True)
+        try:
+            return await self._assemble(stream, on_text, heard)
+        finally:
+            await stream.close()
+
+    async def _assemble(self, stream: Any, on_text: TextCallback | None, heard: list[float]) -> ModelTurn:
+        loop = asyncio.get_running_loop()
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
+        pieces: dict[int, list[str]] = {}  # arguments joined once at the end: += would copy them per chunk
         usage = empty_usage()
         finish = None
+        held = ""  # a high surrogate that ended a chunk: shown with the next one, where its other half is
         async for chunk in stream:
+            heard[0] = loop.time()
             if getattr(chunk, "usage", None):
                 usage = usage_from(chunk.usage)
             for choice in chunk.choices or ():
@@ -227,20 +288,25 @@ class OpenAIModel:
                     continue
                 if delta.content:
                     text.append(delta.content)
-                    if on_text is not None:
-                        on_text(delta.content)
+                    shown, held = _complete_text(held + delta.content)
+                    if on_text is not None and shown:
+                        on_text(shown)
                 for tc in delta.tool_calls or ():
                     slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                     if tc.id:
                         slot["id"] = tc.id
                     if tc.function is not None:
                         slot["name"] += tc.function.name or ""
-                        slot["arguments"] += tc.function.arguments or ""
+                        pieces.setdefault(tc.index, []).append(tc.function.arguments or "")
+        if held and on_text is not None:
+            on_text(clean_text(held))
+        # joined first, cleaned after: halves of one character in different chunks become that character
         specs = tuple(
-            ToolCallSpec(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
+            ToolCallSpec(id=clean_text(c["id"] or f"call_{i}"), name=clean_text(c["name"]),
+                         arguments=clean_text("".join(pieces.pop(i, ()))))
             for i, c in sorted(calls.items())
         )
-        return ModelTurn(content="".join(text), tool_calls=specs, usage=usage, finish_reason=finish)
+        return ModelTurn(content=clean_text("".join(text)), tool_calls=specs, usage=usage, finish_reason=finish)
 
     def _describe(self, exc: Exception, attempt: int) -> str:
         import openai
@@ -257,6 +323,30 @@ class OpenAIModel:
         if isinstance(exc, openai.APITimeoutError):
             return f"the model server at {where} did not answer in time{tries}"
         return f"could not connect to the model server at {where}{tries}: {exc.__cause__ or exc}"
+
+
+async def _post(client: Any, body: dict[str, Any], *, stream: bool) -> Any:
+    """``POST /chat/completions`` through the client's generic ``post`` (its documented way to send a body
+    as is). ``chat.completions.create`` first walks every message through a typed transform that is the
+    identity for plain JSON history yet costs about a millisecond per message, every turn: a 1 000-turn
+    conversation spent seconds per turn there."""
+    from openai import AsyncStream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, stream=stream,
+                             stream_cls=AsyncStream[ChatCompletionChunk])
+
+
+class _TurnDeadline(Exception):
+    """The turn's deadline passed (turned into a ModelError that says so)."""
+
+
+def _complete_text(text: str) -> tuple[str, str]:
+    """``text`` cleaned for display, minus a trailing high surrogate (returned apart: the next chunk may
+    start with its low half)."""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        return clean_text(text[:-1]), text[-1]
+    return clean_text(text), ""
 
 
 def _wire(message: dict[str, Any]) -> dict[str, Any]:

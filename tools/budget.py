@@ -9,8 +9,13 @@
 3. Per turn (``enforce_turn_budget``): the largest tool messages of a turn are spilled first until the
    turn fits ``DEFAULT_TURN_BUDGET_CHARS``.
 
-Config overrides (``config.yaml``): ``budget: {result_size_chars: N, turn_chars: N, tools: {NAME: N}}``,
-re-read whenever the file changes (``${VAR}`` values are expanded when it is read).
+Config overrides (``config.yaml``): ``budget: {result_size_chars: N, turn_chars: N, tools: {NAME: N},
+argument_chars: N}``, re-read whenever the file changes (``${VAR}`` values are expanded when it is read).
+``argument_chars`` (default ``DEFAULT_ARGUMENT_CHARS``) caps a call's arguments the other way: larger
+ones are refused before they are parsed (``tools.results.parse_arguments``).
+
+Spill files this process wrote are remembered (``spilled_this_session``): with ``workspace_strict_reads``
+only those are readable, never an earlier session's.
 """
 
 from __future__ import annotations
@@ -20,20 +25,24 @@ import logging
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
-__all__ = ["DEFAULT_PREVIEW_SIZE_CHARS", "DEFAULT_RESULT_SIZE_CHARS", "DEFAULT_TURN_BUDGET_CHARS", "SpillInfo",
-           "enforce_turn_budget", "maybe_persist_tool_result", "parse_spill_block", "result_threshold",
-           "spill_dir"]
+__all__ = ["DEFAULT_ARGUMENT_CHARS", "DEFAULT_PREVIEW_SIZE_CHARS", "DEFAULT_RESULT_SIZE_CHARS",
+           "DEFAULT_TURN_BUDGET_CHARS", "SpillInfo", "argument_limit", "enforce_turn_budget",
+           "maybe_persist_tool_result", "parse_spill_block", "result_threshold", "spill_dir", "spilled_this_session"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RESULT_SIZE_CHARS = 100_000
 DEFAULT_TURN_BUDGET_CHARS = 200_000
 DEFAULT_PREVIEW_SIZE_CHARS = 1_500
+#: A call's arguments above this many chars are refused unparsed: parsing and the copies around it cost
+#: about nine times the size in memory. Four million chars is more than any model writes in one turn.
+DEFAULT_ARGUMENT_CHARS = 4_000_000
 READ_LIMIT_LINES = 500
 #: Spill files kept: the newest ``KEEP_FILES``, plus any younger than ``KEEP_SECONDS``.
 KEEP_FILES = 200
@@ -116,6 +125,21 @@ def result_threshold(tool_name: str, threshold: float | None = None) -> float:
     return configured if configured is not None else DEFAULT_RESULT_SIZE_CHARS
 
 
+def argument_limit() -> float:
+    """The most chars a call's arguments may have (``budget.argument_chars`` in the config)."""
+    configured = _number(_budget_config().get("argument_chars"))
+    return configured if configured is not None else DEFAULT_ARGUMENT_CHARS
+
+
+_session_files: set[str] = set()
+_session_lock = threading.Lock()
+
+
+def spilled_this_session(path: Path | str) -> bool:
+    """True when this process wrote the spill file at ``path`` (a real path)."""
+    return os.path.realpath(path) in _session_files
+
+
 def _file_name(tool_use_id: str) -> str:
     # Only [A-Za-z0-9_-] survive, and a hash of the raw id keeps distinct ids apart: no id leaves the folder.
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", tool_use_id)[:64].strip("_-") or "result"
@@ -169,6 +193,8 @@ def _spill(content: str, tool_name: str, tool_use_id: str, *, keep_on_failure: i
         folder.mkdir(parents=True, exist_ok=True)
         path = (folder / _file_name(str(tool_use_id))).resolve()
         _write(path, content)
+        with _session_lock:
+            _session_files.add(str(path))
     except OSError as exc:
         log.warning("budget: could not save the %s result %s: %s", tool_name, tool_use_id, exc)
         kept = _head(content, keep_on_failure)

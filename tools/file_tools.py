@@ -1,19 +1,23 @@
 """Built-in toolset ``file``: read, write, patch and search files in the workspace.
 
-Paths resolve against the workspace root (``tools.workspace``); writes outside it are refused. Handlers
-raise with messages the model can act on; the registry turns them into JSON error results.
+Paths resolve against the workspace root (``tools.workspace``); writes outside it are refused, and so are
+reads when ``workspace_strict_reads`` is on. Every file is opened through ``open_confined`` (inside the root or
+the spill folder), so a folder swapped for a symlink after the check cannot redirect the open; ``search_files``
+skips symlinks that lead out of the workspace under strict reads. Handlers raise with messages the model can
+act on; the registry turns them into JSON error results.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
 import re
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.workspace import display_path, resolve_path
+from hermes_nb.tools.workspace import confined_base, display_path, open_confined, resolve_path
 
 _MAX_LINE_CHARS = 2_000
 _MAX_MATCHES = 200
@@ -35,17 +39,26 @@ def _existing_file(path: Path, shown: str) -> None:
         raise IsADirectoryError(f"{shown} is a directory, not a file; use search_files or the terminal to list it")
 
 
+def _open(real: Path, shown: str, *, write: bool = False) -> Any:
+    """A binary file object for a checked path; inside the root or the spill folder no symlink is followed."""
+    base = confined_base(real)
+    if base is None:  # a read outside, allowed (not strict): nothing to confine it to
+        return open(real, "rb")
+    return os.fdopen(open_confined(real, base, write=write, shown=shown), "wb" if write else "rb")
+
+
 def read_file(path: str, offset: int = 1, limit: int = 500) -> str:
     """Numbered lines ``offset``..``offset+limit-1`` with a header and a footer saying how to read more."""
     real = resolve_path(path, for_write=False)
     _existing_file(real, path)
     offset, limit = max(1, int(offset)), max(1, int(limit))
-    with open(real, "rb") as fh:
-        if _is_binary(fh.read(8192)):
-            raise ValueError(f"{path} looks like a binary file; read_file shows text only")
     shown: list[str] = []
     total = 0
-    with open(real, encoding="utf-8", errors="replace", newline=None) as fh:
+    with _open(real, path) as raw:
+        if _is_binary(raw.read(8192)):
+            raise ValueError(f"{path} looks like a binary file; read_file shows text only")
+        raw.seek(0)
+        fh = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
         for total, line in enumerate(fh, start=1):  # total is the line count afterwards
             if offset <= total < offset + limit:
                 text = line.rstrip("\n")
@@ -72,9 +85,9 @@ def write_file(path: str, content: str) -> dict[str, Any]:
     real = resolve_path(path, for_write=True)
     if real.is_dir():
         raise IsADirectoryError(f"{path} is a directory; give a file path")
-    real.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    real.write_bytes(data)
+    with _open(real, path, write=True) as fh:
+        fh.write(data)
     return {"path": display_path(real), "bytes_written": len(data), "lines": content.count("\n") + (
         1 if content and not content.endswith("\n") else 0)}
 
@@ -87,7 +100,8 @@ def patch(path: str, old_string: str, new_string: str, replace_all: bool = False
         raise ValueError("old_string is empty; give the exact text to replace (use write_file to create a file)")
     if old_string == new_string:
         raise ValueError("old_string and new_string are the same; nothing would change")
-    text = real.read_bytes().decode("utf-8")  # exact bytes: keep the file's own line endings
+    with _open(real, path) as fh:
+        text = fh.read().decode("utf-8")  # exact bytes: keep the file's own line endings
     count = text.count(old_string)
     if count == 0:
         raise ValueError(f"old_string was not found in {path}; read the file again with read_file and copy "
@@ -96,7 +110,8 @@ def patch(path: str, old_string: str, new_string: str, replace_all: bool = False
         raise ValueError(f"old_string matches {count} places in {path}; include more surrounding lines to make "
                          f"it unique, or pass replace_all=true to replace all {count}")
     text = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
-    real.write_bytes(text.encode("utf-8"))
+    with _open(real, path, write=True) as fh:
+        fh.write(text.encode("utf-8"))
     return {"path": display_path(real), "replacements": count if replace_all else 1}
 
 
@@ -126,10 +141,13 @@ def search_files(pattern: str, path: str = ".", file_glob: str | None = None) ->
     capped = False
     for file in _walk(start, file_glob):
         try:
-            if file.stat().st_size > _MAX_SEARCH_FILE_BYTES:
+            # a symlink in the tree may lead out of the workspace: checked like a path the model named
+            real = resolve_path(file, for_write=False) if file.is_symlink() else file
+            if real.stat().st_size > _MAX_SEARCH_FILE_BYTES:
                 continue
-            data = file.read_bytes()
-        except OSError:
+            with _open(real, str(file)) as fh:
+                data = fh.read()
+        except OSError:  # WorkspaceError is one too: a link out is skipped like an unreadable file
             continue
         if _is_binary(data[:8192]):
             continue

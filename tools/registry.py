@@ -339,6 +339,16 @@ class ToolRegistry(HermesQueries):
         Lookup and validation, then the approval gate (``tools.safety.gate``; an ``approval_callback``
         keyword answers its prompts), then ``call``.
         """
+        return _settled(self._dispatch, name, args, **kwargs)
+
+    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
+        """The same contract as ``dispatch``; async handlers are awaited on the caller's loop.
+
+        Cancelling the awaiting task still cancels (asyncio's contract); a handler's own stray
+        ``CancelledError`` is an error result like any other exception."""
+        return await _settled_async(self._dispatch_async(name, args, **kwargs))
+
+    def _dispatch(self, name: str, args: Any, **kwargs: Any) -> str:
         prepared = self.prepare(name, args)
         if isinstance(prepared, str):
             return prepared
@@ -348,10 +358,9 @@ class ToolRegistry(HermesQueries):
         decision = decide(entry, call_args, kwargs.pop("approval_callback", None))
         if not decision.approved:
             return tool_error(decision.message, blocked=True)
-        return self.call(entry, call_args, **kwargs)
+        return self._call_entry(entry, call_args, **kwargs)
 
-    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
-        """The same contract as ``dispatch``; async handlers are awaited on the caller's loop."""
+    async def _dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
         import asyncio
         import contextvars
 
@@ -368,13 +377,21 @@ class ToolRegistry(HermesQueries):
             decision = await asyncio.to_thread(context.run, decide, entry, call_args, approver)
         if not decision.approved:
             return tool_error(decision.message, blocked=True)
-        return await self.acall(entry, call_args, **kwargs)
+        return await self._acall_entry(entry, call_args, **kwargs)
 
     def call(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
-        """Call a prepared entry's handler (no policy here); the result as a string. Never raises.
+        """Call a prepared entry's handler (no policy here); the result as a string. Never raises (except
+        KeyboardInterrupt).
 
         Plugins' tool-call hooks (``tools.call_hooks``) run around the handler on every path: a
         ``dispatch`` and a batch's call alike."""
+        return _settled(self._call_entry, entry, call_args, **kwargs)
+
+    async def acall(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
+        """``call`` for the caller's loop: async handlers awaited here, sync ones in a thread."""
+        return await _settled_async(self._acall_entry(entry, call_args, **kwargs))
+
+    def _call_entry(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
         if self._call_hooks:
             hooked = hooked_entry(self._call_hooks, entry, call_args, kwargs)
             if isinstance(hooked, str):
@@ -388,13 +405,14 @@ class ToolRegistry(HermesQueries):
                 if inspect.isawaitable(result):  # a sync wrapper around an async function
                     result = async_bridge.run_sync(_await(result))
         except _HandlerExit as wrapped:
+            if isinstance(wrapped.exc, KeyboardInterrupt):
+                raise wrapped.exc from None
             return execution_failed(wrapped.exc)
         except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
             return execution_failed(exc)
         return serialize_result(result)
 
-    async def acall(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
-        """``call`` for the caller's loop: async handlers awaited here, sync ones in a thread."""
+    async def _acall_entry(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
         import asyncio
 
         if self._call_hooks:  # hooks are plugin code that may block (a prompt): off the loop
@@ -410,6 +428,8 @@ class ToolRegistry(HermesQueries):
                 if inspect.isawaitable(result):
                     result = await _await(result)
         except _HandlerExit as wrapped:
+            if isinstance(wrapped.exc, KeyboardInterrupt):
+                raise wrapped.exc from None
             return execution_failed(wrapped.exc)
         except (Exception, SystemExit) as exc:
             return execution_failed(exc)
@@ -446,14 +466,42 @@ def _overrides(entry: ToolEntry) -> dict[str, Any]:
     return {k: v for k, v in extra.items() if k != "name"}
 
 
-class _HandlerExit(Exception):
-    """A handler's ``SystemExit``, carried as an ordinary exception.
+def _settled(fn: Callable[..., str], *args: Any, **kwargs: Any) -> str:
+    """``fn(...)``, with anything it raises but KeyboardInterrupt (GeneratorExit, custom BaseExceptions, a
+    raising validator) turned into an error result: the boundary where dispatch never raises."""
+    try:
+        return fn(*args, **kwargs)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        return execution_failed(exc)
 
-    asyncio re-raises ``SystemExit`` out of a task into the event loop, which would stop the shared
+
+async def _settled_async(awaitable: Any) -> str:
+    """``_settled`` for a coroutine; cancelling the awaiting task still cancels (asyncio's contract)."""
+    import asyncio
+
+    try:
+        return await awaitable  # type: ignore[no-any-return]
+    except KeyboardInterrupt:
+        raise
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        return execution_failed(exc)
+    except BaseException as exc:
+        return execution_failed(exc)
+
+
+class _HandlerExit(Exception):
+    """A handler's ``SystemExit`` or ``KeyboardInterrupt``, carried as an ordinary exception.
+
+    asyncio re-raises both out of a task into the event loop, which would stop the shared
     background loop; inside the coroutine it becomes this, and dispatch reports the original.
     """
 
-    def __init__(self, exc: SystemExit) -> None:
+    def __init__(self, exc: SystemExit | KeyboardInterrupt) -> None:
         super().__init__(exc)
         self.exc = exc
 
@@ -464,7 +512,7 @@ async def _call(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[
         result = handler(args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
-    except SystemExit as exc:
+    except (SystemExit, KeyboardInterrupt) as exc:  # asyncio would re-raise these out of the loop itself
         raise _HandlerExit(exc) from None
     return result
 
@@ -472,7 +520,7 @@ async def _call(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[
 async def _await(awaitable: Any) -> Any:
     try:
         return await awaitable
-    except SystemExit as exc:
+    except (SystemExit, KeyboardInterrupt) as exc:
         raise _HandlerExit(exc) from None
 
 

@@ -6,12 +6,23 @@ Every function here returns a value and never raises on junk, so ``dispatch`` ca
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 __all__ = [
-    "MultimodalResult", "execution_failed", "is_multimodal", "parse_arguments", "serialize_result", "tool_error",
-    "tool_result",
+    "MultimodalResult", "clean_text", "execution_failed", "is_multimodal", "parse_arguments", "serialize_result",
+    "tool_error", "tool_result",
 ]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` made encodable as UTF-8: surrogate pairs (an emoji split into UTF-16 halves, say by
+    stream chunks) become the character they encode; a lone surrogate becomes U+FFFD, visibly."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 class MultimodalResult(str):
@@ -45,8 +56,8 @@ def is_multimodal(value: Any) -> bool:
 
 def tool_error(message: Any, **extra: Any) -> str:
     """The JSON error result the model receives: ``{"error": message, **extra}`` (Hermes's helper)."""
-    return json.dumps({"error": message if isinstance(message, str) else _text(message), **extra},
-                      ensure_ascii=False, default=_text)
+    return clean_text(json.dumps({"error": message if isinstance(message, str) else _text(message), **extra},
+                                 ensure_ascii=False, default=_text))
 
 
 def tool_result(data: Any = None, **kwargs: Any) -> str:
@@ -66,6 +77,11 @@ def parse_arguments(args: Any) -> dict[str, Any] | str:
     if isinstance(args, (str, bytes, bytearray)):
         if not args:
             return {}
+        from hermes_nb.tools.budget import argument_limit
+
+        if len(args) > (limit := argument_limit()):  # refused before json.loads makes its copies
+            return (f"arguments are {len(args):,} chars, over the limit of {limit:,.0f} (budget.argument_chars "
+                    f"in config.yaml); send smaller arguments, e.g. write a large file in parts")
         try:
             args = json.loads(args)
         except (ValueError, RecursionError) as exc:
@@ -76,26 +92,38 @@ def parse_arguments(args: Any) -> dict[str, Any] | str:
 
 
 def serialize_result(result: Any) -> str:
-    """A handler's return value as the string the model receives."""
-    if isinstance(result, str):
-        return result
-    if is_multimodal(result):
-        return MultimodalResult.from_envelope(result)
+    """A handler's return value as the string the model receives; a value whose serialisation raises
+    anything (a dict subclass whose ``items()`` raises, say) becomes an error result. Hermes's multimodal
+    envelope becomes a ``MultimodalResult`` (text view + content parts)."""
     try:
-        return json.dumps(result, ensure_ascii=False, allow_nan=False)
+        if type(result) is MultimodalResult:  # made by a stage before (a call hook): keep its parts
+            return result
+        if isinstance(result, str):
+            # an exact str: a subclass's overridden methods must not run later, where nothing catches
+            return clean_text(str.__getitem__(result, slice(None)))
+        if is_multimodal(result):
+            envelope = MultimodalResult.from_envelope(result)
+            return MultimodalResult(clean_text(str(envelope)), envelope.parts)
+        return clean_text(json.dumps(result, ensure_ascii=False, allow_nan=False))
+    except KeyboardInterrupt:
+        raise
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else _text(exc)
-        return tool_error(
-            f"Tool returned a {type(result).__name__}, which is not JSON-serialisable ({reason}); "
-            f"return a str or JSON data"
-        )
+    except BaseException as exc:  # the value's own code raised while being serialised
+        reason = f"serialising it raised {type(exc).__name__}: {_text(exc)}"
+    return tool_error(
+        f"Tool returned a {type(result).__name__}, which is not JSON-serialisable ({reason}); "
+        f"return a str or JSON data"
+    )
 
 
 def _text(value: Any) -> str:
     """``str(value)``, even when the object's ``__str__`` is broken."""
     try:
-        return str(value)
-    except Exception:  # a user-defined __str__ that raises must not escape dispatch
+        return str.__getitem__(str(value), slice(None))
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a user-defined __str__ that raises (anything) must not escape dispatch
         return f"<unprintable {type(value).__name__}>"
 
 

@@ -8,20 +8,27 @@ approve its own commands without asking: the hermes_nb home folder (the approval
 any ``.git`` folder (hooks, ``core.fsmonitor`` and diff drivers run programs on ``git status``/``git diff``,
 which need no approval), and dot-files and dot-folders directly in the person's home folder (shell
 start-up files, ``~/.gitconfig``, ``~/.ssh``, ``~/.config``, ``~/.local/bin``). Reads
-outside are allowed unless the config says ``workspace_strict_reads: true`` (spilled tool results under
-``<hermes home>/cache/spillover`` stay readable even then).
+outside are allowed unless the config says ``workspace_strict_reads: true`` (the tool results this
+session spilled under ``<hermes home>/cache/spillover`` stay readable even then; earlier sessions' do not).
+
+Checking a path and then opening it by name is a race: a folder swapped for a symlink in between would
+redirect the open. ``open_confined`` therefore opens the checked path one component at a time from the
+root's file descriptor, refusing to follow any symlink (``O_NOFOLLOW``), so what is opened is what was
+checked.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.tools.errors import ConfigError, HermesNbError
 
-__all__ = ["WorkspaceError", "resolve_path", "workspace_root"]
+__all__ = ["WorkspaceError", "confined_base", "open_confined", "resolve_path", "workspace_root"]
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +102,76 @@ def _protected(real: Path) -> str | None:
 
 
 def _is_spill_file(path: Path) -> bool:
-    """Spilled tool results live under the home folder; the model must always be able to read them back."""
-    from hermes_nb.tools.config import hermes_home
+    """A result this session spilled: the model must always be able to read it back (strict reads)."""
+    from hermes_nb.tools.budget import spilled_this_session
 
-    spill = Path(os.path.realpath(hermes_home() / "cache" / "spillover"))
-    return path.is_relative_to(spill)
+    return spilled_this_session(path)
+
+
+def confined_base(real: Path) -> Path | None:
+    """The folder ``open_confined`` opens ``real`` from: the workspace root, or the spill folder for a
+    spilled result outside it; None when ``real`` is in neither (a non-strict read outside)."""
+    root = workspace_root()
+    if real == root or real.is_relative_to(root):
+        return root
+    from hermes_nb.tools.budget import spill_dir
+
+    spill = Path(os.path.realpath(spill_dir()))
+    if real.is_relative_to(spill):
+        return spill
+    return None
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_confined(real: Path, base: Path, *, write: bool = False, shown: str | None = None) -> int:
+    """A file descriptor for ``real`` (inside ``base``), reached without following any symlink.
+
+    ``write`` creates missing folders and the file, and truncates it. A component that became a
+    symlink after the path was checked raises ``WorkspaceError``. The caller closes the descriptor.
+    """
+    shown = shown or str(real)
+    parts = real.relative_to(base).parts
+    if not parts:
+        raise IsADirectoryError(f"{shown} is a directory, not a file")
+    if not _NOFOLLOW or os.open not in os.supports_dir_fd:  # no race-free open here (not Linux/macOS)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC if write else os.O_RDONLY
+        if write:
+            real.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(real, flags, 0o666)
+    fd = os.open(base, _DIR_FLAGS)
+    try:
+        for name in parts[:-1]:
+            if write:
+                try:
+                    os.mkdir(name, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            nxt = _open_at(name, fd, _DIR_FLAGS | _NOFOLLOW, shown, write)
+            os.close(fd)
+            fd = nxt
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_TRUNC if write else os.O_RDONLY) | _NOFOLLOW | os.O_CLOEXEC
+        return _open_at(parts[-1], fd, flags, shown, write)
+    finally:
+        os.close(fd)
+
+
+def _open_at(name: str, dir_fd: int, flags: int, shown: str, write: bool) -> int:
+    try:
+        return os.open(name, flags, 0o666, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise
+        try:
+            is_link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        except OSError:
+            raise exc from None
+        if not is_link:
+            raise
+        raise WorkspaceError(f"refusing to {'write' if write else 'read'} {shown}: {name} became a symbolic link "
+                             f"after the path was checked; nothing was {'written' if write else 'read'}") from None
 
 
 def display_path(path: Path) -> str:

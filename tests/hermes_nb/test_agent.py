@@ -5,7 +5,6 @@ from __future__ import annotations
 import _thread
 import json
 import threading
-import time
 
 import pytest
 
@@ -20,10 +19,11 @@ OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": [
 def tools():
     """Two toolsets: `alpha` (a slow read-only tool, a big one) and `beta` (one more)."""
     started = threading.Event()
+    release = threading.Event()  # ends every sleep at teardown: a long "sleep" is a wait, not a race
 
     def slow(args, **kw):
         started.set()
-        time.sleep(args.get("sleep", 0.2))
+        release.wait(args.get("sleep", 0.2))
         return f"slow {args['n']}"
 
     registry.register("slow", "alpha", {"description": "Sleep then answer.", "parameters": {
@@ -32,7 +32,8 @@ def tools():
     registry.register("big", "alpha", {"description": "A large result.", "parameters": OBJ},
                       lambda a, **kw: "x" * a["n"], read_only=True, max_result_size_chars=1000)
     registry.register("other", "beta", {"description": "Other.", "parameters": OBJ}, lambda a, **kw: "other")
-    return started
+    yield started
+    release.set()
 
 
 def _agent(srv, **kw):
@@ -160,7 +161,8 @@ def test_interrupt_mid_batch_answers_every_call_and_next_run_works(tools):
     """A KeyboardInterrupt in the calling thread (what a kernel interrupt is) while a tool sleeps."""
     started = tools
     # `other` is not read-only, so it runs alone: "fast" has finished when the slow call starts
-    script = [Reply(tool_calls=(call("other", {"n": 1}, "fast"), call("slow", {"n": 2, "sleep": 3}, "slow"),
+    # (the slow call waits until teardown, so the interrupt lands while it runs however late it comes)
+    script = [Reply(tool_calls=(call("other", {"n": 1}, "fast"), call("slow", {"n": 2, "sleep": 600}, "slow"),
                                 call("other", {"n": 3}, "after"))),
               Reply(content="fresh start")]
     with FakeOpenAI(script) as srv:

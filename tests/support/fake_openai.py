@@ -2,7 +2,7 @@
 
 ``FakeOpenAI(script)`` serves ``POST /v1/chat/completions`` from a list of ``Reply`` objects, one per
 request, in order: a message (content and/or tool calls), or an HTTP error (429 with Retry-After,
-500, 401, 404), optionally after a delay. Streaming requests get SSE chunks with
+500, 401, 404), optionally after a delay, or a stream that only trickles keep-alives; text may be chunked by UTF-16 units (split surrogate pairs). Streaming requests get SSE chunks with
 ``"object": "chat.completion.chunk"`` and tool-call arguments split across chunks. Every request body
 is kept in ``requests`` so tests assert what the model was sent.
 
@@ -30,6 +30,12 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    #: Split text into stream chunks by UTF-16 code units (as JavaScript servers do), so a character
+    #: outside the BMP (an emoji) can arrive as two halves in different chunks.
+    utf16_chunks: bool = False
+    #: Seconds between SSE keep-alive comments sent instead of an answer, until the client hangs up or
+    #: the server closes (a server that trickles: every read succeeds, no answer ever comes).
+    trickle: float = 0.0
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5,
                                                             "total_tokens": 15})
 
@@ -43,10 +49,13 @@ def call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, s
 class FakeOpenAI:
     """Context manager: ``with FakeOpenAI([...]) as srv: Agent(base_url=srv.base_url, ...)``."""
 
-    def __init__(self, script: list[Reply], *, model: str = "fake-model") -> None:
+    def __init__(self, script: list[Reply], *, model: str = "fake-model", keep_requests: bool = True) -> None:
         self.script = list(script)
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.keep_requests = keep_requests  # off for soak runs: every body holds the whole history
+        self.request_count = 0
+        self.closed = threading.Event()  # ends delays and trickles, so no handler thread outlives the server
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
@@ -64,12 +73,15 @@ class FakeOpenAI:
         self.close()
 
     def close(self) -> None:
+        self.closed.set()
         self._server.shutdown()
         self._server.server_close()
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
-            self.requests.append(body)
+            self.request_count += 1
+            if self.keep_requests:
+                self.requests.append(body)
             if not self.script:
                 return Reply(status=500, content="fake server script exhausted")
             return self.script.pop(0)
@@ -94,19 +106,32 @@ def _chunks(reply: Reply, model: str, include_usage: bool) -> list[dict[str, Any
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     out = [chunk({"role": "assistant", "content": ""})]
-    text = reply.content
+    text = _utf16_units(reply.content) if reply.utf16_chunks else reply.content
     for i in range(0, len(text), 7):
         out.append(chunk({"content": text[i:i + 7]}))
     for index, c in enumerate(reply.tool_calls):
         out.append(chunk({"tool_calls": [{"index": index, "id": c["id"], "type": "function",
                                           "function": {"name": c["name"], "arguments": ""}}]}))
-        args = c["arguments"]
+        args = _utf16_units(c["arguments"]) if reply.utf16_chunks else c["arguments"]
         for i in range(0, len(args), 5):  # arguments split across chunks, as real servers do
             out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[i:i + 5]}}]}))
     out.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
     if include_usage:
         out.append({**base, "choices": [], "usage": reply.usage})
     return out
+
+
+def _utf16_units(text: str) -> str:
+    """``text`` with each character outside the BMP written as its two surrogates (one str item each)."""
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        if cp > 0xFFFF:
+            cp -= 0x10000
+            out += [chr(0xD800 + (cp >> 10)), chr(0xDC00 + (cp & 0x3FF))]
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -126,6 +151,15 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _trickle(self, interval: float) -> None:
+            self.close_connection = True
+            try:
+                while not server.closed.wait(interval):
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+            except OSError:  # the client gave up and hung up
+                return
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
@@ -133,8 +167,8 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             reply = server.next_reply(body)
-            if reply.delay:
-                time.sleep(reply.delay)
+            if reply.delay and server.closed.wait(reply.delay):
+                return
             if reply.status != 200:
                 self._send_json(reply.status, {"error": {"message": reply.content or f"HTTP {reply.status}",
                                                          "type": "fake", "code": reply.status}}, reply.headers)
@@ -148,6 +182,9 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Connection", "close")
             self.end_headers()
+            if reply.trickle:
+                self._trickle(reply.trickle)
+                return
             for c in _chunks(reply, body.get("model", server.model), include_usage):
                 self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
                 self.wfile.flush()

@@ -138,10 +138,15 @@ def test_reads_outside_allowed_unless_strict(ws: Path, tmp_path: Path, hermes_ho
     (hermes_home / "config.yaml").write_text(yaml.safe_dump({"workspace_strict_reads": True}))
     assert "refusing to read outside the workspace root" in error(call("read_file", path=str(outside)))
     assert "refusing to read" in error(call("search_files", pattern="s", path=str(tmp_path)))
-    spilled = hermes_home / "cache" / "spillover" / "result.txt"  # spilled results stay readable
-    spilled.parent.mkdir(parents=True)
-    spilled.write_text("big result\n")
-    assert "big result" in call("read_file", path=str(spilled))
+    from hermes_nb.tools.budget import maybe_persist_tool_result, parse_spill_block
+
+    block = maybe_persist_tool_result("big result\n" * 10, "t", "this_session", threshold=10)
+    spilled = parse_spill_block(block)
+    assert spilled is not None  # this session's spilled results stay readable
+    assert "big result" in call("read_file", path=spilled["path"])
+    earlier = hermes_home / "cache" / "spillover" / "earlier.txt"  # another session's are outside like any file
+    earlier.write_text("earlier session's result\n")
+    assert "refusing to read outside" in error(call("read_file", path=str(earlier)))
 
 
 def test_workspace_root_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> None:

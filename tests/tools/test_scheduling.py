@@ -343,8 +343,11 @@ def test_keyboard_interrupt_mid_batch_answers_every_call(reg: ToolRegistry) -> N
     ran_after: list[str] = []
 
     def quick(args: dict[str, Any], **kw: Any) -> str:
-        quick_done.set()
         return "quick result"
+
+    def settled(event: BatchEvent) -> None:  # not when quick returns: its result must be settled first
+        if event.kind == "end" and event.tool_call_id == "q":
+            quick_done.set()
 
     def interrupter(args: dict[str, Any], **kw: Any) -> str:
         quick_done.wait(WAIT)
@@ -358,7 +361,7 @@ def test_keyboard_interrupt_mid_batch_answers_every_call(reg: ToolRegistry) -> N
     batch = [call("quick", {}, "q"), call("interrupter", {}, "i"), call("after", {}, "a")]
     try:
         with pytest.raises(BatchInterrupted) as info:
-            run_tool_batch(batch, registry=reg)
+            run_tool_batch(batch, registry=reg, on_event=settled)
     finally:
         release.set()
     assert isinstance(info.value, KeyboardInterrupt)

@@ -80,6 +80,13 @@ def _object_args(arguments: Any) -> dict[str, Any] | None:
     if arguments is None or arguments == "":
         return {}
     if isinstance(arguments, (str, bytes, bytearray)):
+        # past the limit dispatch refuses it unparsed; parsing it here would make the copies it avoids
+        # (small arguments skip the config look-up: parsing them costs little)
+        if len(arguments) > 65_536:
+            from hermes_nb.tools.budget import argument_limit
+
+            if len(arguments) > argument_limit():
+                return None
         try:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError):

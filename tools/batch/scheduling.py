@@ -21,13 +21,18 @@ waiting, cancels what has not started, and raises ``BatchInterrupted`` carrying 
 (finished ones keep their content; the others say they were interrupted). It subclasses
 ``KeyboardInterrupt`` so naive callers still stop; the agent loop catches it to answer every call.
 A sync handler already running in a thread cannot be stopped; it finishes in the background and its
-late result is dropped. The same holds for a timed-out sync handler (it keeps a pool thread until done).
+late result is dropped. The same holds for a timed-out sync handler: its thread is abandoned and replaced
+(``batch.pool``), so it never holds up later calls.
+
+Timeouts never wait for a call to start: a batch's ``timeout`` counts from the batch's start, a tool's
+``metadata["timeout"]`` from its segment's start. A call still waiting (for a worker, or for earlier
+segments) when its time runs out comes back as ``{"error": "... never started ...", "not_started": true}``,
+so a batch with a timeout returns within it whatever its calls do.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import sys
 import threading
 import time
@@ -37,6 +42,7 @@ from typing import Any
 
 from hermes_nb.tools import async_bridge
 from hermes_nb.tools.batch.plan import BatchSegment, plan_tool_batch, should_parallelize_tool_batch
+from hermes_nb.tools.batch.pool import ToolPool
 from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, BatchInterrupted, ToolCallResult
 from hermes_nb.tools.batch.state import (
     DEFAULT_MAX_WORKERS,
@@ -62,24 +68,24 @@ _WAIT_SLICE = async_bridge.WAIT_SLICE
 def _run_segment(batch: Batch, slots: list[Slot], max_workers: int) -> None:
     waiting = deque(s for s in slots if not s.is_async)
     running: list[Slot] = []
+    ready = time.perf_counter()
     for slot in slots:
-        if slot.is_async:
+        batch.arm(slot, ready)  # the clock starts with the segment, whether or not a worker is free
+    batch.overdue(slots, ready)  # a batch whose time already ran out starts nothing more
+    for slot in slots:
+        if slot.is_async and slot.result is None:
             slot.future = async_bridge.submit(run_async_call(batch, slot))
+    pool = shared_pool(max_workers)
     while True:
         running = [s for s in running if s.result is None]
         while waiting and len(running) < max_workers:  # the batch's own window on the shared pool
             slot = waiting.popleft()
-            slot.future = shared_pool(max_workers).submit(run_sync_call, batch, slot)
-            running.append(slot)
+            if slot.result is None:
+                slot.future, slot.pool = pool.submit_call((slot.call.name, slot.call.id), run_sync_call, batch, slot), pool
+                running.append(slot)
         now = time.perf_counter()
-        wait = _WAIT_SLICE
-        for slot in slots:
-            if slot.result is None and slot.started is not None and slot.timeout is not None:
-                left = slot.started + slot.timeout - now
-                if left <= 0:
-                    batch.time_out(slot)
-                else:
-                    wait = min(wait, left)
+        soonest = batch.overdue(slots, now)
+        wait = _WAIT_SLICE if soonest is None else min(_WAIT_SLICE, soonest - now)
         with batch.cond:
             if all(s.result is not None for s in slots):
                 return
@@ -93,7 +99,9 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
     """Run a batch of tool calls (openai objects or dicts) and return one result per call, in call order.
 
     Safe from a cell on the kernel's running loop and from plain Python (no ``asyncio.run`` here).
-    ``timeout`` (seconds, from each call's start) overrides a tool's ``metadata["timeout"]``.
+    ``timeout`` (seconds) bounds the whole batch: calls unfinished when it runs out are timed out, those
+    that never started say so. Without it, a tool's ``metadata["timeout"]`` bounds each of its calls
+    from the start of the call's segment.
     Raises ``BatchInterrupted`` (a ``KeyboardInterrupt``) on an interrupt, carrying every result.
     """
     if async_bridge.in_loop_thread():
@@ -126,25 +134,29 @@ async def _arefresh_mcp() -> None:
 
 # -- async entry point ----------------------------------------------------------------------------
 
-async def _arun_call(batch: Batch, slot: Slot, pool: concurrent.futures.Executor,
-                     limit: asyncio.Semaphore) -> None:
-    loop = asyncio.get_running_loop()
-    if not await decide_async(batch, slot):  # the person decides before the timeout starts
+async def _arun_call(batch: Batch, slot: Slot, pool: ToolPool, limit: asyncio.Semaphore) -> None:
+    if not await decide_async(batch, slot):  # the person decides before the call's clock starts
         return
+    now = time.perf_counter()
+    batch.arm(slot, now)
+    left = None if slot.deadline is None else slot.deadline - now
+    if left is not None and left <= 0:
+        batch.time_out(slot)  # the batch's time ran out in earlier segments: it never starts
+        return
+    try:  # the clock covers waiting for a worker too, so a call that never starts is still bounded
+        await asyncio.wait_for(_arun_started(batch, slot, pool, limit), left)
+    except TimeoutError:
+        batch.time_out(slot)
+
+
+async def _arun_started(batch: Batch, slot: Slot, pool: ToolPool, limit: asyncio.Semaphore) -> None:
     if slot.is_async:
-        work: Any = run_async_call(batch, slot)  # on the caller's loop
-        try:
-            await asyncio.wait_for(work, slot.timeout)
-        except TimeoutError:
-            batch.time_out(slot)
+        await run_async_call(batch, slot)  # on the caller's loop
         return
     async with limit:
-        future = loop.run_in_executor(pool, run_sync_call, batch, slot)
-        slot.future = future
-        try:
-            await asyncio.wait_for(future, slot.timeout)
-        except TimeoutError:
-            batch.time_out(slot)
+        future = pool.submit_call((slot.call.name, slot.call.id), run_sync_call, batch, slot)
+        slot.future, slot.pool = future, pool
+        await asyncio.wrap_future(future)
 
 
 async def _gather_servicing(tasks: list[asyncio.Task[None]]) -> None:

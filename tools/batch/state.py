@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from hermes_nb.tools.batch.plan import BatchSegment, CallView, plan_tool_batch, unpack_call
+from hermes_nb.tools.batch.pool import StuckCall, ToolPool
 from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
 from hermes_nb.tools.registry import ToolEntry, ToolRegistry, tool_error
+from hermes_nb.tools.results import execution_failed
 from hermes_nb.tools.safety import gate
 from hermes_nb.tools.safety.gate import current_approver
 
@@ -47,36 +49,72 @@ def _is_error(content: str) -> bool:
 # -- the shared pool ------------------------------------------------------------------------------
 
 _pool_lock = threading.Lock()
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_size = 0
+_pool: ToolPool | None = None
 
 
-def shared_pool(max_workers: int) -> concurrent.futures.ThreadPoolExecutor:
-    """The process-wide pool for sync handlers; grown (replaced) only when a caller asks for more."""
-    global _pool, _pool_size
+def shared_pool(max_workers: int) -> ToolPool:
+    """The process-wide pool for sync handlers (``batch.pool``); grown only when a caller asks for more."""
+    global _pool
     want = max(DEFAULT_MAX_WORKERS, max_workers)
     with _pool_lock:
-        if _pool is None or _pool_size < want:
-            old = _pool
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=want, thread_name_prefix="hermes-nb-tool")
-            _pool_size = want
-            if old is not None:
-                old.shutdown(wait=False)  # its running calls finish; new work goes to the new pool
+        if _pool is None:
+            _pool = ToolPool(want)
+        elif _pool.size < want:
+            _pool.resize(want)
         return _pool
+
+
+def stuck_calls() -> list[StuckCall]:
+    """Calls that outlived their timeout and still hold a thread of the shared pool (``%tools doctor``)."""
+    pool = _pool
+    return pool.stuck_calls() if pool is not None else []
 
 
 # -- one batch's bookkeeping ----------------------------------------------------------------------
 
 class Slot:
-    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "started", "result", "future", "prepared")
+    __slots__ = ("call", "is_async", "timeout", "segment", "parallel", "ready", "deadline", "started", "result",
+                 "future", "pool", "prepared")
 
     def __init__(self, call: CallView, is_async: bool, timeout: float | None, segment: int, parallel: bool):
         self.call, self.is_async, self.timeout = call, is_async, timeout
         self.segment, self.parallel = segment, parallel
-        self.started: float | None = None
+        self.ready: float | None = None  # when its segment began
+        self.deadline: float | None = None  # when it is given up, started or not (set by Batch.arm)
+        self.started: float | None = None  # when its handler began, if it ever did
         self.result: ToolCallResult | None = None
         self.future: concurrent.futures.Future[Any] | asyncio.Future[Any] | None = None
+        self.pool: ToolPool | None = None  # set when ``future`` came from the shared pool
         self.prepared: tuple[ToolEntry, dict[str, Any]] | None = None  # set once the gate said yes
+
+
+class _PromptClock:
+    """The batch's "one prompt at a time" lock, which also stops its clocks while a person decides: a
+    call's time starts after the decision (a slow click never times a call out), and every deadline of
+    the batch moves on by the time the prompt took."""
+
+    def __init__(self, batch: Batch) -> None:
+        self._batch = batch
+        self._lock = threading.Lock()
+        self.since: float | None = None
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        with self._batch.cond:
+            self.since = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        batch = self._batch
+        with batch.cond:
+            paused = time.perf_counter() - (self.since or time.perf_counter())
+            self.since = None
+            if batch.deadline is not None:
+                batch.deadline += paused
+            for slot in batch.slots:
+                if slot.result is None and slot.deadline is not None:
+                    slot.deadline += paused
+            batch.cond.notify_all()
+        self._lock.release()
 
 
 class Batch:
@@ -84,10 +122,13 @@ class Batch:
                  on_event: Callable[[BatchEvent], Any] | None):
         self.registry = registry
         self.on_event = on_event
+        self.begun = time.perf_counter()
+        # an explicit timeout bounds the whole batch; a tool's own metadata timeout bounds its call
+        self.deadline = self.begun + timeout if timeout is not None else None
         self.cond = threading.Condition()
         # The approver of the run that made this batch (worker threads do not inherit context variables).
         self.approver = current_approver()
-        self.ask_lock = threading.Lock()  # one approval prompt at a time
+        self.ask_lock = _PromptClock(self)  # one approval prompt at a time; the batch's clocks stop meanwhile
         self.plan = plan_tool_batch(tool_calls, registry=registry)
         calls = [unpack_call(c, i) for i, c in enumerate(tool_calls)]
         self.slots: list[Slot] = [None] * len(calls)  # type: ignore[list-item]
@@ -96,6 +137,28 @@ class Batch:
                 entry = registry.get_entry(calls[i].name)
                 limit = timeout if timeout is not None else seconds(entry.metadata.get("timeout") if entry else None)
                 self.slots[i] = Slot(calls[i], bool(entry and entry.is_async), limit, seg_no, seg.parallel)
+
+    def arm(self, slot: Slot, ready: float) -> None:
+        """Start a call's clock when its segment begins: a call that never gets a worker is still bounded."""
+        slot.ready = ready
+        if self.deadline is not None:
+            slot.deadline = self.deadline
+        elif slot.timeout is not None:
+            slot.deadline = ready + slot.timeout
+
+    def overdue(self, slots: Sequence[Slot], now: float) -> float | None:
+        """Time out the unsettled calls whose deadline passed; the soonest deadline still ahead, if any.
+        Nothing times out while a person is deciding (the clocks stop; the end of the prompt notifies)."""
+        if self.ask_lock.since is not None:
+            return None
+        soonest = None
+        for slot in slots:
+            if slot.result is None and slot.deadline is not None:
+                if slot.deadline <= now:
+                    self.time_out(slot)
+                elif soonest is None or slot.deadline < soonest:
+                    soonest = slot.deadline
+        return soonest
 
     def segment_slots(self, seg: BatchSegment) -> list[Slot]:
         return [self.slots[i] for i in seg.indices]
@@ -108,7 +171,9 @@ class Batch:
                            parallel=slot.parallel)
         try:
             self.on_event(event)
-        except Exception:  # display code must never break a batch
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # display code must never break a batch (nor leave a call unsettled)
             log.exception("on_event callback failed")
 
     def decide(self, slot: Slot, *, may_ask: bool = True) -> bool | None:
@@ -151,11 +216,15 @@ class Batch:
         self._emit(slot, "start", now)
         return True
 
-    def finish(self, slot: Slot, content: str, *, timed_out: bool = False, interrupted: bool = False) -> bool:
-        """Settle a call once; a later (late) settlement is ignored."""
+    def finish(self, slot: Slot, content: str, *, timed_out: bool = False, interrupted: bool = False,
+               unstarted: str | None = None) -> bool:
+        """Settle a call once; a later (late) settlement is ignored. ``unstarted`` replaces ``content``
+        when the handler never began (decided under the lock, so a call starting meanwhile is not misnamed)."""
         with self.cond:
             if slot.result is not None:
                 return False
+            if unstarted is not None and slot.started is None:
+                content = unstarted
             now = time.perf_counter()
             started = slot.started if slot.started is not None else now
             slot.result = ToolCallResult(
@@ -167,8 +236,16 @@ class Batch:
         return True
 
     def time_out(self, slot: Slot) -> None:
-        if self.finish(slot, tool_error(f"Tool {slot.call.name} timed out after {slot.timeout:g} s"), timed_out=True):
-            if slot.future is not None:
+        """Settle a call whose time ran out; a running sync handler's thread is abandoned (``batch.pool``)."""
+        name, limit = slot.call.name, slot.timeout or 0.0
+        # the model must know a call never ran: nothing to undo, safe to retry
+        unstarted = tool_error(f"Tool {name} never started: its {limit:g} s ran out while it waited (for a free "
+                               f"worker or for earlier calls of the batch); it did not run", not_started=True)
+        content = tool_error(f"Tool {name} timed out after {limit:g} s")  # counted from when it could start
+        if self.finish(slot, content, timed_out=True, unstarted=unstarted) and slot.future is not None:
+            if slot.pool is not None and isinstance(slot.future, concurrent.futures.Future):
+                slot.pool.abandon(slot.future)
+            else:
                 slot.future.cancel()
 
     def interrupt_all(self) -> list[ToolCallResult]:
@@ -189,8 +266,8 @@ def run_sync_call(batch: Batch, slot: Slot) -> None:
     assert slot.prepared is not None
     try:
         content = batch.registry.call(*slot.prepared)
-    except BaseException as exc:  # call never raises, except KeyboardInterrupt/SystemExit from a handler
-        content = tool_error(f"Tool execution failed: {type(exc).__name__}: {exc}")
+    except BaseException as exc:  # call never raises, except KeyboardInterrupt from a handler
+        content = execution_failed(exc)
     batch.finish(slot, content)
 
 
@@ -206,5 +283,10 @@ async def run_async_call(batch: Batch, slot: Slot) -> None:
     if not await decide_async(batch, slot) or not batch.start(slot):
         return
     assert slot.prepared is not None
-    content = await batch.registry.acall(*slot.prepared)
+    try:
+        content = await batch.registry.acall(*slot.prepared)
+    except asyncio.CancelledError:
+        raise  # the batch cancelled it (timeout, interrupt); the batch settles it
+    except BaseException as exc:  # even a handler's KeyboardInterrupt: raised out of a task, it stops the loop
+        content = execution_failed(exc)
     batch.finish(slot, content)

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, overload
@@ -112,7 +111,7 @@ def judge(entry: Any, args: Mapping[str, Any]) -> Ask | None:
 # -- deciding ---------------------------------------------------------------------------------------
 
 def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None = None,
-           *, ask_lock: threading.Lock | None = None) -> Decision:
+           *, ask_lock: AbstractContextManager[Any] | None = None) -> Decision:
     """The gate for one validated call of ``entry`` (a ``ToolEntry``); may wait for a person."""
     decision = _decide(entry, args, approver, ask_lock, may_ask=True)
     assert decision is not None
@@ -126,7 +125,7 @@ def decide_without_asking(entry: Any, args: Mapping[str, Any]) -> Decision | Non
 
 
 def _decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None,
-            ask_lock: threading.Lock | None, *, may_ask: bool) -> Decision | None:
+            ask_lock: AbstractContextManager[Any] | None, *, may_ask: bool) -> Decision | None:
     ask = judge(entry, args)
     param = entry.metadata.get(COMMAND_PARAM_KEY)  # the argument holding a shell line, for command rules
     command = args.get(param) if param and isinstance(args.get(param), str) else None
@@ -140,18 +139,18 @@ def _blocked(key: str | None, message: str) -> Decision:
 
 @overload
 def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = None, *,
-               ask_lock: threading.Lock | None = None, command: str | None = None,
+               ask_lock: AbstractContextManager[Any] | None = None, command: str | None = None,
                shown: Callable[[], Ask] | None = None, may_ask: Literal[True] = True) -> Decision: ...
 
 
 @overload
 def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = None, *,
-               ask_lock: threading.Lock | None = None, command: str | None = None,
+               ask_lock: AbstractContextManager[Any] | None = None, command: str | None = None,
                shown: Callable[[], Ask] | None = None, may_ask: bool) -> Decision | None: ...
 
 
 def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = None, *,
-               ask_lock: threading.Lock | None = None, command: str | None = None,
+               ask_lock: AbstractContextManager[Any] | None = None, command: str | None = None,
                shown: Callable[[], Ask] | None = None, may_ask: bool = True) -> Decision | None:
     """Rules, then earlier approvals, then the approver; ``ask`` is None for a call judged harmless.
 
