@@ -424,7 +424,9 @@ class ToolRegistry(HermesQueries):
             if entry.is_async:
                 result = await _call(entry.handler, call_args, kwargs)
             else:
-                result = await asyncio.to_thread(entry.handler, call_args, **kwargs)
+                result = await asyncio.to_thread(_caught, entry.handler, call_args, kwargs)
+                if isinstance(result, _Raised):  # returned, not raised: the task would throw a GeneratorExit
+                    return execution_failed(result.exc)  # into every frame at once (PEP 380), past our handlers
                 if inspect.isawaitable(result):
                     result = await _await(result)
         except _HandlerExit as wrapped:
@@ -504,6 +506,24 @@ class _HandlerExit(Exception):
     def __init__(self, exc: SystemExit | KeyboardInterrupt) -> None:
         super().__init__(exc)
         self.exc = exc
+
+
+class _Raised:
+    """What a sync handler raised in a worker thread, carried back as a value."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _caught(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    """Run a sync handler in a worker thread; whatever it raises comes back as ``_Raised`` (a worker
+    thread's KeyboardInterrupt is the handler's own doing, not the person's ■, which reaches the main thread)."""
+    try:
+        return handler(args, **kwargs)
+    except BaseException as exc:
+        return _Raised(exc)
 
 
 async def _call(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[str, Any]) -> Any:
