@@ -85,6 +85,8 @@ class ToolMagics(Magics):
     @argument("--interactive", action="store_true", help="The tool asks the person (its batch runs serially).")
     @argument("--path-param", action="append", default=[], metavar="NAME",
               help="An argument holding a file path (repeatable), for safe parallel scheduling.")
+    @argument("--example", action="append", default=[], metavar="'ARGS -> RESULT'",
+              help="An example call for %%tools test (repeatable): `a=2 b=3 -> 6`.")
     @cell_magic
     def tool(self, line: str, cell: str) -> Any:
         """Run the cell, then register the function it defines as an LLM tool and show its card.
@@ -111,6 +113,7 @@ class ToolMagics(Magics):
             description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
             check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
             interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)),
+            examples=_examples(args.example),
         )
         loop = _kernel_loop() if _state.nest_asyncio_enabled else None
         entry = register_function(fn, options, reg=registry, namespace=shell.user_ns, kernel_loop=loop)
@@ -129,6 +132,9 @@ class ToolMagics(Magics):
         %tools call NAME {json}    call it as the model would (also: key=value ...); `_` holds the result
         %tools rm NAME             remove a tool
         %tools doctor              why tools are unavailable, and tools that failed to load
+        %tools test [NAME ...]     run the tools' examples; a pass/fail table (the report's .results)
+        %tools fuzz NAME [--n 200] [--seed S] [--invalid] [--allow-approval]
+                                   call the tool with arguments drawn from its schema; shrunk failures
         """
         command, _, rest = line.strip().partition(" ")
         rest = rest.strip()
@@ -147,7 +153,16 @@ class ToolMagics(Magics):
             return None
         if command == "doctor":
             return _doctor()
-        raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm or doctor (see %tools?)")
+        if command == "test":  # issue 13
+            from hermes_nb.tool_examples import run_examples
+
+            return run_examples(rest.replace(",", " ").split(), registry)
+        if command == "fuzz":  # issue 13
+            from hermes_nb.fuzz import fuzz_magic
+
+            return fuzz_magic(rest)
+        raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm, doctor, test or fuzz "
+                         f"(see %tools?)")
 
     @line_magic
     def toolsets(self, line: str) -> Any:
@@ -172,6 +187,14 @@ class ToolMagics(Magics):
         from hermes_nb.picker import show_picker
 
         return show_picker(self.shell)
+
+
+def _examples(texts: list[str]) -> tuple[Any, ...]:
+    if not texts:
+        return ()
+    from hermes_nb.tool_examples import parse_example
+
+    return tuple(parse_example(_unquote(t)) for t in texts)
 
 
 def _kernel_loop() -> Any:
