@@ -150,5 +150,18 @@ def _remote_case(case: Case, template: dict[str, Any], blob: bytes,
     from hermes_nb.tools import async_bridge
 
     _install(blob)
-    outcome = async_bridge.run_sync(run_case(case, template, cassettes=cassettes))
-    return outcome
+    model = None if cassettes and cassettes[0] == "replay" else _shared_model(template)
+    return async_bridge.run_sync(run_case(case, template, model=model, cassettes=cassettes))
+
+
+_models: dict[str, Any] = {}
+
+
+def _shared_model(template: Mapping[str, Any]) -> Any:
+    """One model client per worker process and template, as the local path shares one per run."""
+    from hermes_nb.evaluation.runner import shared_model
+
+    key = repr(sorted((k, repr(v)) for k, v in template.items()))
+    if key not in _models:
+        _models[key] = shared_model(template)
+    return _models[key]

@@ -172,19 +172,25 @@ def _decode(arguments: str) -> Any:
         return arguments
 
 
+def shared_model(template: Mapping[str, Any]) -> Any:
+    """The model of the template, built once and shared by every case (one client, one connection pool)."""
+    from hermes_nb.models import resolve_model
+
+    options = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries")
+    return resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"),
+                         **{k: template[k] for k in options if k in template})
+
+
 def _run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
                finished: Callable[[Case, Outcome], None], cassettes: tuple[str, Path] | None) -> bool:
     """Run ``todo`` on the background loop; returns True when interrupted."""
-    from hermes_nb.models import resolve_model
     from hermes_nb.tools import async_bridge, interaction
 
     if not todo:
         return False
     done: queue.Queue[tuple[Case, Outcome]] = queue.Queue()
     holder: list[asyncio.Task[Any]] = []
-    shared = resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"),
-                           **{k: template[k] for k in ("stream", "temperature", "parallel_tool_calls", "timeout",
-                                                        "max_retries") if k in template})
+    shared = shared_model(template)
 
     async def run_all() -> None:
         holder.append(asyncio.current_task())  # type: ignore[arg-type]

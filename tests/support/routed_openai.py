@@ -37,6 +37,9 @@ class RoutedOpenAI(FakeOpenAI):
         self.on_request = on_request
         self.keep_requests = keep_requests
         self.count = 0
+        # the handler writes headers and body separately: without TCP_NODELAY, Nagle's algorithm and the
+        # client's delayed ACK add ~40 ms to every reply, which would swamp the latency a bench sets
+        self._server.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
