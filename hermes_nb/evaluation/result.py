@@ -53,15 +53,12 @@ class EvalResult:
     def plot(self) -> Any:
         """Accuracy per tool: a matplotlib Figure when matplotlib is installed, else an SVG chart."""
         try:
-            import matplotlib
-
-            matplotlib.use("Agg", force=False)
-            from matplotlib.figure import Figure
+            import matplotlib.pyplot as plt  # pyplot, so a notebook's inline backend shows the figure
         except ImportError:
             return _Svg(self.svg())
         names = sorted(self.per_tool)
-        fig = Figure(figsize=(6, 0.4 * max(len(names), 1) + 1))
-        ax = fig.subplots()
+        fig, ax = plt.subplots(figsize=(6, 0.4 * max(len(names), 1) + 1))
+        plt.close(fig)  # returned, not also drawn at the end of the cell
         ax.barh(names, [self.per_tool[n]["accuracy"] for n in names], color="#4c8bf5")
         ax.set_xlim(0, 1)
         ax.set_xlabel("accuracy (tool called exactly when expected)")

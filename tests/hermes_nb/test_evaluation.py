@@ -218,3 +218,16 @@ def _prompt(body: dict[str, Any]) -> str:
     from tests.support.routed_openai import prompt_of
 
     return prompt_of(body)
+
+
+def test_accuracy_per_tool_plots_with_matplotlib_or_as_svg(tools: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    with RoutedOpenAI(route) as srv:
+        result = hermes_nb.evaluate(CASES, agent=_template(srv), display=False)
+    fig = result.plot()
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["add", "shout"]
+    assert [round(p.get_width(), 2) for p in fig.axes[0].patches] == [0.75, 0.5]
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # as if matplotlib were not installed
+    chart = result.plot()
+    assert chart._repr_svg_().startswith("<svg") and "75%" in chart._repr_svg_() and "50%" in chart._repr_svg_()
