@@ -37,8 +37,10 @@ class RemoteToolError(HermesNbError, ValueError):
 def run_remote(todo: list[Case], template: Mapping[str, Any], client: Any,
                finished: Callable[[Case, Outcome], None], cassettes: tuple[str, Path] | None) -> bool:
     """Submit one task per case and hand results to ``finished`` as they come; True when interrupted."""
-    from distributed import as_completed
-
+    try:
+        from distributed import as_completed
+    except ImportError:
+        raise ImportError("evaluate(executor=...) needs dask.distributed: pip install 'hermes-nb[scale]'") from None
     template = _pinned(template)
     blob = _notebook_tools(template)
     if not todo:

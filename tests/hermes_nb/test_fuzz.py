@@ -108,12 +108,24 @@ def test_magic_parses_its_options(ip: Any) -> None:
         ip.run_line_magic("tools", "fuzz nope")
 
 
-def test_load_ext_does_not_import_hypothesis() -> None:
+def test_load_ext_imports_no_fuzz_or_scale_library() -> None:
     import subprocess
     import sys
 
     code = ("import sys; from IPython.core.interactiveshell import InteractiveShell; "
             "ip = InteractiveShell.instance(); ip.run_line_magic('load_ext', 'hermes_nb'); "
-            "print('hypothesis' in sys.modules, 'hermes_nb.fuzz' in sys.modules)")
+            "import hermes_nb; hermes_nb.evaluate; "
+            "print([m in sys.modules for m in ('hypothesis', 'hermes_nb.fuzz', 'pandas', 'distributed', 'dask', "
+            "'matplotlib')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
-    assert out.stdout.strip().splitlines()[-1] == "False False"
+    assert out.stdout.strip().splitlines()[-1] == str([False] * 6)
+
+
+def test_without_hypothesis_the_magic_says_which_extra_to_install(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    tool(correct, toolset="t13f")
+    monkeypatch.setitem(sys.modules, "hypothesis", None)
+    monkeypatch.delitem(sys.modules, "hermes_nb.tools.schema.strategies", raising=False)
+    with pytest.raises(UsageError, match=r"needs hypothesis: pip install 'hermes-nb\[fuzz\]'"):
+        ip.run_line_magic("tools", "fuzz correct")
