@@ -114,6 +114,8 @@ def fuzz_tool(name: str, *, n: int = 200, seed: int | None = None, invalid: bool
         raise UsageError(f"%tools fuzz: no tool named {name!r} (see %tools)")
     if n < 1:
         raise UsageError("%tools fuzz: --n must be at least 1")
+    if entry.interactive:
+        raise UsageError(f"%tools fuzz: {name} asks the person (interactive); fuzzing would ask hundreds of times")
     asks = entry.needs_approval or not (entry.read_only or entry.source == "notebook")
     if asks and not allow_approval:
         why = "needs approval" if entry.needs_approval else f"is a {entry.source} tool not marked read-only"

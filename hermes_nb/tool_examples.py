@@ -66,7 +66,8 @@ def parse_example(text: str) -> ToolExample:
     """``'a=2 b=3 -> 6'``: arguments as ``%tools call`` takes them, ``->``, the expected JSON or text."""
     from hermes_nb.magics import parse_call_args
 
-    argtext, arrow, expected_text = text.partition("->")
+    # " -> " first, so an argument like s='a->b' survives when the arrow is written with spaces
+    argtext, arrow, expected_text = text.partition(" -> ") if " -> " in text else text.partition("->")
     if not arrow:
         raise UsageError(f"%%tool --example {text!r}: write the arguments, `->`, then the expected result")
     try:

@@ -93,6 +93,10 @@ def test_tools_that_need_approval_are_fuzzed_only_when_allowed(ip: Any) -> None:
         ip.run_line_magic("tools", "fuzz careful --n 5")
     with pytest.raises(UsageError, match="not marked read-only"):
         ip.run_line_magic("tools", "fuzz write_file --n 5")
+    registry.register("asker", "t13f", {"name": "asker", "description": "d", "parameters": {
+        "type": "object", "properties": {}}}, lambda args, **kw: "?", interactive=True, source="notebook")
+    with pytest.raises(UsageError, match="asks the person"):
+        ip.run_line_magic("tools", "fuzz asker --allow-approval")
     report = ip.run_line_magic("tools", "fuzz careful --n 20 --seed 5 --allow-approval")
     assert report.ok and report.calls >= 20 and "not sandboxed" in str(report)
 

@@ -27,6 +27,7 @@ def ip() -> Iterator[Any]:
     ('{"xs": [1, 2]} -> {"n": 2}', {"xs": [1, 2]}, {"n": 2}),
     ("name=Ada -> Hello, Ada!", {"name": "Ada"}, "Hello, Ada!"),  # not JSON: a text result
     ("-> []", {}, []),
+    ("s='a->b' -> a->b", {"s": "a->b"}, "a->b"),  # the spaced arrow splits; arrows inside values stay
 ])
 def test_parse_example(text: str, args: dict[str, Any], expected: Any) -> None:
     example = parse_example(text)
