@@ -34,12 +34,33 @@ def wipe(path: str) -> str:
 '''
 
 
+#: A Hermes-style tool file in the workers' home: loaded there by discovery, not shipped.
+TOOL_FILE = '''
+from tools.registry import registry
+
+def _shout(args, **kw):
+    return args["text"].upper() + "!"
+
+registry.register(name="file_shout", toolset="t13file", schema={"name": "file_shout", "description": "Shouts.",
+    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    handler=_shout)
+'''
+
+
 @pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
+def cluster_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("dask_home")
+    (home / "tools").mkdir()
+    (home / "tools" / "shout_tool.py").write_text(TOOL_FILE)
+    return home
+
+
+@pytest.fixture(scope="module")
+def client(cluster_home: Path) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
-                           silence_logs=50)
+                           silence_logs=50, env={"HERMES_NB_HOME": str(cluster_home)})
     with Client(cluster) as c:
         yield c
     cluster.close()
@@ -110,6 +131,29 @@ def test_a_call_that_would_ask_is_denied_on_the_worker_with_the_reason(
     assert "BLOCKED" in tool_turn and "no one is available to approve it" in tool_turn
     assert "wiped" not in tool_turn
     assert entry["tool_stats"]["wipe"] == {"count": 1, "success": 0, "failure": 1}
+
+
+def test_tool_files_are_loaded_on_the_workers(client: Any, cluster_home: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_nb.tools.plugins import discover_plugins, unload_plugins
+
+    monkeypatch.setenv("HERMES_NB_HOME", str(cluster_home))
+    discover_plugins()  # this kernel offers the tool too, so the model sees it in the definitions
+    assert registry.get_entry("file_shout").source == "plugin"
+
+    def shout(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        return Reply(tool_calls=(call("file_shout", {"text": "hi"}, "s0"),)) if turn == 0 else Reply(content="ok")
+
+    try:
+        with RoutedOpenAI(shout) as srv:
+            result = hermes_nb.evaluate([{"prompt": "shout hi", "expected_tools": ["file_shout"]}],
+                                        agent={**_template(srv), "enabled_toolsets": ["t13file"]},
+                                        executor=client, out_dir=tmp_path, display=False)
+    finally:
+        unload_plugins()
+    assert result.rows[0].selection_ok and result.rows[0].error is None
+    entry = json.loads((tmp_path / "trajectories.jsonl").read_text())
+    assert "HI!" in next(t["value"] for t in entry["conversations"] if t["from"] == "tool")
 
 
 def test_mcp_tools_are_refused_for_remote_runs_with_a_clear_message(client: Any) -> None:
