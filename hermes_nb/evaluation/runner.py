@@ -95,7 +95,7 @@ def agent_template(agent: Mapping[str, Any] | None) -> dict[str, Any]:
     from hermes_nb.agent import Agent
 
     if agent is None:
-        return {}
+        return {"stream": False}
     if not isinstance(agent, Mapping):
         raise TypeError("evaluate: agent= is a template, a dict of Agent's arguments "
                         "(model, base_url, api_key, enabled_toolsets, system_prompt, ...)")
@@ -103,7 +103,8 @@ def agent_template(agent: Mapping[str, Any] | None) -> dict[str, Any]:
     unknown = sorted(set(agent) - allowed)
     if unknown:
         raise TypeError(f"evaluate: unknown agent template key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
-    return dict(agent)
+    # nobody watches a case's text arrive, so whole answers by default: less work per turn than a stream
+    return {"stream": False, **agent}
 
 
 def _check_model(template: Mapping[str, Any]) -> None:
