@@ -144,6 +144,41 @@ def _concurrency_and_memory() -> list[str]:
     return missed
 
 
+class _InProcessModel:
+    """Answers like the scripted server, without HTTP: what is left is hermes_nb's own work per case."""
+
+    name = "in-process"
+
+    def check_config(self) -> None:
+        pass
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **kw: Any) -> Any:
+        from hermes_nb.models import ModelTurn, ToolCallSpec, Usage
+
+        usage = Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15)
+        if not any(m.get("role") == "assistant" for m in messages):
+            a = int(messages[-1]["content"].split()[1])
+            return ModelTurn(content="", usage=usage, tool_calls=(
+                ToolCallSpec(id="c0", name="bench_add", arguments=f'{{"a": {a}, "b": 1}}'),))
+        return ModelTurn(content="ok", usage=usage)
+
+
+def _own_overhead() -> None:
+    from hermes_nb.evaluation import runner
+
+    original = runner.shared_model
+    runner.shared_model = lambda template: _InProcessModel()  # type: ignore[assignment]
+    try:
+        _evaluate("http://127.0.0.1:9/v1", 50, CONCURRENCY)
+        cpu = time.process_time()
+        wall, _ = _evaluate("http://127.0.0.1:9/v1", CASES, CONCURRENCY)
+        cpu = time.process_time() - cpu
+    finally:
+        runner.shared_model = original  # type: ignore[assignment]
+    print(f"evaluate without HTTP (an in-process model): {CASES} cases in {wall:.2f} s, CPU {cpu / CASES * 1e3:.2f} ms "
+          f"per case — hermes_nb's own share (fresh Agent, tool batch, budget, scoring, checkpoint-free)")
+
+
 def _dask_overhead() -> None:
     try:
         from distributed import Client, LocalCluster
@@ -169,6 +204,7 @@ def _dask_overhead() -> None:
 def main() -> None:
     _register()
     missed = _concurrency_and_memory()
+    _own_overhead()
     _dask_overhead()
     from hermes_nb.tools.registry import registry
 
