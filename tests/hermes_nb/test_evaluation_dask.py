@@ -99,13 +99,15 @@ def test_cases_run_on_workers_and_a_killed_worker_loses_only_its_cases_in_flight
         client: Any, notebook_tools: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cases = [{"prompt": f"add {i} and 1", "expected_tools": ["add"], "expected_args": {"add": {"a": i}}}
              for i in range(12)]
-    pids = sorted(set(client.run(os.getpid).values()))
+    pids = client.run(os.getpid)  # worker address -> process id
     killed = threading.Event()
 
     def kill_one(body: dict[str, Any]) -> None:
-        if srv.count == 8 and not killed.is_set():  # cases are in flight on both workers by now
-            killed.set()
-            os.kill(pids[0], signal.SIGKILL)
+        if srv.count >= 8 and not killed.is_set():  # kill a worker that is running cases right now
+            busy = [addr for addr, keys in client.processing().items() if keys and addr in pids]
+            if busy:
+                killed.set()
+                os.kill(pids[busy[0]], signal.SIGKILL)
 
     with RoutedOpenAI(route, on_request=kill_one) as srv:
         result = hermes_nb.evaluate(cases, agent=_template(srv), executor=client, out_dir=tmp_path, display=False)
