@@ -63,7 +63,9 @@ def run_remote(todo: list[Case], template: Mapping[str, Any], client: Any,
     try:
         for future, value in pending:
             case = by_key[future.key]
-            if future.status == "finished" and isinstance(value, Outcome):
+            # the value was gathered with the future; its status may have moved on since (a worker that
+            # held the result died), so the value alone says whether the case finished
+            if isinstance(value, Outcome):
                 outcome = value
             else:  # boundary: a case that failed on the cluster (KilledWorker...) is its row's error
                 outcome = Outcome(index=case.index, fingerprint=case.fingerprint, text="", calls=(), tokens=0,
