@@ -18,7 +18,7 @@ from hermes_nb.evaluation.remote import RemoteToolError
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.schema.derive import tool
 from tests.support.fake_openai import Reply, call
-from tests.support.routed_openai import RoutedOpenAI, turn_of
+from tests.support.routed_openai import RoutedOpenAI, prompt_of, turn_of
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +107,7 @@ def test_cases_run_on_workers_and_a_killed_worker_loses_only_its_cases_in_flight
         # Kill the worker running the case whose first request this is: that case is in flight for sure
         # (its reply waits for this hook), so it must be retried.
         if srv.count >= 6 and turn_of(body) == 0 and not killed.is_set():
-            index = body["messages"][-1]["content"].split()[1]
+            index = prompt_of(body).split()[1]
             busy = [addr for addr, keys in client.processing().items()
                     if addr in pids and any(str(k).endswith(f"-{index}") for k in keys)]
             if busy:
@@ -119,7 +119,7 @@ def test_cases_run_on_workers_and_a_killed_worker_loses_only_its_cases_in_flight
 
     with RoutedOpenAI(route, on_request=kill_one) as srv:
         result = hermes_nb.evaluate(cases, agent=_template(srv), executor=client, out_dir=tmp_path, display=False)
-        first_turns = Counter(b["messages"][-1]["content"] for b in srv.requests if turn_of(b) == 0)
+        first_turns = Counter(prompt_of(b) for b in srv.requests if turn_of(b) == 0)
     assert killed.is_set()
     assert result.summary["cases"] == 12 and result.summary["errors"] == 0, [r.error for r in result.rows]
     assert result.summary["selection_accuracy"] == 1.0 and result.summary["args_accuracy"] == 1.0
