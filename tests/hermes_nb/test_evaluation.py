@@ -205,11 +205,12 @@ def test_progress_shows_as_text_outside_a_notebook(tools: None, capsys: pytest.C
 
 
 def _adds(n: int) -> Any:
+    # a little latency per turn, so requests are still arriving after the first cases are on disk
     def answer(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
         if turn == 0:
             a = int(prompt.split()[1])
-            return Reply(tool_calls=(call("add", {"a": a, "b": 1}, "c0"),))
-        return Reply(content="ok")
+            return Reply(tool_calls=(call("add", {"a": a, "b": 1}, "c0"),), delay=0.05)
+        return Reply(content="ok", delay=0.05)
 
     return answer
 
