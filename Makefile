@@ -24,6 +24,7 @@ lint: venv
 typecheck: venv
 	rm -rf .typecheck && mkdir -p .typecheck/hermes_nb
 	cd .typecheck/hermes_nb && for f in ../../hermes_nb/*.py; do ln -s "$$f" .; done && ln -s ../../tools tools
+	cd .typecheck/hermes_nb && for d in ../../hermes_nb/*/__init__.py; do ln -s "$$(dirname $$d)" .; done
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml
 
 test: venv lint typecheck

@@ -15,6 +15,7 @@ from hermes_nb import _state
 __all__ = [
     "Agent",
     "enable_nest_asyncio",
+    "evaluate",
     "load_ipython_extension",
     "registry",
     "tool",
@@ -130,6 +131,10 @@ def __getattr__(name: str) -> Any:
         return reg
     if name == "toolsets":
         return importlib.import_module("hermes_nb.selection")
+    if name == "evaluate":  # issue 13
+        from hermes_nb.evaluation import evaluate
+
+        return evaluate
     if name == "Agent":
         from hermes_nb.agent import Agent
 

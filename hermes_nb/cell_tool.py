@@ -33,6 +33,7 @@ class CellToolOptions:
     read_only: bool = False
     interactive: bool = False
     path_params: tuple[str, ...] = ()
+    examples: tuple[Any, ...] = ()  # ToolExample records from --example
 
 
 def defined_functions(source: str) -> list[str] | None:
@@ -121,7 +122,7 @@ def register_function(
             requires_env=options.requires_env, is_async=is_async, description=spec.description,
             emoji=options.emoji, max_result_size_chars=options.max_chars, read_only=options.read_only,
             interactive=options.interactive, path_params=options.path_params, source="notebook",
-            origin="cell", override=existing is not None, metadata=metadata,
+            origin="cell", override=existing is not None, metadata=metadata, examples=options.examples,
         )
     except (ToolSchemaError, ValueError) as exc:
         raise UsageError(f"%%tool: {exc}") from None

@@ -85,6 +85,8 @@ class ToolMagics(Magics):
     @argument("--interactive", action="store_true", help="The tool asks the person (its batch runs serially).")
     @argument("--path-param", action="append", default=[], metavar="NAME",
               help="An argument holding a file path (repeatable), for safe parallel scheduling.")
+    @argument("--example", action="append", default=[], metavar="'ARGS -> RESULT'",
+              help="An example call for %%tools test (repeatable): `a=2 b=3 -> 6`.")
     @cell_magic
     def tool(self, line: str, cell: str) -> Any:
         """Run the cell, then register the function it defines as an LLM tool and show its card.
@@ -111,6 +113,7 @@ class ToolMagics(Magics):
             description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
             check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
             interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)),
+            examples=_examples(args.example),
         )
         loop = _kernel_loop() if _state.nest_asyncio_enabled else None
         entry = register_function(fn, options, reg=registry, namespace=shell.user_ns, kernel_loop=loop)
@@ -131,6 +134,9 @@ class ToolMagics(Magics):
         %tools doctor              why tools are unavailable, and tools that failed to load
         %tools export NAME [NAME ...] --plugin DIR | --file PATH [--force]
                                    write cell tools as a Hermes plugin folder or one Hermes tool file
+        %tools test [NAME ...]     run the tools' examples; a pass/fail table (the report's .results)
+        %tools fuzz NAME [--n 200] [--seed S] [--invalid] [--allow-approval]
+                                   call the tool with arguments drawn from its schema; shrunk failures
         """
         command, _, rest = line.strip().partition(" ")
         rest = rest.strip()
@@ -156,8 +162,16 @@ class ToolMagics(Magics):
                 return export_command(rest)
             except ExportError as exc:
                 raise UsageError(f"%tools export: {exc}") from None
-        raise UsageError(
-            f"%tools: unknown subcommand {command!r}; use show, call, rm, doctor or export (see %tools?)")
+        if command == "test":  # the tools' examples (hermes_nb.tool_examples)
+            from hermes_nb.tool_examples import run_examples
+
+            return run_examples(rest.replace(",", " ").split(), registry)
+        if command == "fuzz":  # arguments drawn from the schema (hermes_nb.fuzz)
+            from hermes_nb.fuzz import fuzz_magic
+
+            return fuzz_magic(rest)
+        raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm, doctor, export, test or fuzz "
+                         f"(see %tools?)")
 
     @line_magic
     def toolsets(self, line: str) -> Any:
@@ -182,6 +196,14 @@ class ToolMagics(Magics):
         from hermes_nb.picker import show_picker
 
         return show_picker(self.shell)
+
+
+def _examples(texts: list[str]) -> tuple[Any, ...]:
+    if not texts:
+        return ()
+    from hermes_nb.tool_examples import parse_example
+
+    return tuple(parse_example(_unquote(t)) for t in texts)
 
 
 def _kernel_loop() -> Any:

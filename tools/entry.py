@@ -46,6 +46,8 @@ class ToolEntry:
     disabled_reason: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     validator: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    # example calls `%tools test` runs (hermes_nb.tools.examples.ToolExample records)
+    examples: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def definition(self) -> dict[str, Any]:
         """The OpenAI function-calling definition (static schema; see ToolRegistry.get_definitions)."""

@@ -82,6 +82,7 @@ class ToolRegistry(HermesQueries):
         disabled_reason: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         dynamic_schema_overrides: Callable[[], Any] | None = None,
+        examples: Iterable[Any] = (),
     ) -> ToolEntry:
         """Register (or replace) a tool. Hermes's positional order; hermes_nb's additions keyword-only.
 
@@ -137,6 +138,7 @@ class ToolRegistry(HermesQueries):
             disabled_reason=disabled_reason,
             metadata=dict(metadata or {}),
             validator=validator,
+            examples=_examples(name, examples),
         )
         with self._lock:
             old = self._tools.get(name)
@@ -447,6 +449,17 @@ class ToolRegistry(HermesQueries):
                 self._call_hooks = tuple(h for h in self._call_hooks if h is not hook)
 
         return undo
+
+
+def _examples(name: str, examples: Iterable[Any]) -> tuple[Any, ...]:
+    if not examples:  # the usual case: no import on the registration path
+        return ()
+    from hermes_nb.tools.examples import as_examples
+
+    try:
+        return as_examples(examples)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"tool {name!r}: {exc}") from None
 
 
 def _passes(check: Callable[[], Any]) -> bool:

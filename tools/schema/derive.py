@@ -389,11 +389,12 @@ def _converting(fn: Callable[..., Any], convert: dict[str, Callable[[Any], Any]]
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, toolset: str = "notebook",
          emoji: str = "", description: str | None = None, check_fn: Callable[[], Any] | None = None,
          requires_env: Any = None, max_result_size_chars: float | None = None, read_only: bool = False,
-         interactive: bool = False, path_params: Any = (), registry: Any = None) -> Any:
+         interactive: bool = False, path_params: Any = (), registry: Any = None, examples: Any = ()) -> Any:
     """Register a plain function as a tool: ``@tool`` or ``@tool(toolset="x", ...)``.
 
     Derives the schema, registers with ``source="notebook"`` and returns the function unchanged, with
-    ``__hermes_tool__`` set to the tool's name.
+    ``__hermes_tool__`` set to the tool's name. ``examples``: ``(args, expected)`` pairs for
+    ``%tools test``, where ``expected`` is the result or a predicate on it.
     """
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         spec = function_schema(f, name=name, description=description)
@@ -405,6 +406,7 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, tools
             requires_env=requires_env, is_async=spec.is_async, description=spec.description, emoji=emoji,
             max_result_size_chars=max_result_size_chars, read_only=read_only, interactive=interactive,
             path_params=tuple(path_params), source="notebook", origin=getattr(f, "__module__", None),
+            examples=examples,
         )
         f.__hermes_tool__ = spec.name  # type: ignore[attr-defined]
         return f

@@ -1,0 +1,182 @@
+"""``EvalResult``: the rows of an evaluation, its summary, a table and an accuracy-per-tool chart."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_nb.evaluation.cases import Case, Outcome, score
+
+__all__ = ["EvalResult", "EvalRow", "build_result"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalRow:
+    """One case's outcome, scored."""
+
+    index: int
+    prompt: str
+    expected_tools: tuple[str, ...]
+    tools_called: tuple[str, ...]
+    selection_ok: bool
+    args_ok: bool | None
+    check_ok: bool | None
+    tokens: int
+    seconds: float
+    error: str | None
+    text: str = ""
+    stopped_reason: str = ""
+    resumed: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalResult:
+    """``rows`` (one per case, in case order), ``summary``, ``to_pandas()``, ``per_tool``, ``plot()``."""
+
+    rows: tuple[EvalRow, ...]
+    summary: dict[str, Any]
+    per_tool: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_pandas(self) -> Any:
+        """The rows as a DataFrame (needs pandas: ``pip install 'hermes-nb[scale]'``)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("EvalResult.to_pandas() needs pandas: pip install 'hermes-nb[scale]'") from None
+        return pd.DataFrame([r.as_dict() for r in self.rows]).set_index("index")
+
+    def plot(self) -> Any:
+        """Accuracy per tool: a matplotlib Figure when matplotlib is installed, else an SVG chart."""
+        try:
+            import matplotlib.pyplot as plt  # pyplot, so a notebook's inline backend shows the figure
+        except ImportError:
+            return _Svg(self.svg())
+        names = sorted(self.per_tool)
+        fig, ax = plt.subplots(figsize=(6, 0.4 * max(len(names), 1) + 1))
+        plt.close(fig)  # returned, not also drawn at the end of the cell
+        ax.barh(names, [self.per_tool[n]["accuracy"] for n in names], color="#4c8bf5")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("accuracy (tool called exactly when expected)")
+        ax.set_title("Accuracy per tool")
+        fig.tight_layout()
+        return fig
+
+    def svg(self) -> str:
+        """The accuracy-per-tool bar chart as inline SVG (no plotting library needed)."""
+        names = sorted(self.per_tool)
+        if not names:
+            return ""
+        bar, gap, label_w, width = 18, 6, 160, 240
+        height = len(names) * (bar + gap) + 24
+        parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + width + 60}" height="{height}" '
+                 f'font-family="sans-serif" font-size="12">']
+        for i, name in enumerate(names):
+            acc = self.per_tool[name]["accuracy"]
+            y = i * (bar + gap) + 4
+            parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{html.escape(name)}</text>'
+                         f'<rect x="{label_w}" y="{y}" width="{width}" height="{bar}" fill="#eee"/>'
+                         f'<rect x="{label_w}" y="{y}" width="{width * acc:.1f}" height="{bar}" fill="#4c8bf5"/>'
+                         f'<text x="{label_w + width + 6}" y="{y + 13}">{acc:.0%}</text>')
+        parts.append(f'<text x="{label_w}" y="{height - 4}" fill="#666">accuracy per tool '
+                     f"(called exactly when expected)</text></svg>")
+        return "".join(parts)
+
+    def _summary_text(self) -> str:
+        s = self.summary
+        line = (f"{s['cases']} cases: selection {_pct(s['selection_accuracy'])}, args {_pct(s['args_accuracy'])}"
+                f", check {_pct(s['check_accuracy'])}, {s['errors']} errors, {s['tokens']} tokens, "
+                f"{s['seconds']:.1f}s")
+        if s.get("resumed"):
+            line += f" ({s['resumed']} resumed from out_dir)"
+        if s.get("interrupted"):
+            line += " — interrupted: run again with the same out_dir to finish"
+        return line
+
+    def __str__(self) -> str:
+        from hermes_nb.display import Table
+
+        return self._summary_text() + "\n" + Table(headers=_HEADERS, rows=tuple(_cells(r) for r in self.rows)).text()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from hermes_nb.display import Table
+
+        table = Table(headers=_HEADERS, rows=tuple(_cells(r) for r in self.rows)).html()
+        body = (f'<div class="hermes-nb-eval"><p><strong>{html.escape(self._summary_text())}</strong></p>'
+                f"{self.svg()}{table}</div>")
+        return {"text/plain": str(self), "text/html": body}
+
+
+_HEADERS = ("#", "prompt", "expected", "called", "selection", "args", "check", "tokens", "s", "error")
+
+
+def _cells(r: EvalRow) -> tuple[str, ...]:
+    return (str(r.index), _short(r.prompt, 60), ", ".join(r.expected_tools) or "(none)",
+            ", ".join(r.tools_called) or "(none)", _mark(r.selection_ok), _mark(r.args_ok), _mark(r.check_ok),
+            str(r.tokens), f"{r.seconds:.2f}", _short(r.error or "", 80))
+
+
+def _mark(value: bool | None) -> str:
+    return "–" if value is None else ("✓" if value else "✗")
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds: float,
+                 resumed: set[int] | None = None, interrupted: bool = False) -> EvalResult:
+    """Score every finished case and summarise (cases not finished, after an interrupt, are left out)."""
+    resumed = resumed or set()
+    rows = []
+    per_tool_hits: dict[str, list[bool]] = {}
+    for case in cases:
+        outcome = outcomes.get(case.index)
+        if outcome is None:
+            continue
+        scores = score(case, outcome)
+        called = tuple(c.name for c in outcome.calls)
+        error = outcome.error or scores["check_error"]
+        rows.append(EvalRow(index=case.index, prompt=case.prompt, expected_tools=case.expected_tools,
+                            tools_called=called, selection_ok=scores["selection_ok"], args_ok=scores["args_ok"],
+                            check_ok=scores["check_ok"], tokens=outcome.tokens, seconds=outcome.seconds,
+                            error=error, text=outcome.text, stopped_reason=outcome.stopped_reason,
+                            resumed=case.index in resumed))
+        for tool in set(case.expected_tools) | set(called):
+            per_tool_hits.setdefault(tool, []).append((tool in case.expected_tools) == (tool in called))
+    per_tool = {t: {"accuracy": sum(h) / len(h), "cases": float(len(h))} for t, h in sorted(per_tool_hits.items())}
+    summary = {
+        "cases": len(rows),
+        "selection_accuracy": _mean([r.selection_ok for r in rows]),
+        "args_accuracy": _mean([r.args_ok for r in rows if r.args_ok is not None]),
+        "check_accuracy": _mean([r.check_ok for r in rows if r.check_ok is not None]),
+        "errors": sum(1 for r in rows if r.error),
+        "tokens": sum(r.tokens for r in rows),
+        "seconds": seconds,
+        "resumed": len(resumed & {r.index for r in rows}),
+        "interrupted": interrupted,
+        "per_tool_accuracy": {t: v["accuracy"] for t, v in per_tool.items()},
+    }
+    return EvalResult(rows=tuple(rows), summary=summary, per_tool=per_tool)
+
+
+def _mean(values: list[bool]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+class _Svg:
+    """An SVG chart that shows itself in a notebook (when matplotlib is not installed)."""
+
+    def __init__(self, svg: str) -> None:
+        self.svg = svg
+
+    def _repr_svg_(self) -> str:
+        return self.svg

@@ -1,0 +1,251 @@
+"""``evaluate``: run cases concurrently on the background loop (or on Dask), score them, keep a checkpoint.
+
+Every case is a fresh conversation (a new ``Agent`` from the template). The cases run as tasks on the
+one background loop, at most ``concurrency`` at a time, sharing one model client; the calling thread
+drains finished cases — writing ``out_dir`` and updating the progress bar — so output only comes from
+the thread that called (ARCHITECTURE rule 6). An interrupt cancels the cases in flight and returns the
+finished ones (``summary["interrupted"]``); calling again with the same ``out_dir`` runs only the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import queue
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.evaluation.cases import CallMade, Case, Outcome, as_cases
+from hermes_nb.evaluation.result import EvalResult, build_result
+from hermes_nb.evaluation.trajectory import OutDir, trajectory_entry
+
+__all__ = ["agent_template", "evaluate", "run_case"]
+
+#: Template keys that belong to evaluate, not to the template (each case gets its own).
+_NOT_TEMPLATE = frozenset({"display", "record"})
+
+
+def evaluate(cases: Any, agent: Mapping[str, Any] | None = None, concurrency: int = 8,
+             out_dir: str | Path | None = None, executor: Any = None, *, record: str | Path | None = None,
+             replay: str | Path | None = None, display: bool | None = None) -> EvalResult:
+    """Run every case as a fresh conversation and score the tools the model chose.
+
+    ``cases``: dicts or a DataFrame (``prompt``, ``expected_tools``, optional ``expected_args`` and
+    ``check``). ``agent``: ``Agent``'s constructor arguments (model, base_url, api_key,
+    enabled_toolsets, system_prompt, max_iterations, ...). ``out_dir``: Hermes-format
+    ``trajectories.jsonl`` and a checkpoint; a second call resumes. ``executor``: a
+    ``distributed.Client`` to run the cases on Dask workers. ``record=DIR`` writes one cassette per
+    case; ``replay=DIR`` replays them offline (no model, no network).
+    """
+    from hermes_nb.progress import Progress
+
+    if concurrency < 1:
+        raise ValueError("evaluate: concurrency must be at least 1")
+    if record is not None and replay is not None:
+        raise ValueError("evaluate: pass record= or replay=, not both")
+    case_list = as_cases(cases)
+    template = agent_template(agent)
+    if replay is None:
+        _check_model(template)
+    out = OutDir(out_dir) if out_dir is not None else None
+    outcomes: dict[int, Outcome] = {}
+    if out is not None:
+        by_index = {c.index: c for c in case_list}
+        outcomes = {i: o for i, o in out.finished().items() if i in by_index and by_index[i].fingerprint == o.fingerprint}
+    resumed = set(outcomes)
+    completed = {i: o.fingerprint for i, o in outcomes.items()}
+    todo = [c for c in case_list if c.index not in outcomes]
+    progress = Progress("evaluate", len(case_list), display=display)
+    progress.update(len(outcomes), f"{len(resumed)} resumed" if resumed else "", force=True)
+    toolsets = list(template.get("enabled_toolsets") or [])
+    model_name = str(template.get("model") or "")
+    errors = 0
+
+    def finished(case: Case, outcome: Outcome) -> None:
+        nonlocal errors
+        if outcome.stopped_reason == "interrupted":
+            return  # cancelled in flight: not finished, runs again on resume
+        if out is not None and outcome.error is None:  # failed cases are retried on resume, as in Hermes
+            out.record(outcome, trajectory_entry(outcome, case.prompt, model=model_name, toolsets=toolsets),
+                       completed)
+        errors += outcome.error is not None
+        outcomes[case.index] = replace(outcome, messages=(), tools_offered=())  # memory stays flat
+        progress.update(len(outcomes), f"{errors} error(s)" if errors else "")
+
+    started = time.monotonic()
+    paths = _cassette_paths(record, replay)
+    if executor is not None:
+        from hermes_nb.evaluation.remote import run_remote
+
+        interrupted = run_remote(todo, template, executor, finished, paths)
+    else:
+        interrupted = _run_local(todo, template, concurrency, finished, paths)
+    result = build_result(case_list, outcomes, seconds=time.monotonic() - started, resumed=resumed,
+                          interrupted=interrupted)
+    progress.close(result._summary_text())
+    return result
+
+
+def agent_template(agent: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The template as a dict of ``Agent`` keyword arguments; TypeError naming an unknown key."""
+    from hermes_nb.agent import Agent
+
+    if agent is None:
+        return {"stream": False}
+    if not isinstance(agent, Mapping):
+        raise TypeError("evaluate: agent= is a template, a dict of Agent's arguments "
+                        "(model, base_url, api_key, enabled_toolsets, system_prompt, ...)")
+    allowed = set(inspect.signature(Agent.__init__).parameters) - {"self"} - _NOT_TEMPLATE
+    unknown = sorted(set(agent) - allowed)
+    if unknown:
+        raise TypeError(f"evaluate: unknown agent template key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    # nobody watches a case's text arrive, so whole answers by default: less work per turn than a stream
+    return {"stream": False, **agent}
+
+
+def _check_model(template: Mapping[str, Any]) -> None:
+    """A configuration mistake (no key) is one error now, not one per case."""
+    from hermes_nb.models import resolve_model
+
+    model = resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"))
+    check = getattr(model, "check_config", None)
+    if check is not None:
+        check()
+
+
+def _cassette_paths(record: Any, replay: Any) -> tuple[str, Path] | None:
+    if record is not None:
+        return "record", Path(record)
+    if replay is not None:
+        return "replay", Path(replay)
+    return None
+
+
+def cassette_path(folder: Path, case: Case) -> Path:
+    return folder / f"case-{case.index:05d}.json"
+
+
+async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None,
+                   cassettes: tuple[str, Path] | None = None) -> Outcome:
+    """Run one case in a fresh conversation on the running loop; never raises for the case's failures."""
+    from hermes_nb.agent import Agent
+
+    started = time.monotonic()
+    kwargs = dict(template)
+    if cassettes is not None and cassettes[0] == "replay":
+        kwargs["model"] = f"replay:{cassette_path(cassettes[1], case)}"
+    try:
+        agent = Agent(**kwargs, display=False)
+        if model is not None and not (cassettes and cassettes[0] == "replay"):
+            agent.model = model  # one client for every case: its connection pool is shared
+        if cassettes is not None and cassettes[0] == "record":
+            from hermes_nb.replay import RecordingModel
+
+            agent.model = RecordingModel(agent.model, cassette_path(cassettes[1], case))
+        offered = tuple(agent._definitions())
+        result = await agent._core(case.prompt, _ignore)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # boundary: one case's failure (replay drift, a bad toolset) is its row's error
+        return Outcome(index=case.index, fingerprint=case.fingerprint, text="", calls=(), tokens=0,
+                       seconds=time.monotonic() - started, api_calls=0, stopped_reason="error",
+                       error=f"{type(exc).__name__}: {exc}")
+    calls = tuple(CallMade(name=r.name, arguments=_decode(r.arguments), is_error=r.is_error) for r in result.tool_calls)
+    error = result.error if result.stopped_reason == "error" else None
+    return Outcome(index=case.index, fingerprint=case.fingerprint, text=result.text, calls=calls,
+                   tokens=int(result.usage.get("total_tokens", 0)), seconds=time.monotonic() - started,
+                   api_calls=result.iterations, stopped_reason=result.stopped_reason, error=error,
+                   messages=tuple(result.messages), tools_offered=offered)
+
+
+def _ignore(event: Any) -> None:
+    """Per-case transcripts are not shown; the progress bar and the table are."""
+
+
+def _decode(arguments: str) -> Any:
+    try:
+        return json.loads(arguments) if arguments else {}
+    except ValueError:
+        return arguments
+
+
+def shared_model(template: Mapping[str, Any]) -> Any:
+    """The model of the template, built once and shared by every case (one client, one connection pool)."""
+    from hermes_nb.models import resolve_model
+
+    options = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries")
+    return resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"),
+                         **{k: template[k] for k in options if k in template})
+
+
+def _run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
+               finished: Callable[[Case, Outcome], None], cassettes: tuple[str, Path] | None) -> bool:
+    """Run ``todo`` on the background loop; returns True when interrupted."""
+    from hermes_nb.tools import async_bridge, interaction
+
+    if not todo:
+        return False
+    done: queue.Queue[tuple[Case, Outcome]] = queue.Queue()
+    holder: list[asyncio.Task[Any]] = []
+    shared = shared_model(template)
+
+    async def run_all() -> None:
+        holder.append(asyncio.current_task())  # type: ignore[arg-type]
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(case: Case) -> None:
+            async with gate:
+                done.put((case, await run_case(case, template, model=shared, cassettes=cassettes)))
+
+        await asyncio.gather(*(one(c) for c in todo))
+
+    def drain() -> None:
+        while True:
+            try:
+                case, outcome = done.get_nowait()
+            except queue.Empty:
+                return
+            finished(case, outcome)
+
+    future = async_bridge.submit(run_all())
+    interrupted = False
+    with interaction.main_thread_waiting():  # approval prompts from tools are shown from here
+        while True:
+            try:  # an interrupt may land anywhere in this loop, drain included
+                try:
+                    future.result(timeout=async_bridge.WAIT_SLICE)
+                    break
+                except TimeoutError:
+                    pass
+                drain()
+                interaction.service()
+            except KeyboardInterrupt:
+                interrupted = True
+                if holder:
+                    async_bridge.get_loop().call_soon_threadsafe(holder[0].cancel)
+                _wait_cancelled(future, drain)
+                break
+    drain()
+    return interrupted
+
+
+def _wait_cancelled(future: Any, drain: Callable[[], None]) -> None:
+    """After cancelling: let every case in flight answer its open tool calls; interrupts are ignored."""
+    import concurrent.futures
+
+    while True:
+        try:
+            try:
+                future.result(timeout=0.05)
+                return
+            except (concurrent.futures.CancelledError, asyncio.CancelledError):
+                return
+            except TimeoutError:
+                pass
+            drain()
+        except KeyboardInterrupt:
+            continue

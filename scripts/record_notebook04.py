@@ -1,0 +1,95 @@
+"""Re-record the cassettes of ``notebooks/04-test-and-evaluate.ipynb`` (``notebooks/cassettes/eval-04/``).
+
+    .venv/bin/python scripts/record_notebook04.py            # scripted model: reproducible, offline
+    .venv/bin/python scripts/record_notebook04.py --out DIR  # somewhere else
+
+The notebook's cells tagged ``tools`` and ``cases`` run in an IPython shell first, so the recording
+offers exactly the notebook's tools and uses its cases. The model is the scripted server of the tests
+(``tests/support/routed_openai.py``, real ``openai`` client over HTTP), answering each prompt as written
+in ``ANSWERS`` below — one case picks no tool where one was expected, one sends a wrong argument, so
+the evaluation has something to show. ``evaluate(..., record=DIR)`` writes one cassette per case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+import sys
+import tempfile
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: make tests.support and hermes_nb importable
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.fake_openai import Reply, call  # noqa: E402
+from tests.support.routed_openai import RoutedOpenAI  # noqa: E402
+
+NOTEBOOK = ROOT / "notebooks" / "04-test-and-evaluate.ipynb"
+OUT = ROOT / "notebooks" / "cassettes" / "eval-04"
+
+#: prompt -> (the first turn's tool calls, the final answer)
+ANSWERS: dict[str, tuple[list[tuple[str, dict[str, Any]]], str]] = {
+    "What is 100 degrees Celsius in Fahrenheit?": (
+        [("convert_temperature", {"value": 100, "to": "F"})], "100 °C is 212 °F."),
+    "Convert 50 F to Celsius.": (
+        [("convert_temperature", {"value": 50, "to": "F"})], "50 °F is 122."),  # the wrong unit
+    "How many words are in 'the quick brown fox'?": (
+        [("word_count", {"text": "the quick brown fox"})], "There are 4 words."),
+    "Is 30 degrees Celsius warm?": ([], "Yes, 30 °C is warm."),  # answered without the tool
+    "Say hello to the class.": ([], "Hello, class!"),
+    "How long is the longest word in 'tools in notebooks'?": (
+        [("word_count", {"text": "tools in notebooks"})], "The longest word is 'notebooks', 9 letters."),
+}
+
+
+def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+    calls, final = ANSWERS[prompt]
+    usage = {"prompt_tokens": 180 + 40 * turn, "completion_tokens": 20, "total_tokens": 200 + 40 * turn}
+    if turn == 0 and calls:
+        return Reply(tool_calls=tuple(call(n, a, f"call_{i}") for i, (n, a) in enumerate(calls)), usage=usage)
+    return Reply(content=final, usage=usage)
+
+
+def tagged(tag: str) -> list[str]:
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if tag in c.get("metadata", {}).get("tags", [])]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import hermes_nb
+
+    shell = InteractiveShell.instance()
+    with tempfile.TemporaryDirectory() as home:
+        shell.user_ns["os"] = __import__("os")
+        shell.user_ns["os"].environ["HERMES_NB_HOME"] = home
+        with redirect_stdout(io.StringIO()):
+            shell.run_line_magic("load_ext", "hermes_nb")
+            for source in tagged("tools") + tagged("cases"):
+                if not shell.run_cell(source).success:
+                    raise SystemExit(f"a notebook cell failed:\n{source}")
+        cases = shell.user_ns["cases"]
+        if args.out.exists():
+            shutil.rmtree(args.out)
+        with RoutedOpenAI(route) as srv, redirect_stderr(io.StringIO()):
+            result = hermes_nb.evaluate(cases, agent={
+                "model": "gpt-4o-mini (recorded against a scripted server)", "base_url": srv.base_url,
+                "enabled_toolsets": ["units", "text"], "system_prompt": "Use the tools when they help.",
+                "stream": False}, record=args.out)
+        shell.run_line_magic("unload_ext", "hermes_nb")
+    print(result)
+    print(f"wrote {len(list(args.out.glob('case-*.json')))} cassettes to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

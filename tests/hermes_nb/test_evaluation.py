@@ -1,0 +1,234 @@
+"""``hermes_nb.evaluate`` against the scripted model server (the real openai client over HTTP)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hermes_nb
+from hermes_nb.evaluation import EvalResult
+from hermes_nb.tools.schema.derive import tool
+from tests.support.fake_openai import Reply, call
+from tests.support.routed_openai import RoutedOpenAI
+
+
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+def shout(text: str) -> str:
+    """Upper-cases text."""
+    return text.upper()
+
+
+@pytest.fixture
+def tools() -> None:
+    tool(add, toolset="t13e")
+    tool(shout, toolset="t13e")
+
+
+#: What the scripted model does for each prompt: the calls of its first turn (then it answers in text).
+PLAN: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "add 2 and 3": [("add", {"a": 2, "b": 3})],
+    "add 4 and 5": [("add", {"a": 4, "b": 50})],           # right tool, wrong argument
+    "shout hi": [("add", {"a": 1, "b": 1})],               # wrong tool
+    "say hello": [],                                        # no tool, as expected
+    "shout and add": [("shout", {"text": "x"}), ("add", {"a": 1, "b": 2})],
+}
+
+
+def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+    calls = PLAN.get(prompt, [])
+    if turn == 0 and calls:
+        return Reply(tool_calls=tuple(call(n, a, f"c{i}") for i, (n, a) in enumerate(calls)))
+    return Reply(content=f"done: {prompt}")
+
+
+CASES: list[dict[str, Any]] = [
+    {"prompt": "add 2 and 3", "expected_tools": ["add"], "expected_args": {"add": {"a": 2, "b": 3}},
+     "check": lambda text: "done" in text},
+    {"prompt": "add 4 and 5", "expected_tools": ["add"], "expected_args": {"add": {"a": 4, "b": 5}}},
+    {"prompt": "shout hi", "expected_tools": ["shout"]},
+    {"prompt": "say hello", "expected_tools": [], "check": lambda text: text.startswith("nope")},
+    {"prompt": "shout and add", "expected_tools": ["add", "shout"]},
+]
+
+
+def _template(srv: RoutedOpenAI) -> dict[str, Any]:
+    return {"model": "fake-model", "base_url": srv.base_url, "enabled_toolsets": ["t13e"], "stream": False}
+
+
+def test_expected_and_unexpected_tool_choices_are_scored(tools: None) -> None:
+    with RoutedOpenAI(route) as srv:
+        result = hermes_nb.evaluate(CASES, agent=_template(srv), concurrency=4, display=False)
+    assert isinstance(result, EvalResult)
+    rows = {r.prompt: r for r in result.rows}
+    assert [r.index for r in result.rows] == [0, 1, 2, 3, 4]
+    assert rows["add 2 and 3"].selection_ok and rows["add 2 and 3"].args_ok and rows["add 2 and 3"].check_ok
+    assert rows["add 4 and 5"].selection_ok and rows["add 4 and 5"].args_ok is False
+    assert not rows["shout hi"].selection_ok and rows["shout hi"].tools_called == ("add",)
+    assert rows["say hello"].selection_ok and rows["say hello"].tools_called == () and rows["say hello"].check_ok is False
+    assert rows["shout and add"].selection_ok
+    s = result.summary
+    assert s["cases"] == 5 and s["selection_accuracy"] == pytest.approx(4 / 5)
+    assert s["args_accuracy"] == pytest.approx(1 / 2) and s["check_accuracy"] == pytest.approx(1 / 2)
+    assert s["tokens"] == sum(r.tokens for r in result.rows) > 0 and s["errors"] == 0
+    assert result.per_tool["shout"]["accuracy"] == pytest.approx(1 / 2)  # missed once, right once
+    assert result.per_tool["add"]["accuracy"] == pytest.approx(3 / 4)    # called once when not expected
+    # every case was a fresh conversation: each first request holds only its own prompt
+    firsts = [b for b in srv.requests if not any(m["role"] == "assistant" for m in b["messages"])]
+    assert sorted(len([m for m in b["messages"] if m["role"] == "user"]) for b in firsts) == [1] * 5
+    html = result._repr_mimebundle_()["text/html"]
+    assert "<table" in html and "<svg" in html and "80%" in html
+    df = result.to_pandas()
+    assert list(df["selection_ok"]) == [True, True, False, True, True]
+    assert {"prompt", "tools_called", "args_ok", "tokens", "seconds", "error"} <= set(df.columns)
+
+
+def test_cases_from_a_dataframe_and_a_model_error_is_a_row(tools: None) -> None:
+    import pandas as pd
+
+    def broken(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        return Reply(status=401, content="bad key") if prompt == "fails" else route(prompt, turn, body)
+
+    frame = pd.DataFrame([{"prompt": "add 2 and 3", "expected_tools": ["add"]},
+                          {"prompt": "fails", "expected_tools": None}])
+    with RoutedOpenAI(broken) as srv:
+        result = hermes_nb.evaluate(frame, agent=_template(srv), display=False)
+    assert result.rows[0].selection_ok and result.rows[0].error is None
+    assert result.rows[1].error and "401" in result.rows[1].error
+    assert result.summary["errors"] == 1
+
+
+def test_template_mistakes_are_said_at_once() -> None:
+    with pytest.raises(TypeError, match="unknown agent template key 'modle'"):
+        hermes_nb.evaluate([{"prompt": "x"}], agent={"modle": "x"})
+    with pytest.raises(ValueError, match="case 0: 'prompt'"):
+        hermes_nb.evaluate([{"expected_tools": []}], agent={})
+
+
+def test_resume_after_an_interrupt_sends_only_unfinished_cases(tools: None, tmp_path: Path) -> None:
+    import _thread
+
+    cases = [{"prompt": f"add {i} and 1", "expected_tools": ["add"]} for i in range(12)]
+    plan_route = _adds(len(cases))
+    main = threading.main_thread()
+    checkpoint = tmp_path / "run" / "checkpoint.json"
+
+    def interrupt_after_four(body: dict[str, Any]) -> None:
+        # interrupt the evaluation once four cases are on disk (checked on a later request)
+        if checkpoint.exists() and len(json.loads(checkpoint.read_text())["completed"]) >= 4 and main.is_alive():
+            if not fired.is_set():
+                fired.set()
+                _thread.interrupt_main()
+
+    fired = threading.Event()
+    with RoutedOpenAI(plan_route, on_request=interrupt_after_four) as srv:
+        first = hermes_nb.evaluate(cases, agent=_template(srv), concurrency=2, out_dir=tmp_path / "run",
+                                   display=False)
+        assert first.summary["interrupted"] and fired.is_set()
+        done_first = {r.index for r in first.rows}
+        on_disk = set(map(int, json.loads(checkpoint.read_text())["completed"]))
+        assert done_first <= on_disk and 4 <= len(on_disk) < 12
+        before = len(srv.requests)
+        srv.on_request = None
+        second = hermes_nb.evaluate(cases, agent=_template(srv), concurrency=2, out_dir=tmp_path / "run",
+                                    display=False)
+        sent_again = {_prompt(b) for b in srv.requests[before:]}
+    assert not second.summary["interrupted"] and second.summary["cases"] == 12
+    assert sent_again == {c["prompt"] for i, c in enumerate(cases) if i not in on_disk}
+    assert {r.index for r in second.rows if r.resumed} == on_disk
+    assert all(r.selection_ok for r in second.rows)
+    lines = (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["prompt_index"] for line in lines) == list(range(12))
+
+
+def test_trajectories_parse_as_hermes_batch_runner_format(tools: None, tmp_path: Path) -> None:
+    with RoutedOpenAI(route) as srv:
+        hermes_nb.evaluate(CASES, agent=_template(srv), out_dir=tmp_path, display=False)
+    entries = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert sorted(e["prompt_index"] for e in entries) == [0, 1, 2, 3, 4]
+    for entry in entries:
+        _check_hermes_entry(entry)
+    both = next(e for e in entries if e["prompt_index"] == 4)
+    calls = [json.loads(m) for m in re.findall(r"<tool_call>\n(.*?)\n</tool_call>", both["conversations"][2]["value"])]
+    assert calls == [{"name": "shout", "arguments": {"text": "x"}}, {"name": "add", "arguments": {"a": 1, "b": 2}}]
+    responses = [json.loads(m) for m in re.findall(r"<tool_response>\n(.*?)\n</tool_response>",
+                                                    both["conversations"][3]["value"])]
+    assert [(r["name"], r["content"]) for r in responses] == [("shout", "X"), ("add", "3")]  # only {...} or [...] is parsed, as in Hermes
+    assert both["tool_stats"] == {"shout": {"count": 1, "success": 1, "failure": 0},
+                                  "add": {"count": 1, "success": 1, "failure": 0}}
+
+
+def _check_hermes_entry(entry: dict[str, Any]) -> None:
+    """The fields and turn shapes Hermes's batch_runner writes and its loaders read."""
+    assert {"prompt_index", "conversations", "metadata", "completed", "partial", "api_calls", "toolsets_used",
+            "tool_stats", "tool_error_counts"} <= entry.keys()
+    turns = entry["conversations"]
+    assert [t["from"] for t in turns[:2]] == ["system", "human"]
+    assert "<tools>" in turns[0]["value"]
+    for prev, turn in zip(turns, turns[1:], strict=False):
+        assert set(turn) == {"from", "value"} and turn["from"] in {"human", "gpt", "tool"}
+        if turn["from"] == "tool":
+            assert prev["from"] == "gpt" and "<tool_call>" in prev["value"]
+        if turn["from"] == "gpt":
+            assert turn["value"].startswith("<think>")
+    assert turns[-1]["from"] == "gpt" and entry["completed"] is True
+    assert {"batch_num", "timestamp", "model"} <= entry["metadata"].keys()
+    for stats in entry["tool_stats"].values():
+        assert set(stats) == {"count", "success", "failure"}
+
+
+def test_cassettes_replay_the_whole_evaluation_to_the_same_table(tools: None, tmp_path: Path) -> None:
+    with RoutedOpenAI(route) as srv:
+        live = hermes_nb.evaluate(CASES, agent=_template(srv), record=tmp_path / "tape", display=False)
+    assert len(list((tmp_path / "tape").glob("case-*.json"))) == len(CASES)
+    replayed = hermes_nb.evaluate(CASES, agent={"enabled_toolsets": ["t13e"]}, replay=tmp_path / "tape",
+                                  display=False)  # the server is closed: nothing goes to the network
+    strip = lambda r: {k: v for k, v in r.as_dict().items() if k != "seconds"}  # noqa: E731
+    assert [strip(r) for r in replayed.rows] == [strip(r) for r in live.rows]
+    assert {k: v for k, v in replayed.summary.items() if k != "seconds"} == {
+        k: v for k, v in live.summary.items() if k != "seconds"}
+
+
+def test_progress_shows_as_text_outside_a_notebook(tools: None, capsys: pytest.CaptureFixture[str]) -> None:
+    with RoutedOpenAI(route) as srv:
+        hermes_nb.evaluate(CASES[:2], agent=_template(srv), display=False)
+    err = capsys.readouterr().err
+    assert "evaluate: 2/2 (100%)" in err
+
+
+def _adds(n: int) -> Any:
+    # a little latency per turn, so requests are still arriving after the first cases are on disk
+    def answer(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        if turn == 0:
+            a = int(prompt.split()[1])
+            return Reply(tool_calls=(call("add", {"a": a, "b": 1}, "c0"),), delay=0.05)
+        return Reply(content="ok", delay=0.05)
+
+    return answer
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    from tests.support.routed_openai import prompt_of
+
+    return prompt_of(body)
+
+
+def test_accuracy_per_tool_plots_with_matplotlib_or_as_svg(tools: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    with RoutedOpenAI(route) as srv:
+        result = hermes_nb.evaluate(CASES, agent=_template(srv), display=False)
+    fig = result.plot()
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["add", "shout"]
+    assert [round(p.get_width(), 2) for p in fig.axes[0].patches] == [0.75, 0.5]
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # as if matplotlib were not installed
+    chart = result.plot()
+    assert chart._repr_svg_().startswith("<svg") and "75%" in chart._repr_svg_() and "50%" in chart._repr_svg_()
