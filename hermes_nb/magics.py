@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -15,45 +13,12 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Int, Unicode
 
 from hermes_nb import _state
+from hermes_nb.call_args import parse_call_args
 from hermes_nb.cell_tool import CellToolOptions, defined_functions, pick_function, register_function
 from hermes_nb.display import DEFAULT_MAX_CHARS, Table, availability_text, render_result, tool_card
 from hermes_nb.tools.registry import registry
 
 __all__ = ["ToolMagics", "load", "parse_call_args"]
-
-
-_KEY_VALUE = re.compile(r"""\s*([A-Za-z_][\w.-]*)=("(?:\\.|[^"\\])*"|'[^']*'|\S+)\s*""")
-
-
-def parse_call_args(text: str) -> dict[str, Any]:
-    """``{json}`` or ``key=value ...`` (values parsed as JSON when they parse, else strings)."""
-    text = text.strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise UsageError(f"%tools call: arguments are not valid JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise UsageError("%tools call: arguments must be a JSON object")
-        return value
-    out: dict[str, Any] = {}
-    pos = 0
-    while pos < len(text):
-        match = _KEY_VALUE.match(text, pos)
-        if match is None:
-            raise UsageError(f"%tools call: expected key=value, got {text[pos:].split()[0]!r}")
-        key, raw = match.group(1), match.group(2)
-        pos = match.end()
-        if len(raw) >= 2 and raw[0] == raw[-1] == "'":  # single quotes: a plain string
-            out[key] = raw[1:-1]
-            continue
-        try:  # JSON when it parses ("1" stays a string, 1 is a number), else the raw text
-            out[key] = json.loads(raw)
-        except ValueError:
-            out[key] = raw
-    return out
 
 
 def _unquote(value: Any) -> Any:

@@ -64,7 +64,7 @@ class ExampleReport:
 
 def parse_example(text: str) -> ToolExample:
     """``'a=2 b=3 -> 6'``: arguments as ``%tools call`` takes them, ``->``, the expected JSON or text."""
-    from hermes_nb.magics import parse_call_args
+    from hermes_nb.call_args import parse_call_args
 
     # " -> " first, so an argument like s='a->b' survives when the arrow is written with spaces
     argtext, arrow, expected_text = text.partition(" -> ") if " -> " in text else text.partition("->")

@@ -35,14 +35,18 @@ __all__ = ["DEFAULT_ARGUMENT_CHARS", "DEFAULT_PREVIEW_SIZE_CHARS", "DEFAULT_RESU
            "DEFAULT_TURN_BUDGET_CHARS", "SpillInfo", "argument_limit", "enforce_turn_budget",
            "maybe_persist_tool_result", "parse_spill_block", "result_threshold", "spill_dir", "spilled_this_session"]
 
+from hermes_nb.tools.budget_config import (
+    DEFAULT_ARGUMENT_CHARS,
+    argument_limit,
+    budget_config,
+    number_or_none,
+)
+
 log = logging.getLogger(__name__)
 
 DEFAULT_RESULT_SIZE_CHARS = 100_000
 DEFAULT_TURN_BUDGET_CHARS = 200_000
 DEFAULT_PREVIEW_SIZE_CHARS = 1_500
-#: A call's arguments above this many chars are refused unparsed: parsing and the copies around it cost
-#: about nine times the size in memory. Four million chars is more than any model writes in one turn.
-DEFAULT_ARGUMENT_CHARS = 4_000_000
 READ_LIMIT_LINES = 500
 #: Spill files kept: the newest ``KEEP_FILES``, plus any younger than ``KEEP_SECONDS``.
 KEEP_FILES = 200
@@ -72,40 +76,6 @@ def spill_dir() -> Path:
     return hermes_home() / "cache" / "spillover"
 
 
-_config_cache: tuple[tuple[str, int, int], Mapping[str, Any]] | None = None
-
-
-def _budget_config() -> Mapping[str, Any]:
-    """The ``budget:`` block of config.yaml, re-read only when the file changes (one stat per call)."""
-    global _config_cache
-    from hermes_nb.tools.config import config_path, load_config
-    from hermes_nb.tools.errors import ConfigError
-
-    path = config_path()
-    try:
-        st = path.stat()
-    except OSError:
-        return {}
-    key = (str(path), st.st_mtime_ns, st.st_size)
-    cached = _config_cache
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    try:
-        budget = load_config().get("budget")
-    except ConfigError as exc:
-        log.warning("budget: ignoring the config: %s", exc)
-        budget = None
-    value: Mapping[str, Any] = budget if isinstance(budget, dict) else {}
-    _config_cache = (key, value)
-    return value
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        return None
-    return float(value)
-
-
 def result_threshold(tool_name: str, threshold: float | None = None) -> float:
     """The threshold for one result: explicit, else the tool's registration, else config, else the default."""
     if threshold is not None:
@@ -117,18 +87,12 @@ def result_threshold(tool_name: str, threshold: float | None = None) -> float:
         return entry.max_result_size_chars
     if tool_name in PINNED_THRESHOLDS:
         return PINNED_THRESHOLDS[tool_name]
-    config = _budget_config()
+    config = budget_config()
     per_tool = config.get("tools")
-    if isinstance(per_tool, dict) and _number(per_tool.get(tool_name)) is not None:
-        return _number(per_tool[tool_name]) or 0.0
-    configured = _number(config.get("result_size_chars"))
+    if isinstance(per_tool, dict) and number_or_none(per_tool.get(tool_name)) is not None:
+        return number_or_none(per_tool[tool_name]) or 0.0
+    configured = number_or_none(config.get("result_size_chars"))
     return configured if configured is not None else DEFAULT_RESULT_SIZE_CHARS
-
-
-def argument_limit() -> float:
-    """The most chars a call's arguments may have (``budget.argument_chars`` in the config)."""
-    configured = _number(_budget_config().get("argument_chars"))
-    return configured if configured is not None else DEFAULT_ARGUMENT_CHARS
 
 
 _session_files: set[str] = set()
@@ -236,7 +200,7 @@ def parse_spill_block(text: str) -> SpillInfo | None:
 def _turn_budget(budget: int | None) -> float:
     if budget is not None:
         return budget
-    configured = _number(_budget_config().get("turn_chars"))
+    configured = number_or_none(budget_config().get("turn_chars"))
     return configured if configured is not None else DEFAULT_TURN_BUDGET_CHARS
 
 

@@ -35,7 +35,7 @@ _CACHE_VERSION = 1
 _CORE = frozenset({
     "__init__", "registry", "entry", "results", "errors", "config", "discovery", "model_tools", "toolsets",
     "load_report", "async_bridge", "approval", "workspace", "budget", "interaction", "mcp_tool", "plugins",
-    "plugin_files", "hermes_compat", "hermes_imports", "call_hooks", "plugin_hooks",
+    "plugin_files", "hermes_compat", "hermes_imports", "call_hooks", "plugin_hooks", "budget_config", "examples",
 })
 _lock = threading.RLock()
 _TOOLS_DIR = Path(__file__).resolve().parent

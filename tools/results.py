@@ -77,7 +77,7 @@ def parse_arguments(args: Any) -> dict[str, Any] | str:
     if isinstance(args, (str, bytes, bytearray)):
         if not args:
             return {}
-        from hermes_nb.tools.budget import argument_limit
+        from hermes_nb.tools.budget_config import argument_limit
 
         if len(args) > (limit := argument_limit()):  # refused before json.loads makes its copies
             return (f"arguments are {len(args):,} chars, over the limit of {limit:,.0f} (budget.argument_chars "

@@ -1,4 +1,5 @@
-"""``evaluate``: run cases concurrently on the background loop (or on Dask), score them, keep a checkpoint.
+"""Running cases on this machine: one case as a fresh conversation (``run_case``), and many concurrently on
+the background loop (``run_local``); ``driver.evaluate`` chooses this or Dask (``remote``).
 
 Every case is a fresh conversation (a new ``Agent`` from the template). The cases run as tasks on the
 one background loop, at most ``concurrency`` at a time, sharing one model client; the calling thread
@@ -15,79 +16,15 @@ import json
 import queue
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.evaluation.cases import CallMade, Case, Outcome, as_cases
-from hermes_nb.evaluation.result import EvalResult, build_result
-from hermes_nb.evaluation.trajectory import OutDir, trajectory_entry
+from hermes_nb.evaluation.cases import CallMade, Case, Outcome
 
-__all__ = ["agent_template", "evaluate", "run_case"]
+__all__ = ["agent_template", "run_case", "run_local"]
 
 #: Template keys that belong to evaluate, not to the template (each case gets its own).
 _NOT_TEMPLATE = frozenset({"display", "record"})
-
-
-def evaluate(cases: Any, agent: Mapping[str, Any] | None = None, concurrency: int = 8,
-             out_dir: str | Path | None = None, executor: Any = None, *, record: str | Path | None = None,
-             replay: str | Path | None = None, display: bool | None = None) -> EvalResult:
-    """Run every case as a fresh conversation and score the tools the model chose.
-
-    ``cases``: dicts or a DataFrame (``prompt``, ``expected_tools``, optional ``expected_args`` and
-    ``check``). ``agent``: ``Agent``'s constructor arguments (model, base_url, api_key,
-    enabled_toolsets, system_prompt, max_iterations, ...). ``out_dir``: Hermes-format
-    ``trajectories.jsonl`` and a checkpoint; a second call resumes. ``executor``: a
-    ``distributed.Client`` to run the cases on Dask workers. ``record=DIR`` writes one cassette per
-    case; ``replay=DIR`` replays them offline (no model, no network).
-    """
-    from hermes_nb.progress import Progress
-
-    if concurrency < 1:
-        raise ValueError("evaluate: concurrency must be at least 1")
-    if record is not None and replay is not None:
-        raise ValueError("evaluate: pass record= or replay=, not both")
-    case_list = as_cases(cases)
-    template = agent_template(agent)
-    if replay is None:
-        _check_model(template)
-    out = OutDir(out_dir) if out_dir is not None else None
-    outcomes: dict[int, Outcome] = {}
-    if out is not None:
-        by_index = {c.index: c for c in case_list}
-        outcomes = {i: o for i, o in out.finished().items() if i in by_index and by_index[i].fingerprint == o.fingerprint}
-    resumed = set(outcomes)
-    completed = {i: o.fingerprint for i, o in outcomes.items()}
-    todo = [c for c in case_list if c.index not in outcomes]
-    progress = Progress("evaluate", len(case_list), display=display)
-    progress.update(len(outcomes), f"{len(resumed)} resumed" if resumed else "", force=True)
-    toolsets = list(template.get("enabled_toolsets") or [])
-    model_name = str(template.get("model") or "")
-    errors = 0
-
-    def finished(case: Case, outcome: Outcome) -> None:
-        nonlocal errors
-        if outcome.stopped_reason == "interrupted":
-            return  # cancelled in flight: not finished, runs again on resume
-        if out is not None and outcome.error is None:  # failed cases are retried on resume, as in Hermes
-            out.record(outcome, trajectory_entry(outcome, case.prompt, model=model_name, toolsets=toolsets),
-                       completed)
-        errors += outcome.error is not None
-        outcomes[case.index] = replace(outcome, messages=(), tools_offered=())  # memory stays flat
-        progress.update(len(outcomes), f"{errors} error(s)" if errors else "")
-
-    started = time.monotonic()
-    paths = _cassette_paths(record, replay)
-    if executor is not None:
-        from hermes_nb.evaluation.remote import run_remote
-
-        interrupted = run_remote(todo, template, executor, finished, paths)
-    else:
-        interrupted = _run_local(todo, template, concurrency, finished, paths)
-    result = build_result(case_list, outcomes, seconds=time.monotonic() - started, resumed=resumed,
-                          interrupted=interrupted)
-    progress.close(result._summary_text())
-    return result
 
 
 def agent_template(agent: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -107,9 +44,9 @@ def agent_template(agent: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"stream": False, **agent}
 
 
-def _check_model(template: Mapping[str, Any]) -> None:
+def check_model(template: Mapping[str, Any]) -> None:
     """A configuration mistake (no key) is one error now, not one per case."""
-    from hermes_nb.models import resolve_model
+    from hermes_nb.model_choice import resolve_model
 
     model = resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"))
     check = getattr(model, "check_config", None)
@@ -117,7 +54,7 @@ def _check_model(template: Mapping[str, Any]) -> None:
         check()
 
 
-def _cassette_paths(record: Any, replay: Any) -> tuple[str, Path] | None:
+def cassette_paths(record: Any, replay: Any) -> tuple[str, Path] | None:
     if record is not None:
         return "record", Path(record)
     if replay is not None:
@@ -175,14 +112,14 @@ def _decode(arguments: str) -> Any:
 
 def shared_model(template: Mapping[str, Any]) -> Any:
     """The model of the template, built once and shared by every case (one client, one connection pool)."""
-    from hermes_nb.models import resolve_model
+    from hermes_nb.model_choice import resolve_model
 
     options = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries")
     return resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"),
                          **{k: template[k] for k in options if k in template})
 
 
-def _run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
+def run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
                finished: Callable[[Case, Outcome], None], cassettes: tuple[str, Path] | None) -> bool:
     """Run ``todo`` on the background loop; returns True when interrupted."""
     from hermes_nb.tools import async_bridge, interaction
