@@ -208,6 +208,7 @@ def test_hooks_run_for_the_agent_loops_calls(guard):
     sent = [m["content"] for m in srv.requests[1]["messages"] if m["role"] == "tool"]
     assert sent == ['{"echo": "from the model"} [checked]'] and result.text == "done"
     assert len(_events(guard, "pre")) == 1 and len(_events(guard, "post")) == 1
+    assert _events(guard, "pre")[0][5] == "c1"  # the hooks know which of the model's calls this is
 
 
 def test_ctx_dispatch_tool_calls_a_tool_as_the_model_would(guard):

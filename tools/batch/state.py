@@ -19,6 +19,7 @@ from typing import Any, Literal
 from hermes_nb.tools.batch.plan import BatchSegment, CallView, plan_tool_batch, unpack_call
 from hermes_nb.tools.batch.pool import StuckCall, ToolPool
 from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
+from hermes_nb.tools.call_hooks import call_context
 from hermes_nb.tools.registry import ToolEntry, ToolRegistry, tool_error
 from hermes_nb.tools.results import execution_failed
 from hermes_nb.tools.safety import gate
@@ -265,7 +266,8 @@ def run_sync_call(batch: Batch, slot: Slot) -> None:
         return
     assert slot.prepared is not None
     try:
-        content = batch.registry.call(*slot.prepared)
+        with call_context(tool_call_id=slot.call.id):  # plugins' hooks see which call of the model this is
+            content = batch.registry.call(*slot.prepared)
     except BaseException as exc:  # call never raises, except KeyboardInterrupt from a handler
         content = execution_failed(exc)
     batch.finish(slot, content)
@@ -284,7 +286,8 @@ async def run_async_call(batch: Batch, slot: Slot) -> None:
         return
     assert slot.prepared is not None
     try:
-        content = await batch.registry.acall(*slot.prepared)
+        with call_context(tool_call_id=slot.call.id):
+            content = await batch.registry.acall(*slot.prepared)
     except asyncio.CancelledError:
         raise  # the batch cancelled it (timeout, interrupt); the batch settles it
     except BaseException as exc:  # even a handler's KeyboardInterrupt: raised out of a task, it stops the loop
