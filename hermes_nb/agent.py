@@ -28,6 +28,7 @@ from hermes_nb.model_choice import resolve_model
 from hermes_nb.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.errors import BridgeError
+from hermes_nb.tools.registry import registry
 from hermes_nb.tools.results import clean_text
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
@@ -243,7 +244,7 @@ class Agent:
                     break
                 iterations += 1
                 emit(("turn", {"iteration": iterations}))
-                await _refresh_mcp()  # tools a server changed during the last batch are offered now
+                await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()
                 turn = await self._complete(tools, emit)
                 for key in usage:
@@ -460,16 +461,6 @@ def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
         content=content, iteration=iteration, started=result.started, ended=result.ended,
         duration=result.duration, is_error=result.is_error, timed_out=result.timed_out,
         interrupted=result.interrupted, parallel=result.parallel, segment=result.segment)
-
-
-async def _refresh_mcp() -> None:
-    """Apply pending MCP list_changed updates before a model turn, so the definitions are current
-    (the scheduler does the same before each batch)."""
-    import sys
-
-    module = sys.modules.get("hermes_nb.tools.mcp_tool")  # not imported yet: no server runs, nothing to refresh
-    if module is not None:
-        await module.arefresh_pending_mcp_servers()  # the async twin: the sync one would block this very loop
 
 
 def _drain(events: queue.Queue[tuple[str, dict[str, Any]]], view: Any) -> None:

@@ -285,6 +285,7 @@ async def _start(cfg: MCPServerConfig, force: bool) -> tuple[str, list[str]]:
     if conn is None:
         conn = ServerConnection(cfg)
         _connections[cfg.name] = conn
+        _install_batch_hook()
     try:
         await conn.connect(force=force)
         if conn.dirty:
@@ -455,6 +456,24 @@ def shutdown_mcp_servers() -> None:
     for server in list(_registered):
         _unregister_server(server)
     _disabled.clear()
+    _remove_batch_hook()
+
+
+_batch_hook_undo: Callable[[], None] | None = None
+
+
+def _install_batch_hook() -> None:
+    """While servers run, the registry applies their pending list_changed before each batch and turn."""
+    global _batch_hook_undo
+    if _batch_hook_undo is None:
+        _batch_hook_undo = registry.add_batch_hook(refresh_pending_mcp_servers, arefresh_pending_mcp_servers)
+
+
+def _remove_batch_hook() -> None:
+    global _batch_hook_undo
+    if _batch_hook_undo is not None:
+        _batch_hook_undo()
+        _batch_hook_undo = None
 
 
 _atexit_installed = False

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -50,6 +50,7 @@ class ToolRegistry(HermesQueries):
     """Tools by name, toolsets by name; thread-safe."""
 
     _call_hooks: tuple[CallHook, ...] = ()  # replaced whole on change, so dispatch reads it without a lock
+    _batch_hooks: tuple[tuple[Callable[[], Any], Callable[[], Awaitable[Any]]], ...] = ()  # likewise
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolEntry] = {}
@@ -438,6 +439,36 @@ class ToolRegistry(HermesQueries):
         except (Exception, SystemExit) as exc:
             return execution_failed(exc)
         return serialize_result(result)
+
+    def add_batch_hook(self, sync: Callable[[], Any], asynchronous: Callable[[], Awaitable[Any]]) -> Callable[[], None]:
+        """Run ``sync()`` (or, from a loop, ``await asynchronous()``) before every batch and model turn: what
+        a source must bring up to date first (MCP's pending list_changed). Installed by whoever needs it;
+        later stages only call ``before_batch`` and never look the source up. Returns an undo."""
+        pair = (sync, asynchronous)
+        with self._lock:
+            self._batch_hooks = (*self._batch_hooks, pair)
+
+        def undo() -> None:
+            with self._lock:
+                self._batch_hooks = tuple(h for h in self._batch_hooks if h is not pair)
+
+        return undo
+
+    def before_batch(self) -> None:
+        """Run the batch hooks (sync callers); a failing hook is logged, the batch goes on."""
+        for sync, _ in self._batch_hooks:
+            try:
+                sync()
+            except Exception:  # boundary: a source that cannot refresh keeps its current tools
+                log.exception("before-batch hook %r failed", sync)
+
+    async def abefore_batch(self) -> None:
+        """``before_batch`` for callers on an event loop."""
+        for _, asynchronous in self._batch_hooks:
+            try:
+                await asynchronous()
+            except Exception:  # boundary, as above
+                log.exception("before-batch hook %r failed", asynchronous)
 
     def add_call_hook(self, hook: CallHook) -> Callable[[], None]:
         """Run ``hook`` around every dispatched call (``tools.call_hooks``). Returns an undo."""

@@ -518,17 +518,17 @@ def test_a_malformed_metadata_timeout_means_no_timeout(reg: ToolRegistry, bad: A
     assert result.content == "fine" and not result.timed_out
 
 
-def test_mcp_list_changed_is_applied_before_a_batch_not_during(monkeypatch, fresh_registry):
-    import hermes_nb.tools.mcp_tool as mcp_tool
+def test_batch_hooks_run_before_a_batch_not_during(fresh_registry):
+    """What a source must bring up to date first (MCP's list_changed) is a hook the registry runs before
+    each batch, sync or async; the scheduler never looks the source up, and the undo removes it."""
     from hermes_nb.tools.batch.scheduling import arun_tool_batch as arun
 
     order: list[str] = []
-    monkeypatch.setattr(mcp_tool, "refresh_pending_mcp_servers", lambda: order.append("refresh"))
 
     async def arefresh() -> None:
         order.append("arefresh")
 
-    monkeypatch.setattr(mcp_tool, "arefresh_pending_mcp_servers", arefresh)
+    undo = fresh_registry.add_batch_hook(lambda: order.append("refresh"), arefresh)
     fresh_registry.register("probe", "t", {"parameters": {"type": "object"}}, lambda a, **k: order.append("call") or "ok",
                             read_only=True)
     calls = [{"id": f"c{i}", "type": "function", "function": {"name": "probe", "arguments": "{}"}} for i in range(2)]
@@ -537,6 +537,22 @@ def test_mcp_list_changed_is_applied_before_a_batch_not_during(monkeypatch, fres
     order.clear()
     asyncio.run(arun(calls, registry=fresh_registry))
     assert order == ["arefresh", "call", "call"]
+    undo()
+    order.clear()
+    run_tool_batch(calls, registry=fresh_registry)
+    assert order == ["call", "call"]
+
+
+def test_mcp_installs_its_refresh_as_a_batch_hook_only_while_servers_run(monkeypatch):
+    import hermes_nb.tools.mcp_tool as mcp_tool
+    from hermes_nb.tools.registry import registry
+
+    before = registry._batch_hooks
+    mcp_tool._install_batch_hook()
+    mcp_tool._install_batch_hook()  # idempotent
+    assert registry._batch_hooks == (*before, (mcp_tool.refresh_pending_mcp_servers, mcp_tool.arefresh_pending_mcp_servers))
+    mcp_tool.shutdown_mcp_servers()
+    assert registry._batch_hooks == before
 
 
 def test_awaited_on_the_main_thread_worker_prompts_run_on_the_main_thread(fresh_registry):

@@ -33,7 +33,6 @@ so a batch with a timeout returns within it whatever its calls do.
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 import time
 from collections import deque
@@ -110,7 +109,7 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
     if registry is None:
         from hermes_nb.tools.registry import registry as registry_
         registry = registry_
-    _refresh_mcp()
+    registry.before_batch()  # e.g. MCP list_changed: applied between batches, never during one
     batch = Batch(tool_calls, registry, timeout, on_event)
     try:
         with main_thread_waiting():
@@ -119,17 +118,6 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
     except KeyboardInterrupt:
         raise BatchInterrupted(batch.interrupt_all()) from None
     return batch.results()
-
-
-def _refresh_mcp() -> None:
-    """Apply MCP ``tools/list_changed`` between batches, never during one (only if MCP is in use)."""
-    if "hermes_nb.tools.mcp_tool" in sys.modules:
-        sys.modules["hermes_nb.tools.mcp_tool"].refresh_pending_mcp_servers()
-
-
-async def _arefresh_mcp() -> None:
-    if "hermes_nb.tools.mcp_tool" in sys.modules:
-        await sys.modules["hermes_nb.tools.mcp_tool"].arefresh_pending_mcp_servers()
 
 
 # -- async entry point ----------------------------------------------------------------------------
@@ -184,7 +172,7 @@ async def arun_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry |
     if registry is None:
         from hermes_nb.tools.registry import registry as registry_
         registry = registry_
-    await _arefresh_mcp()
+    await registry.abefore_batch()
     batch = Batch(tool_calls, registry, timeout, on_event)
     pool = shared_pool(max_workers)
     limit = asyncio.Semaphore(max(1, max_workers))
