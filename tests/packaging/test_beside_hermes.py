@@ -53,7 +53,10 @@ def test_the_two_wheels_share_no_installed_path(venv):
     ours, theirs = installed_files(venv, "hermes-nb"), installed_files(venv, "hermes-agent")
     assert ours and theirs
     assert not ours & theirs
-    assert {p.split("/")[0] for p in ours} == {"hermes_nb", "hermes_nb-0.1.0.dist-info"}
+    in_site_packages = {p.split("/")[0] for p in ours if not p.startswith("../")}
+    assert in_site_packages == {"hermes_nb", "hermes_nb-0.1.0.dist-info"}  # no top-level name but our own
+    scripts = {p.rsplit("/", 1)[-1] for p in ours if p.startswith("../")}
+    assert scripts == {"hermes-nb-mcp-proxy"}  # and one console script, named for us
     check = run_in(venv, [_uv(), "pip", "check", "--python", str(python_of(venv))])
     assert check.returncode == 0, check.stdout + check.stderr
 
