@@ -192,6 +192,8 @@ class ToolCard:
     entry: ToolEntry
     expand_schema: bool = False
     extra: tuple[str, ...] = field(default=())
+    #: one line each: what the model will miss (``hermes_nb.tools.schema.lint``)
+    warnings: tuple[str, ...] = field(default=())
 
     def _schema_json(self) -> str:
         # A description is text the model obeys: show hidden characters (zero-width, bidi, ANSI) to the person.
@@ -208,6 +210,7 @@ class ToolCard:
         if flags:
             lines.append("flags: " + "; ".join(flags))
         lines += list(self.extra)
+        lines += [f"warning: {w}" for w in self.warnings]
         if self.expand_schema:
             lines.append(self._schema_json())
         return "\n".join(lines)
@@ -228,12 +231,14 @@ class ToolCard:
         if flags:
             parts.append(f"<div style='color:#666'>{_esc('; '.join(flags))}</div>")
         parts += [f"<div>{_esc(x)}</div>" for x in self.extra]
+        parts += [f"<div class='hermes-nb-warning' style='color:#8a5300'>⚠ {_esc(w)}</div>" for w in self.warnings]
         opened = " open" if self.expand_schema else ""
         parts.append(f"<details{opened}><summary>JSON schema</summary><pre>{_esc(self._schema_json())}</pre></details>")
         parts.append("</div>")
         return _mimebundle(self.text(), "".join(parts))
 
 
-def tool_card(entry: ToolEntry, *, expand_schema: bool = False, extra: tuple[str, ...] = ()) -> ToolCard:
+def tool_card(entry: ToolEntry, *, expand_schema: bool = False, extra: tuple[str, ...] = (),
+              warnings: tuple[str, ...] = ()) -> ToolCard:
     """A card for one tool, as ``%%tool`` and ``%tools show`` display it."""
-    return ToolCard(entry=entry, expand_schema=expand_schema, extra=extra)
+    return ToolCard(entry=entry, expand_schema=expand_schema, extra=extra, warnings=warnings)

@@ -73,6 +73,8 @@ class ToolMagics(Magics):
 
     @magic_arguments()
     @argument("--name", help="The function to turn into a tool (required when the cell defines several).")
+    @argument("--as", dest="as_name", default=None, metavar="NAME",
+              help="Register the function under this tool name (default: the function's name).")
     @argument("--toolset", default=None, help="Toolset of the tool (default: ToolMagics.default_toolset).")
     @argument("--emoji", default="", help="An emoji shown with the tool.")
     @argument("--description", default=None, help="Tool description (default: the docstring's summary).")
@@ -107,7 +109,7 @@ class ToolMagics(Magics):
         if not callable(fn):
             raise UsageError(f"%%tool: after running the cell, {fname!r} is not a function")
         options = CellToolOptions(
-            name=args.name, toolset=_unquote(args.toolset) or self.default_toolset, emoji=_unquote(args.emoji),
+            name=args.name, tool_name=_unquote(args.as_name), toolset=_unquote(args.toolset) or self.default_toolset, emoji=_unquote(args.emoji),
             description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
             check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
             interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)),
@@ -117,7 +119,10 @@ class ToolMagics(Magics):
         # no return value: nothing lands in `_` or Out for a definition cell
         from IPython.display import display
 
-        display(tool_card(entry, expand_schema=self.expand_schemas))
+        from hermes_nb.tools.schema.lint import lint_function
+
+        warnings = lint_function(fn, description=entry.description or "")
+        display(tool_card(entry, expand_schema=self.expand_schemas, warnings=warnings))
         return None
 
     @line_magic
