@@ -95,6 +95,7 @@ def register_function(
     kernel_loop: asyncio.AbstractEventLoop | None = None,
 ) -> ToolEntry:
     """Register ``fn`` as a notebook tool; a user mistake is a one-line UsageError."""
+    from hermes_nb.asides import watched
     from hermes_nb.tools.schema.derive import function_schema, make_handler
     from hermes_nb.tools.schema.lint import variadic_parameters
 
@@ -118,7 +119,7 @@ def register_function(
         raise UsageError(f"%%tool --check: not a Python expression: {exc.msg}") from None
     is_async = inspect.iscoroutinefunction(fn)
     metadata: dict[str, Any] = {}
-    target = fn
+    target = watched(fn, spec.name)  # the person sees its traceback and printed text; the model does not
     if is_async and kernel_loop is not None:
         target, is_async = _on_kernel_loop(fn, kernel_loop), False
         metadata["runs_on"] = "kernel loop (nest_asyncio)"

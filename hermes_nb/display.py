@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.tools.registry import ToolEntry, registry
 from hermes_nb.tools.safety.visible import make_visible
 
-__all__ = ["ResultView", "Table", "ToolCard", "availability_text", "render_result", "tool_card"]
+if TYPE_CHECKING:
+    from hermes_nb.asides import Aside
+
+__all__ = ["ResultView", "Table", "ToolCard", "aside_html", "aside_text", "availability_text", "render_result",
+           "tool_card"]
 
 #: Results longer than this are shown cut in the notebook (the model may still receive more).
 DEFAULT_MAX_CHARS = 20_000
@@ -51,6 +55,8 @@ class ResultView:
     name: str = ""
     call_id: str = ""
     max_chars: int = DEFAULT_MAX_CHARS
+    #: the traceback / printed output of a notebook tool, which the model does not get
+    aside: Aside | None = None
 
     @property
     def is_error(self) -> bool:
@@ -95,21 +101,69 @@ class ResultView:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         body, cut = self._body()
         more = f"\n… {len(self.content) - self.max_chars:,} more chars not shown" if cut else ""
-        text = f"{self._header()}\n{body}{more}"
+        text = f"{self._header()}\n{body}{more}" + (f"\n{aside_text(self.aside)}" if self.aside else "")
         color = "#b00020" if self.is_error else "inherit"
         opened = " open" if body.count("\n") < _COLLAPSE_LINES else ""
         html_text = (
             f'<div class="hermes-nb-result" style="border-left:3px solid {color};padding-left:6px">'
             f'<details{opened}><summary style="color:{color}">{_esc(self._header())}</summary>'
             f'<pre style="color:{color};white-space:pre-wrap">{_esc(body)}</pre>'
-            f"{f'<em>{_esc(more.strip())}</em>' if cut else ''}</details></div>"
+            f"{f'<em>{_esc(more.strip())}</em>' if cut else ''}</details>{aside_html(self.aside)}</div>"
         )
         return _mimebundle(text, html_text)
 
 
-def render_result(content: str, *, name: str = "", call_id: str = "", max_chars: int = DEFAULT_MAX_CHARS) -> ResultView:
+def render_result(content: str, *, name: str = "", call_id: str = "", max_chars: int = DEFAULT_MAX_CHARS,
+                  aside: Aside | None = None) -> ResultView:
     """Wrap a tool result string for display: pretty JSON, collapsible, errors in red, cut if huge."""
-    return ResultView(content=content, name=name, call_id=call_id, max_chars=max_chars)
+    return ResultView(content=content, name=name, call_id=call_id, max_chars=max_chars, aside=aside)
+
+
+# -- what the person sees and the model does not ---------------------------------------------------
+
+#: Lines of printed output shown (folded); the rest is counted.
+_PRINTED_LINES = 200
+
+
+def _printed_head(aside: Aside) -> tuple[str, str]:
+    """The printed text shown (a head of it) and its summary line."""
+    lines = aside.printed.splitlines()
+    shown = "\n".join(lines[:_PRINTED_LINES])
+    cut = aside.printed_chars > len(aside.printed) or len(lines) > _PRINTED_LINES
+    more = f", first {min(len(lines), _PRINTED_LINES):,} shown" if cut else ""
+    summary = (f"printed {aside.printed_chars:,} chars{more}; "
+               "the model does not see printed output, only the return value")
+    return shown, summary
+
+
+def aside_text(aside: Aside | None) -> str:
+    """The traceback and a summary of printed output, as plain text ("" when there is neither)."""
+    if aside is None:
+        return ""
+    out = []
+    if aside.traceback:
+        out.append("traceback (for you; the model got the one-line error):\n" + aside.traceback)
+    if aside.printed:
+        out.append(_printed_head(aside)[1])
+    return "\n".join(out)
+
+
+def aside_html(aside: Aside | None) -> str:
+    """The traceback and printed output, each folded in a ``<details>``."""
+    if aside is None:
+        return ""
+    parts = []
+    pre = ('<pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
+           'background:var(--jp-layout-color2,#f6f6f6);color:var(--jp-content-font-color1,#1f1f1f)">')
+    if aside.traceback:
+        parts.append('<details class="hermes-nb-traceback"><summary style="color:var(--jp-error-color1,#b00020)">'
+                     "traceback (for you; the model got the one-line error)</summary>"
+                     f"{pre}{_esc(aside.traceback)}</pre></details>")
+    if aside.printed:
+        shown, summary = _printed_head(aside)
+        parts.append('<details class="hermes-nb-printed"><summary style="color:var(--jp-content-font-color2,#555)">'
+                     f"{_esc(summary)}</summary>{pre}{_esc(shown)}</pre></details>")
+    return "".join(parts)
 
 
 def _json_or_none(text: str) -> Any:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb import markdown
+from hermes_nb.display import aside_html
 
 __all__ = ["HtmlView", "NullView", "TextView", "Transcript", "make_view", "result_html", "result_text",
            "short_path"]
@@ -42,6 +43,7 @@ class Card:
     content: str = ""
     parallel: bool = False
     notes: list[tuple[str, str]] = field(default_factory=list)  # (message, level), e.g. the approval asked
+    aside: Any = None  # a notebook tool's traceback / printed text (hermes_nb.asides), for the person only
 
 
 @dataclass
@@ -80,6 +82,7 @@ class Transcript:
                 r = event.result
                 card.state = "error" if r.is_error else "done"
                 card.started, card.ended, card.content = r.started, r.ended, r.content
+                _take_aside(card)
         elif kind == "batch":
             batch = []
             for rec in data["records"]:
@@ -89,6 +92,7 @@ class Transcript:
                 card = known
                 card.content = rec.content  # after the budget: what the model saw
                 card.state = "error" if rec.is_error else "done"
+                _take_aside(card)
                 if rec.ended:
                     card.started, card.ended = rec.started, rec.ended
                 batch.append(card)
@@ -159,6 +163,13 @@ class Transcript:
         return "\n".join(lines)
 
 
+def _take_aside(card: Card) -> None:
+    if card.aside is None:
+        from hermes_nb.asides import take
+
+        card.aside = take(card.name)
+
+
 def _e(text: Any) -> str:
     return html.escape(str(text))
 
@@ -226,7 +237,7 @@ def _card_html(card: Card) -> str:
     return (f'{asked}<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
             f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
             f'background:#f6f6f6;padding:4px;color:{color if card.state == "error" else "inherit"}">'
-            f'{_e(body)}</pre></details>')
+            f'{_e(body)}</pre></details>{aside_html(card.aside)}')
 
 
 def _timeline_html(cards: list[Card]) -> str:

@@ -34,7 +34,7 @@ def parse_call_args(text: str) -> dict[str, Any]:
         try:
             value = json.loads(text)
         except ValueError as exc:
-            raise UsageError(f"%tools call: arguments are not valid JSON: {exc}") from None
+            raise UsageError(f"%tools call: arguments are not valid JSON: {exc}{_python_dict_hint(text)}") from None
         if not isinstance(value, dict):
             raise UsageError("%tools call: arguments must be a JSON object")
         return value
@@ -54,6 +54,18 @@ def parse_call_args(text: str) -> dict[str, Any]:
         except ValueError:
             out[key] = raw
     return out
+
+
+def _python_dict_hint(text: str) -> str:
+    """For ``{'a': 1, 'b': True}``: the same object written as JSON, to copy."""
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+        as_json = json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ""
+    return f" — this is a Python dict; JSON needs double quotes and true/false/null: {as_json}"
 
 
 def _unquote(value: Any) -> Any:
@@ -190,7 +202,10 @@ def _entry(name: str, sub: str) -> Any:
         raise UsageError(f"%tools {sub}: name a tool (see %tools)")
     entry = registry.get_entry(name)
     if entry is None:
-        raise UsageError(f"%tools {sub}: no tool named {name!r} (see %tools)")
+        from hermes_nb.tools.schema.lint import did_you_mean
+
+        hint = did_you_mean(name, [e.name for e in registry.entries()])
+        raise UsageError(f"%tools {sub}: no tool named {name!r}{hint} (see %tools)")
     return entry
 
 
@@ -233,7 +248,9 @@ def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
     call_id = f"nb_{os.urandom(6).hex()}"  # not uuid: importing it costs ~13 ms of %load_ext
     content = registry.dispatch(name, args)
     content = _budget(content, name, call_id)
-    return render_result(content, name=name, call_id=call_id, max_chars=max_chars)
+    from hermes_nb.asides import take
+
+    return render_result(content, name=name, call_id=call_id, max_chars=max_chars, aside=take(name))
 
 
 def _budget(content: str, name: str, call_id: str) -> str:
