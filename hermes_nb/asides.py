@@ -42,6 +42,7 @@ class Aside:
     traceback: str = ""
     printed: str = ""
     printed_chars: int = 0  # all that was printed, ``printed`` may be cut
+    converted: str = ""  # what the model got instead of a returned DataFrame, numpy value, ... (one line)
 
     @property
     def printed_lines(self) -> int:
@@ -137,11 +138,16 @@ def _person_traceback(exc: BaseException) -> str:
     return "".join(te.format()).rstrip()
 
 
-def _finish(tool: str, capture: _Capture, exc: BaseException | None) -> None:
+def _finish(tool: str, capture: _Capture, exc: BaseException | None, result: Any = None) -> None:
     printed = capture.parts.getvalue()
     trace = _person_traceback(exc) if exc is not None else ""
-    if trace or printed:
-        _put(Aside(tool=tool, traceback=trace, printed=printed, printed_chars=capture.chars))
+    converted = ""
+    if exc is None and not isinstance(result, (str, int, float, bool, list, dict, type(None))):
+        from hermes_nb.tools.result_values import conversion_note
+
+        converted = conversion_note(result)
+    if trace or printed or converted:
+        _put(Aside(tool=tool, traceback=trace, printed=printed, printed_chars=capture.chars, converted=converted))
 
 
 def watched(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
@@ -160,7 +166,7 @@ def watched(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
             finally:
                 _buffer.reset(token)
                 _unroute()
-            _finish(tool, capture, None)
+            _finish(tool, capture, None, result)
             return result
         return run_async
 
@@ -177,6 +183,6 @@ def watched(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
         finally:
             _buffer.reset(token)
             _unroute()
-        _finish(tool, capture, None)
+        _finish(tool, capture, None, result)
         return result
     return run

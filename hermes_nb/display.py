@@ -140,7 +140,7 @@ def aside_text(aside: Aside | None) -> str:
     """The traceback and a summary of printed output, as plain text ("" when there is neither)."""
     if aside is None:
         return ""
-    out = []
+    out = [aside.converted] if aside.converted else []
     if aside.traceback:
         out.append("traceback (for you; the model got the one-line error):\n" + aside.traceback)
     if aside.printed:
@@ -152,7 +152,8 @@ def aside_html(aside: Aside | None) -> str:
     """The traceback and printed output, each folded in a ``<details>``."""
     if aside is None:
         return ""
-    parts = []
+    parts = [f'<div class="hermes-nb-converted" style="color:var(--jp-content-font-color2,#555)">'
+             f"{_esc(aside.converted)}</div>"] if aside.converted else []
     pre = ('<pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
            'background:var(--jp-layout-color2,#f6f6f6);color:var(--jp-content-font-color1,#1f1f1f)">')
     if aside.traceback:

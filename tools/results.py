@@ -81,8 +81,10 @@ def serialize_result(result: Any) -> str:
         return result
     if is_multimodal(result):
         return MultimodalResult.from_envelope(result)
+    from hermes_nb.tools.result_values import to_json_value  # DataFrame, numpy, datetime, ... (its table)
+
     try:
-        return json.dumps(result, ensure_ascii=False, allow_nan=False)
+        return json.dumps(result, ensure_ascii=False, allow_nan=False, default=to_json_value)
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else _text(exc)
         return tool_error(

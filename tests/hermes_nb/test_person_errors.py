@@ -119,3 +119,13 @@ def test_missing_key_is_shown_without_library_frames(ip: Any, monkeypatch: pytes
     text = shown.out + shown.err
     assert "ModelConfigError: no model configured" in text
     assert "agent.py" not in text and "Traceback" not in text and "File " not in text
+
+
+def test_result_view_says_what_the_model_got_for_a_dataframe(ip: Any) -> None:
+    ip.run_cell_magic("tool", "", 'import pandas as pd\ndef table(n: int) -> pd.DataFrame:\n    """Rows."""\n'
+                                  '    return pd.DataFrame({"n": range(n)})')
+    view = ip.run_line_magic("tools", "call table n=120")
+    assert json.loads(view.content)["rows"] == 120
+    assert view.aside is not None
+    assert view.aside.converted == "returned a DataFrame: the model got JSON (records, first 50 of 120 rows)"
+    assert "hermes-nb-converted" in view._repr_mimebundle_()["text/html"]
