@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hermes_nb import colours
 from hermes_nb.tools.registry import ToolEntry, registry
 from hermes_nb.tools.safety.visible import make_visible
 
@@ -102,10 +103,11 @@ class ResultView:
         body, cut = self._body()
         more = f"\n… {len(self.content) - self.max_chars:,} more chars not shown" if cut else ""
         text = f"{self._header()}\n{body}{more}" + (f"\n{aside_text(self.aside)}" if self.aside else "")
-        color = "#b00020" if self.is_error else "inherit"
+        color = colours.ERROR if self.is_error else colours.TEXT
+        mark = colours.ERROR_MARK if self.is_error else colours.BORDER
         opened = " open" if body.count("\n") < _COLLAPSE_LINES else ""
         html_text = (
-            f'<div class="hermes-nb-result" style="border-left:3px solid {color};padding-left:6px">'
+            f'<div class="hermes-nb-result" style="border-left:3px solid {mark};padding-left:6px">'
             f'<details{opened}><summary style="color:{color}">{_esc(self._header())}</summary>'
             f'<pre style="color:{color};white-space:pre-wrap">{_esc(body)}</pre>'
             f"{f'<em>{_esc(more.strip())}</em>' if cut else ''}</details>{aside_html(self.aside)}</div>"
@@ -152,17 +154,17 @@ def aside_html(aside: Aside | None) -> str:
     """The traceback and printed output, each folded in a ``<details>``."""
     if aside is None:
         return ""
-    parts = [f'<div class="hermes-nb-converted" style="color:var(--jp-content-font-color2,#555)">'
+    parts = [f'<div class="hermes-nb-converted" style="color:{colours.MUTED}">'
              f"{_esc(aside.converted)}</div>"] if aside.converted else []
-    pre = ('<pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
-           'background:var(--jp-layout-color2,#f6f6f6);color:var(--jp-content-font-color1,#1f1f1f)">')
+    pre = (f'<pre style="white-space:pre-wrap;max-height:20em;overflow:auto;background:{colours.SURFACE};'
+           f'color:{colours.TEXT}">')
     if aside.traceback:
-        parts.append('<details class="hermes-nb-traceback"><summary style="color:var(--jp-error-color1,#b00020)">'
+        parts.append(f'<details class="hermes-nb-traceback"><summary style="color:{colours.ERROR}">'
                      "traceback (for you; the model got the one-line error)</summary>"
                      f"{pre}{_esc(aside.traceback)}</pre></details>")
     if aside.printed:
         shown, summary = _printed_head(aside)
-        parts.append('<details class="hermes-nb-printed"><summary style="color:var(--jp-content-font-color2,#555)">'
+        parts.append(f'<details class="hermes-nb-printed"><summary style="color:{colours.MUTED}">'
                      f"{_esc(summary)}</summary>{pre}{_esc(shown)}</pre></details>")
     return "".join(parts)
 
@@ -273,20 +275,20 @@ class ToolCard:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         e = self.entry
         avail = availability_text(e)
-        color = "#1b7f3b" if avail == "available" else "#b00020"
+        color = colours.OK if avail == "available" else colours.ERROR
         flags = _flags(e)
         parts = [
-            '<div class="hermes-nb-card" style="border:1px solid #ccc;border-radius:6px;padding:6px 10px">',
+            f'<div class="hermes-nb-card" style="border:1px solid {colours.BORDER};border-radius:6px;padding:6px 10px">',
             f"<div><span style='font-size:1.3em'>{_esc(e.emoji)}</span> <strong>{_esc(e.name)}</strong> "
-            f"<span style='color:#666'>toolset <code>{_esc(e.toolset)}</code> · {_esc(e.source)}</span> "
+            f"<span style='color:{colours.MUTED}'>toolset <code>{_esc(e.toolset)}</code> · {_esc(e.source)}</span> "
             f"<span style='color:{color}'>{_esc(avail)}</span></div>",
         ]
         if e.description:
             parts.append(f"<div>{_esc(make_visible(e.description.splitlines()[0]))}</div>")
         if flags:
-            parts.append(f"<div style='color:#666'>{_esc('; '.join(flags))}</div>")
+            parts.append(f"<div style='color:{colours.MUTED}'>{_esc('; '.join(flags))}</div>")
         parts += [f"<div>{_esc(x)}</div>" for x in self.extra]
-        parts += [f"<div class='hermes-nb-warning' style='color:#8a5300'>⚠ {_esc(w)}</div>" for w in self.warnings]
+        parts += [f"<div class='hermes-nb-warning' style='color:{colours.WARN}'>⚠ {_esc(w)}</div>" for w in self.warnings]
         opened = " open" if self.expand_schema else ""
         parts.append(f"<details{opened}><summary>JSON schema</summary><pre>{_esc(self._schema_json())}</pre></details>")
         parts.append("</div>")

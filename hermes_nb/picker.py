@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_nb import _state
+from hermes_nb import _state, colours
 from hermes_nb.display import Table, _esc
 from hermes_nb.selection import Selection
 from hermes_nb.selection import selection as global_selection
@@ -167,7 +167,7 @@ class SelectionSummary:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         if self.live:
             return {"text/plain": self.text(), "text/html": '<span class="hermes-nb-toolsets-record"></span>'}
-        line = f"<code style='color:var(--jp-content-font-color2,#555)'>{_esc(self.text())}</code>"
+        line = f"<code style='color:{colours.MUTED}'>{_esc(self.text())}</code>"
         if not self.rows:
             return {"text/plain": self.text(), "text/html": line}
         html_text = f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{self.table().html()}</details>'
@@ -294,7 +294,7 @@ class ToolsetPicker:
                 box.value = row.name in ticked or row.name in covered
                 box.disabled = bool(row.reason) or row.name in covered
                 note = _covered_note(covered[row.name], row.note) if row.name in covered else row.note
-                self.notes[row.name].value = f"<span style='color:var(--jp-content-font-color2,#666)'>{_esc(note)}</span>"
+                self.notes[row.name].value = f"<span style='color:{colours.MUTED}'>{_esc(note)}</span>"
         finally:
             self._syncing = False
         summary = SelectionSummary.of(self.selection, rows, live=True)
@@ -312,7 +312,7 @@ class ToolsetPicker:
         composites = {r.name for r in toolset_rows(self.registry) if r.includes}
         for name in names:
             if name in composites and not any(n in composites for n in names[: names.index(name)]):
-                lines.append(w.HTML("<span style='color:var(--jp-content-font-color2,#666)'>composites — "
+                lines.append(w.HTML(f"<span style='color:{colours.MUTED}'>composites — "
                                     "each gives the model the toolsets it includes</span>"))
             box = w.Checkbox(value=False, description=name, indent=False, layout=w.Layout(width="auto"))
             box.observe(_clicked(ref, name), names="value")
