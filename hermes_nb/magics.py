@@ -83,11 +83,11 @@ class ToolMagics(Magics):
     expand_schemas = Bool(False, help="Show tool cards with the JSON schema expanded.").tag(config=True)
     result_max_chars = Int(DEFAULT_MAX_CHARS, help="Longest result text shown in the notebook.").tag(config=True)
 
-    @magic_arguments()
+    @magic_arguments(name="%tool")  # usage line: %%tool (IPython adds one "%")
     @argument("--name", help="The function to turn into a tool (required when the cell defines several).")
     @argument("--as", dest="as_name", default=None, metavar="NAME",
               help="Register the function under this tool name (default: the function's name).")
-    @argument("--toolset", default=None, help="Toolset of the tool (default: ToolMagics.default_toolset).")
+    @argument("--toolset", default=None, help="Toolset of the tool (default: notebook).")
     @argument("--emoji", default="", help="An emoji shown with the tool.")
     @argument("--description", default=None, help="Tool description (default: the docstring's summary).")
     @argument("--requires-env", action="append", default=[], metavar="VAR",
@@ -105,6 +105,13 @@ class ToolMagics(Magics):
 
         The cell runs in the notebook namespace, so the function stays an ordinary Python function.
         Re-running the cell replaces the tool (and moves it when --toolset changed).
+
+        Example:
+
+            %%tool --toolset geometry --emoji 📐
+            def area(width: float, height: float = 1.0) -> dict:
+                '''Area of a rectangle.'''
+                return {"area": width * height}
         """
         args = parse_argstring(self.tool, line)
         args.name = _unquote(args.name)
@@ -146,6 +153,8 @@ class ToolMagics(Magics):
         %tools call NAME {json}    call it as the model would (also: key=value ...); `_` holds the result
         %tools rm NAME             remove a tool
         %tools doctor              why tools are unavailable, and tools that failed to load
+
+        Example: %tools call area width=3 height=2   (or: %tools call area {"width": 3, "height": 2})
         """
         command, _, rest = line.strip().partition(" ")
         rest = rest.strip()
@@ -176,6 +185,8 @@ class ToolMagics(Magics):
 
         In code: hermes_nb.toolsets.select(["geometry", "text"]) (None for all); the picker follows.
         A static record of the selection is shown under the picker, so saved notebooks keep it.
+
+        Example: %toolsets geometry file   (then %toolsets alone shows the picker with those ticked)
         """
         names = line.replace(",", " ").split()
         if names:

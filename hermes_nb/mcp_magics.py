@@ -100,6 +100,8 @@ class MCPMagics(Magics):
         %mcp approve NAME                      accept a tool's changed definition (or all of a server's)
         %mcp show NAME                         a server's tools and descriptions
         %mcp attachment ID                     an image or resource from a result ("id=..." in its text)
+
+        Example: %mcp add time -- python -m mcp_server_time   (its tools: mcp__time__get_current_time, ...)
         """
         head, dashes, tail = f" {line} ".partition(" -- ")
         args = parse_argstring(self.mcp, head.strip())
