@@ -165,12 +165,15 @@ class SelectionSummary:
                      rows=tuple((mark(r), r.label, note(r)) for r in self.rows))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        if self.live:
-            return {"text/plain": self.text(), "text/html": '<span class="hermes-nb-toolsets-record"></span>'}
         line = f"<code style='color:{colours.MUTED}'>{_esc(self.text())}</code>"
         if not self.rows:
-            return {"text/plain": self.text(), "text/html": line}
-        html_text = f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{self.table().html()}</details>'
+            html_text = line
+        else:
+            html_text = f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{self.table().html()}</details>'
+        if self.live:
+            # Hidden while the picker's widget is drawn in the same output area (it says the same in bold);
+            # shown where widgets are not drawn: static HTML exports, a notebook reopened without its kernel.
+            html_text = f"{_LIVE_STYLE}<div class='hermes-nb-toolsets-live'>{html_text}</div>"
         return {"text/plain": self.text(), "text/html": html_text}
 
     @classmethod
@@ -179,6 +182,9 @@ class SelectionSummary:
         enabled = sel.enabled_toolsets()
         return cls(enabled=None if enabled is None else tuple(enabled), count=_model_tool_count(sel),
                    rows=tuple(rows), note=note, live=live)
+
+
+_LIVE_STYLE = "<style>.jp-OutputArea:has(.widget-vbox) .hermes-nb-toolsets-live{display:none}</style>"
 
 
 def _covered_note(by: tuple[str, ...], note: str) -> str:

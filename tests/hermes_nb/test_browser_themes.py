@@ -82,6 +82,10 @@ def test_text_contrast_in_both_themes(tmp_path: Path, theme: str) -> None:
             assert state == "done", error_outputs(page)
             dark = page.evaluate("() => document.body.dataset.jpThemeLight")
             assert dark == ("false" if stem == "dark" else "true")  # the theme really is the one asked for
+            # the picker's static record hides beside the drawn widget: one visible "the model sees" line
+            shown = page.evaluate("""() => [...document.querySelectorAll('.jp-OutputArea-output')]
+                .filter(o => o.getClientRects().length && o.innerText.includes('the model sees')).length""")
+            assert shown == 1, shown
             measured = contrast(page, GROUPS)
             page.screenshot(path=str(ARTIFACTS / f"themes-{stem}.png"), full_page=True)
         finally:

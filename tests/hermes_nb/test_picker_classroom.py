@@ -52,8 +52,10 @@ def test_composites_are_kept_apart_from_plain_toolsets(picker: ToolsetPicker) ->
 
 def test_no_second_summary_line_while_the_picker_is_live(picker: ToolsetPicker) -> None:
     live = SelectionSummary.of(picker.selection, picker.rows, live=True)._repr_mimebundle_()
-    assert "the model sees" not in live["text/html"]  # the bold line in the widget says it
-    assert "the model sees" in live["text/plain"]  # the saved record keeps it
+    # hidden beside a drawn widget (the bold line in the widget says it); kept for static HTML
+    assert ".jp-OutputArea:has(.widget-vbox) .hermes-nb-toolsets-live{display:none}" in live["text/html"]
+    assert "<div class='hermes-nb-toolsets-live'>" in live["text/html"] and "the model sees" in live["text/html"]
+    assert "the model sees" in live["text/plain"]
     closed = SelectionSummary.of(picker.selection, picker.rows, note="picker closed")._repr_mimebundle_()
     assert "the model sees" in closed["text/html"]
 
