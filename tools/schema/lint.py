@@ -19,7 +19,14 @@ __all__ = ["did_you_mean", "lint_function", "variadic_parameters"]
 
 def did_you_mean(word: str, choices: Any) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices``, or ``""`` when none is close."""
-    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
+    # A typo keeps about the length and the first or last letter: a cheap filter first, since an unknown
+    # tool name is a path the model takes often (see bench_registry); difflib only for what passes.
+    slack = max(2, len(word) // 3)
+    names = [str(c) for c in choices]
+    near = [n for n in names if abs(len(n) - len(word)) <= slack and n and (n[0] == word[:1] or n[-1] == word[-1:])]
+    if not near:
+        return ""
+    close = difflib.get_close_matches(word, near, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
