@@ -129,3 +129,18 @@ def test_result_view_says_what_the_model_got_for_a_dataframe(ip: Any) -> None:
     assert view.aside is not None
     assert view.aside.converted == "returned a DataFrame: the model got JSON (records, first 50 of 120 rows)"
     assert "hermes-nb-converted" in view._repr_mimebundle_()["text/html"]
+
+
+def test_agent_run_shows_the_person_the_traceback_and_the_model_one_line(ip: Any) -> None:
+    from hermes_nb.agent import Agent
+    from tests.support.fake_openai import FakeOpenAI, Reply, call
+
+    ip.run_cell_magic("tool", "--toolset person_errors", RAISES)
+    script = [Reply(tool_calls=(call("ratio", {"a": 1, "b": 0}, id="c1"),)), Reply(content="It failed.")]
+    with FakeOpenAI(script) as srv:
+        agent = Agent(model="fake", base_url=srv.base_url, display=False, enabled_toolsets=["person_errors"])
+        result = agent.run("divide 1 by 0")
+        sent = [m for m in srv.requests[-1]["messages"] if m["role"] == "tool"]
+    assert json.loads(sent[0]["content"]) == {"error": "Tool execution failed: ZeroDivisionError: float division by zero"}
+    html = result.transcript.html()
+    assert "hermes-nb-traceback" in html and "return scale * a / b" in html
