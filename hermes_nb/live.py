@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb import colours, markdown
-from hermes_nb.display import aside_html
+from hermes_nb.display import aside_html, aside_text
 
 __all__ = ["HtmlView", "NullView", "TextView", "Transcript", "make_view", "result_html", "result_text",
            "short_path"]
@@ -367,6 +367,8 @@ class TextView(NullView):
             card = t.cards.get(data["event"].tool_call_id)
             if card is not None:
                 self._line(_card_text(card))
+                if card.aside is not None:  # a notebook tool's traceback / printed text, for the person
+                    self._line("\n".join("      " + line for line in aside_text(card.aside).splitlines()))
         elif kind == "tool_start":
             card = t.cards.get(data["event"].tool_call_id)
             if card is not None:

@@ -144,3 +144,15 @@ def test_agent_run_shows_the_person_the_traceback_and_the_model_one_line(ip: Any
     assert json.loads(sent[0]["content"]) == {"error": "Tool execution failed: ZeroDivisionError: float division by zero"}
     html = result.transcript.html()
     assert "hermes-nb-traceback" in html and "return scale * a / b" in html
+
+
+def test_text_view_prints_the_traceback_for_the_person(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_nb.agent import Agent
+    from tests.support.fake_openai import FakeOpenAI, Reply, call
+
+    ip.run_cell_magic("tool", "--toolset person_errors", RAISES)
+    script = [Reply(tool_calls=(call("ratio", {"a": 1, "b": 0}, id="c1"),)), Reply(content="It failed.")]
+    with FakeOpenAI(script) as srv:
+        Agent(model="fake", base_url=srv.base_url, display="text", enabled_toolsets=["person_errors"]).run("go")
+    out = capsys.readouterr().out
+    assert "traceback (for you; the model got the one-line error)" in out and "return scale * a / b" in out
