@@ -52,6 +52,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JupyterLab, 
 
 @pytest.fixture(scope="module")
 def times() -> Iterator[dict[str, float]]:
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # only this run's screenshots
     out: dict[str, float] = {}
     yield out
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -43,23 +43,35 @@ _DONE = f"""() => {{
     const outputs = cells.map(c => c.model.outputs.toJSON());
     if (outputs.some(o => o.some(x => x.output_type === 'error'))) return 'error';
     const pending = cells.filter(c => c.model.executionCount === null && c.model.sharedModel.source.trim());
-    return pending.length === 0 && !panel.content.node.querySelector('.jp-InputPrompt')?.textContent.includes('*')
-        ? 'done' : false;
+    const running = [...panel.content.node.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'));
+    return pending.length === 0 && !running ? 'done' : false;
 }}"""
 
 
 def open_and_run_all(page: Any, lab: Any, path: str, timeout: float = 300) -> str:
     """Open ``path``, accept a kernel dialog, Run All, and wait; ``'done'`` or ``'error'``."""
-    page.goto(lab.url(f"lab/tree/{path}"))
-    wait_for(page, f"() => !!({_PANEL} && {_PANEL}.sessionContext && {_PANEL}.sessionContext.session"
-                   f" && {_PANEL}.sessionContext.session.kernel"
-                   f" && {_PANEL}.sessionContext.session.kernel.status === 'idle')", 120)
+    # A workspace of its own, reset: JupyterLab would otherwise reopen the notebooks of earlier pages,
+    # whose widgets belong to kernels stopped since
+    workspace = "".join(ch if ch.isalnum() else "-" for ch in path)
+    page.goto(lab.url(f"lab/workspaces/{workspace}/tree/{path}") + "&reset")
     dialog = page.locator(".jp-Dialog .jp-mod-accept")
-    if dialog.count():  # a kernel-choice dialog: accept the default
-        dialog.first.click()
+    deadline = time.monotonic() + 180
+    # ready: the notebook's file and kernel session are loaded, the kernel idle (a kernel-choice dialog
+    # may come first: accept the default)
+    while not page.evaluate(f"() => !!(window.jupyterapp && {_PANEL} && {_PANEL}.context && {_PANEL}.context.isReady"
+                            f" && {_PANEL}.sessionContext.isReady && {_PANEL}.sessionContext.session"
+                            f" && {_PANEL}.sessionContext.session.kernel"
+                            f" && {_PANEL}.sessionContext.session.kernel.status === 'idle')"):
+        if dialog.count():
+            dialog.first.click()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path}: the notebook and its kernel were not ready in 180 s")
+        page.wait_for_timeout(200)  # polling with a deadline, not a fixed sleep
     page.evaluate("window.jupyterapp.commands.execute('runmenu:run-all')")
+    # started: a cell has run or is running
     wait_for(page, f"() => {_PANEL}.content.widgets.some(c => c.model.type === 'code'"
-                   " && c.model.executionCount !== null)", 120)
+                   " && (c.model.executionCount !== null || c.node.querySelector('.jp-InputPrompt')"
+                   "?.textContent.includes('*')))", 300)
     return str(wait_for(page, _DONE, timeout))
 
 
@@ -131,7 +143,7 @@ def screenshot_outputs(page: Any, folder: Path, stem: str) -> list[Path]:
     """One PNG per output area of the open notebook, under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     shots = []
-    outputs = page.locator(".jp-Cell .jp-OutputArea-output")
+    outputs = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .jp-OutputArea-output")
     for i in range(outputs.count()):
         item = outputs.nth(i)
         if not item.is_visible():
