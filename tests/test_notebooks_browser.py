@@ -1,6 +1,6 @@
 """Every notebook under notebooks/ in JupyterLab + Chromium: Run All, as a teacher would before class.
 
-Fails on an error output or a browser console error; keeps a screenshot of every output under
+Fails on an error output or any browser console error; keeps a screenshot of every output under
 test-artifacts/notebooks/ and the run times in test-artifacts/notebooks/times.json. JupyterLab draws
 all cells (``windowingMode`` "none"), so every output is rendered and screenshotted.
 """
@@ -31,13 +31,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ARTIFACTS = ROOT / "test-artifacts" / "notebooks"
 
-#: Console messages of JupyterLab itself, not of a notebook (each with the reason it is not ours).
-NOT_OURS: dict[str, tuple[str, ...]] = {
-    # ipywidgets: an approval prompt answered by code in the same cell closes its buttons before the
-    # front end has drawn them. Notebook 02's scripted "Deny" does that (issue 10 replaces the cell with
-    # real buttons a person clicks); hermes_nb.prompts closes the buttons on answer.
-    "02-safe-scheduling.ipynb": ("Could not add child view to box",),
-}
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +74,7 @@ def test_notebook_runs_in_the_browser(lab: tuple[JupyterLab, Path], times: dict[
             _stop_kernels(server)
     assert state == "done" and not errors, errors
     assert shots, "no output was rendered"
-    known = NOT_OURS.get(path.name, ())
-    ours = [m for m in console if not any(k in m for k in known)]
-    assert not ours, "\n".join(ours)
+    assert not console, "\n".join(console)  # no exceptions: every console error fails
 
 
 def _stop_kernels(server: JupyterLab) -> None:
