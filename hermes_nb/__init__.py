@@ -91,12 +91,16 @@ def _forget_configurables(ip: Any) -> Any:
 
 def _summary() -> str:
     from hermes_nb.tools.registry import registry as reg
+    from hermes_nb.tools.toolsets import get_all_toolsets
 
     total = len(reg)
-    sets = len(reg.get_toolsets())
+    specs = get_all_toolsets().values()  # count what %toolsets lists: plain toolsets, then composites
+    sets = sum(1 for spec in specs if not spec["includes"])
+    composites = sum(1 for spec in specs if spec["includes"])
+    also = f" (+{composites} composite{'s' if composites != 1 else ''})" if composites else ""
     unavailable = len(reg.get_unavailable())
     return (
-        f"hermes_nb: {total} tool{'s' if total != 1 else ''} in {sets} toolset{'s' if sets != 1 else ''}, "
+        f"hermes_nb: {total} tool{'s' if total != 1 else ''} in {sets} toolset{'s' if sets != 1 else ''}{also}, "
         f"{unavailable} unavailable (%tools doctor says why)"
     )
 

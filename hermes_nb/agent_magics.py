@@ -41,7 +41,7 @@ def _toolsets(value: str | None) -> list[str] | None:
 class AgentMagics(Magics):
     """Talk to the kernel's agent from a cell."""
 
-    @magic_arguments()
+    @magic_arguments(name="%agent")  # usage line: %%agent (IPython adds one "%")
     @argument("action", nargs="?", default=None,
               help="Line form only: 'reset' starts a new conversation (%%agent reset).")
     @argument("--model", default=None, help="Model name, or replay:PATH (default: $HERMES_NB_MODEL).")
@@ -55,6 +55,11 @@ class AgentMagics(Magics):
 
         The result (an AgentResult) is the cell's value, so it lands in ``_``. ``%agent reset`` starts a
         new conversation. One agent per kernel; ``--model`` or ``--toolsets`` reconfigure it.
+
+        Example:
+
+            %%agent --toolsets geometry
+            What is the area of a 3 by 2 rectangle?
         """
         try:
             args = parse_argstring(self.agent, line)

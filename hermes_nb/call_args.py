@@ -22,7 +22,7 @@ def parse_call_args(text: str) -> dict[str, Any]:
         try:
             value = json.loads(text)
         except ValueError as exc:
-            raise UsageError(f"%tools call: arguments are not valid JSON: {exc}") from None
+            raise UsageError(f"%tools call: arguments are not valid JSON: {exc}{_python_dict_hint(text)}") from None
         if not isinstance(value, dict):
             raise UsageError("%tools call: arguments must be a JSON object")
         return value
@@ -42,3 +42,15 @@ def parse_call_args(text: str) -> dict[str, Any]:
         except ValueError:
             out[key] = raw
     return out
+
+
+def _python_dict_hint(text: str) -> str:
+    """For ``{'a': 1, 'b': True}``: the same object written as JSON, to copy."""
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+        as_json = json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ""
+    return f" — this is a Python dict; JSON needs double quotes and true/false/null: {as_json}"

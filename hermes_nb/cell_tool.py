@@ -24,6 +24,8 @@ class CellToolOptions:
     """The ``%%tool`` options, after parsing."""
 
     name: str | None = None
+    #: ``--as``: the tool's name when it differs from the function's
+    tool_name: str | None = None
     toolset: str = "notebook"
     emoji: str = ""
     description: str | None = None
@@ -94,17 +96,23 @@ def register_function(
     kernel_loop: asyncio.AbstractEventLoop | None = None,
 ) -> ToolEntry:
     """Register ``fn`` as a notebook tool; a user mistake is a one-line UsageError."""
+    from hermes_nb.asides import watched
     from hermes_nb.tools.schema.derive import function_schema, make_handler
+    from hermes_nb.tools.schema.lint import variadic_parameters
 
+    variadic = variadic_parameters(fn)
+    if variadic:
+        raise UsageError(f"%%tool: {fn.__name__}: a model cannot fill {', '.join(variadic)}; "
+                         f"name each parameter, or take a list / dict parameter instead")
     try:
-        spec = function_schema(fn, name=options.name, description=options.description)
+        spec = function_schema(fn, name=options.tool_name or options.name, description=options.description)
     except ToolSchemaError as exc:
         raise UsageError(f"%%tool: {fn.__name__}: {exc}") from None
     existing = reg.get_entry(spec.name)
     if existing is not None and existing.source != "notebook":
         raise UsageError(
             f"%%tool: {spec.name!r} is already a {existing.source} tool (toolset {existing.toolset!r}); "
-            f"give yours another name with --name"
+            f"register yours under another tool name with --as NAME"
         )
     try:
         check = make_check(options.check, namespace) if options.check else None
@@ -112,7 +120,7 @@ def register_function(
         raise UsageError(f"%%tool --check: not a Python expression: {exc.msg}") from None
     is_async = inspect.iscoroutinefunction(fn)
     metadata: dict[str, Any] = {}
-    target = fn
+    target = watched(fn, spec.name)  # the person sees its traceback and printed text; the model does not
     if is_async and kernel_loop is not None:
         target, is_async = _on_kernel_loop(fn, kernel_loop), False
         metadata["runs_on"] = "kernel loop (nest_asyncio)"

@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hermes_nb import colours
 from hermes_nb.tools.registry import ToolEntry, registry
 from hermes_nb.tools.safety.visible import make_visible
 
-__all__ = ["ResultView", "Table", "ToolCard", "availability_text", "render_result", "tool_card"]
+if TYPE_CHECKING:
+    from hermes_nb.asides import Aside
+
+__all__ = ["ResultView", "Table", "ToolCard", "aside_html", "aside_text", "availability_text", "render_result",
+           "tool_card"]
 
 #: Results longer than this are shown cut in the notebook (the model may still receive more).
 DEFAULT_MAX_CHARS = 20_000
@@ -51,6 +56,8 @@ class ResultView:
     name: str = ""
     call_id: str = ""
     max_chars: int = DEFAULT_MAX_CHARS
+    #: the traceback / printed output of a notebook tool, which the model does not get
+    aside: Aside | None = None
 
     @property
     def is_error(self) -> bool:
@@ -95,21 +102,71 @@ class ResultView:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         body, cut = self._body()
         more = f"\n… {len(self.content) - self.max_chars:,} more chars not shown" if cut else ""
-        text = f"{self._header()}\n{body}{more}"
-        color = "#b00020" if self.is_error else "inherit"
+        text = f"{self._header()}\n{body}{more}" + (f"\n{aside_text(self.aside)}" if self.aside else "")
+        color = colours.ERROR if self.is_error else colours.TEXT
+        mark = colours.ERROR_MARK if self.is_error else colours.BORDER
         opened = " open" if body.count("\n") < _COLLAPSE_LINES else ""
         html_text = (
-            f'<div class="hermes-nb-result" style="border-left:3px solid {color};padding-left:6px">'
+            f'<div class="hermes-nb-result" style="border-left:3px solid {mark};padding-left:6px">'
             f'<details{opened}><summary style="color:{color}">{_esc(self._header())}</summary>'
             f'<pre style="color:{color};white-space:pre-wrap">{_esc(body)}</pre>'
-            f"{f'<em>{_esc(more.strip())}</em>' if cut else ''}</details></div>"
+            f"{f'<em>{_esc(more.strip())}</em>' if cut else ''}</details>{aside_html(self.aside)}</div>"
         )
         return _mimebundle(text, html_text)
 
 
-def render_result(content: str, *, name: str = "", call_id: str = "", max_chars: int = DEFAULT_MAX_CHARS) -> ResultView:
+def render_result(content: str, *, name: str = "", call_id: str = "", max_chars: int = DEFAULT_MAX_CHARS,
+                  aside: Aside | None = None) -> ResultView:
     """Wrap a tool result string for display: pretty JSON, collapsible, errors in red, cut if huge."""
-    return ResultView(content=content, name=name, call_id=call_id, max_chars=max_chars)
+    return ResultView(content=content, name=name, call_id=call_id, max_chars=max_chars, aside=aside)
+
+
+# -- what the person sees and the model does not ---------------------------------------------------
+
+#: Lines of printed output shown (folded); the rest is counted.
+_PRINTED_LINES = 200
+
+
+def _printed_head(aside: Aside) -> tuple[str, str]:
+    """The printed text shown (a head of it) and its summary line."""
+    lines = aside.printed.splitlines()
+    shown = "\n".join(lines[:_PRINTED_LINES])
+    cut = aside.printed_chars > len(aside.printed) or len(lines) > _PRINTED_LINES
+    more = f", first {min(len(lines), _PRINTED_LINES):,} shown" if cut else ""
+    summary = (f"printed {aside.printed_chars:,} chars{more}; "
+               "the model does not see printed output, only the return value")
+    return shown, summary
+
+
+def aside_text(aside: Aside | None) -> str:
+    """The traceback and a summary of printed output, as plain text ("" when there is neither)."""
+    if aside is None:
+        return ""
+    out = [aside.converted] if aside.converted else []
+    if aside.traceback:
+        out.append("traceback (for you; the model got the one-line error):\n" + aside.traceback)
+    if aside.printed:
+        out.append(_printed_head(aside)[1])
+    return "\n".join(out)
+
+
+def aside_html(aside: Aside | None) -> str:
+    """The traceback and printed output, each folded in a ``<details>``."""
+    if aside is None:
+        return ""
+    parts = [f'<div class="hermes-nb-converted" style="color:{colours.MUTED}">'
+             f"{_esc(aside.converted)}</div>"] if aside.converted else []
+    pre = (f'<pre style="white-space:pre-wrap;max-height:20em;overflow:auto;background:{colours.SURFACE};'
+           f'color:{colours.TEXT}">')
+    if aside.traceback:
+        parts.append(f'<details class="hermes-nb-traceback"><summary style="color:{colours.ERROR}">'
+                     "traceback (for you; the model got the one-line error)</summary>"
+                     f"{pre}{_esc(aside.traceback)}</pre></details>")
+    if aside.printed:
+        shown, summary = _printed_head(aside)
+        parts.append(f'<details class="hermes-nb-printed"><summary style="color:{colours.MUTED}">'
+                     f"{_esc(summary)}</summary>{pre}{_esc(shown)}</pre></details>")
+    return "".join(parts)
 
 
 def _json_or_none(text: str) -> Any:
@@ -192,6 +249,8 @@ class ToolCard:
     entry: ToolEntry
     expand_schema: bool = False
     extra: tuple[str, ...] = field(default=())
+    #: one line each: what the model will miss (``hermes_nb.tools.schema.lint``)
+    warnings: tuple[str, ...] = field(default=())
 
     def _schema_json(self) -> str:
         # A description is text the model obeys: show hidden characters (zero-width, bidi, ANSI) to the person.
@@ -208,6 +267,7 @@ class ToolCard:
         if flags:
             lines.append("flags: " + "; ".join(flags))
         lines += list(self.extra)
+        lines += [f"warning: {w}" for w in self.warnings]
         if self.expand_schema:
             lines.append(self._schema_json())
         return "\n".join(lines)
@@ -215,25 +275,27 @@ class ToolCard:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         e = self.entry
         avail = availability_text(e)
-        color = "#1b7f3b" if avail == "available" else "#b00020"
+        color = colours.OK if avail == "available" else colours.ERROR
         flags = _flags(e)
         parts = [
-            '<div class="hermes-nb-card" style="border:1px solid #ccc;border-radius:6px;padding:6px 10px">',
+            f'<div class="hermes-nb-card" style="border:1px solid {colours.BORDER};border-radius:6px;padding:6px 10px">',
             f"<div><span style='font-size:1.3em'>{_esc(e.emoji)}</span> <strong>{_esc(e.name)}</strong> "
-            f"<span style='color:#666'>toolset <code>{_esc(e.toolset)}</code> · {_esc(e.source)}</span> "
+            f"<span style='color:{colours.MUTED}'>toolset <code>{_esc(e.toolset)}</code> · {_esc(e.source)}</span> "
             f"<span style='color:{color}'>{_esc(avail)}</span></div>",
         ]
         if e.description:
             parts.append(f"<div>{_esc(make_visible(e.description.splitlines()[0]))}</div>")
         if flags:
-            parts.append(f"<div style='color:#666'>{_esc('; '.join(flags))}</div>")
+            parts.append(f"<div style='color:{colours.MUTED}'>{_esc('; '.join(flags))}</div>")
         parts += [f"<div>{_esc(x)}</div>" for x in self.extra]
+        parts += [f"<div class='hermes-nb-warning' style='color:{colours.WARN}'>⚠ {_esc(w)}</div>" for w in self.warnings]
         opened = " open" if self.expand_schema else ""
         parts.append(f"<details{opened}><summary>JSON schema</summary><pre>{_esc(self._schema_json())}</pre></details>")
         parts.append("</div>")
         return _mimebundle(self.text(), "".join(parts))
 
 
-def tool_card(entry: ToolEntry, *, expand_schema: bool = False, extra: tuple[str, ...] = ()) -> ToolCard:
+def tool_card(entry: ToolEntry, *, expand_schema: bool = False, extra: tuple[str, ...] = (),
+              warnings: tuple[str, ...] = ()) -> ToolCard:
     """A card for one tool, as ``%%tool`` and ``%tools show`` display it."""
-    return ToolCard(entry=entry, expand_schema=expand_schema, extra=extra)
+    return ToolCard(entry=entry, expand_schema=expand_schema, extra=extra, warnings=warnings)

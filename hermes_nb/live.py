@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_nb import markdown
+from hermes_nb import colours, markdown
+from hermes_nb.display import aside_html, aside_text
 
 __all__ = ["HtmlView", "NullView", "TextView", "Transcript", "make_view", "result_html", "result_text",
            "short_path"]
 
 MAX_UPDATES_PER_S = 10
 RESULT_PREVIEW_CHARS = 4_000
-_RED, _GREY = "#c62828", "#666"
+_RED, _GREY = colours.ERROR, colours.MUTED
 _clock = time.monotonic  # a seam for tests of the throttle
 
 
@@ -42,6 +43,7 @@ class Card:
     content: str = ""
     parallel: bool = False
     notes: list[tuple[str, str]] = field(default_factory=list)  # (message, level), e.g. the approval asked
+    aside: Any = None  # a notebook tool's traceback / printed text (hermes_nb.asides), for the person only
 
 
 @dataclass
@@ -80,6 +82,7 @@ class Transcript:
                 r = event.result
                 card.state = "error" if r.is_error else "done"
                 card.started, card.ended, card.content = r.started, r.ended, r.content
+                _take_aside(card)
         elif kind == "batch":
             batch = []
             for rec in data["records"]:
@@ -89,6 +92,7 @@ class Transcript:
                 card = known
                 card.content = rec.content  # after the budget: what the model saw
                 card.state = "error" if rec.is_error else "done"
+                _take_aside(card)
                 if rec.ended:
                     card.started, card.ended = rec.started, rec.ended
                 batch.append(card)
@@ -120,8 +124,8 @@ class Transcript:
     # -- rendering --------------------------------------------------------------------------------
 
     def html(self) -> str:
-        parts = [f'<div style="font-family:sans-serif;font-size:13px;border-left:3px solid #5c6bc0;'
-                 f'padding:4px 10px;margin:4px 0">'
+        parts = [f'<div class="hermes-nb-transcript" style="font-family:sans-serif;font-size:13px;'
+                 f'border-left:3px solid {colours.ACCENT};padding:4px 10px;margin:4px 0">'
                  f'<div style="color:{_GREY}">🤖 agent · {_e(self.model)}</div>'
                  f'<div style="margin:4px 0"><b>You:</b> {_e(self.prompt)}</div>']
         for item in self.items:
@@ -161,6 +165,13 @@ class Transcript:
         return "\n".join(lines)
 
 
+def _take_aside(card: Card) -> None:
+    if card.aside is None:
+        from hermes_nb.asides import take
+
+        card.aside = take(card.name)
+
+
 def _e(text: Any) -> str:
     return html.escape(str(text))
 
@@ -174,7 +185,7 @@ def _note_text(note: tuple[str, str]) -> str:
 
 
 def _note_html(note: tuple[str, str]) -> str:
-    color = _RED if note[1] in ("error", "denied") else "#ef6c00" if note[1] in ("warning", "retry") else _GREY
+    color = _RED if note[1] in ("error", "denied") else colours.WARN if note[1] in ("warning", "retry") else _GREY
     return f'<div style="color:{color};margin:3px 0">{_icon(note[1])} {_e(note[0])}</div>'
 
 
@@ -216,19 +227,19 @@ def _card_html(card: Card) -> str:
     if card.state in ("queued", "running"):
         return (f'<div style="margin:3px 0">{head} <span style="color:{_GREY}">⏳ {card.state}…</span></div>'
                 + "".join(_note_html(n) for n in card.notes))
-    color = _RED if card.state == "error" else "#2e7d32"
+    color = _RED if card.state == "error" else colours.OK
     mark = "✗" if card.state == "error" else "✓"
     dur = f"{card.ended - card.started:.2f} s" if card.ended else ""
     spill = _spill(card.content)
-    note = (f' <span style="color:#ef6c00" title="{_e(spill["path"])}">spilled {spill["size"]:,} chars → '
+    note = (f' <span style="color:{colours.WARN}" title="{_e(spill["path"])}">spilled {spill["size"]:,} chars → '
             f'{_e(short_path(spill["path"]))}</span>' if spill else "")
     asked = "".join(_note_html(n) for n in card.notes)
     body = card.content if len(card.content) <= RESULT_PREVIEW_CHARS else \
         card.content[:RESULT_PREVIEW_CHARS] + f"\n… ({len(card.content):,} chars in all)"
     return (f'{asked}<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
             f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
-            f'background:#f6f6f6;padding:4px;color:{color if card.state == "error" else "inherit"}">'
-            f'{_e(body)}</pre></details>')
+            f'background:{colours.SURFACE};padding:4px;color:{colours.TEXT}">'
+            f'{_e(body)}</pre></details>{aside_html(card.aside)}')
 
 
 def _timeline_html(cards: list[Card]) -> str:
@@ -240,8 +251,8 @@ def _timeline_html(cards: list[Card]) -> str:
         left, width = 100 * (c.started - start) / span, max(100 * (c.ended - c.started) / span, 0.5)
         rows.append(f'<div style="display:flex;align-items:center;height:16px"><div style="width:9em;'
                     f'overflow:hidden;font-size:11px">{_e(c.name)}</div><div style="position:relative;flex:1;'
-                    f'height:10px;background:#eee"><div style="position:absolute;left:{left:.1f}%;'
-                    f'width:{width:.1f}%;height:10px;background:{_RED if c.state == "error" else "#5c6bc0"}">'
+                    f'height:10px;background:{colours.TRACK}"><div style="position:absolute;left:{left:.1f}%;'
+                    f'width:{width:.1f}%;height:10px;background:{colours.ERROR_MARK if c.state == "error" else colours.ACCENT}">'
                     f'</div></div></div>')
     return "".join(rows)
 
@@ -358,6 +369,8 @@ class TextView(NullView):
             card = t.cards.get(data["event"].tool_call_id)
             if card is not None:
                 self._line(_card_text(card))
+                if card.aside is not None:  # a notebook tool's traceback / printed text, for the person
+                    self._line("\n".join("      " + line for line in aside_text(card.aside).splitlines()))
         elif kind == "tool_start":
             card = t.cards.get(data["event"].tool_call_id)
             if card is not None:
@@ -412,9 +425,9 @@ def result_html(result: Any) -> str:
     if result.stopped_reason == "done":
         answer = markdown.to_html(result.text)  # escaped first: no HTML from the model runs
     else:
-        color = _RED if result.stopped_reason == "error" else "#ef6c00"
+        color = _RED if result.stopped_reason == "error" else colours.WARN
         answer = f'<div style="white-space:pre-wrap;color:{color}">{_e(result.text)}</div>'
-    return (f'<div style="font-family:sans-serif;font-size:13px">{answer}'
+    return (f'<div class="hermes-nb-transcript" style="font-family:sans-serif;font-size:13px">{answer}'
             f'<div style="color:{_GREY}">{_e(_summary(result))}</div></div>')
 
 

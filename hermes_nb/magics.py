@@ -36,9 +36,11 @@ class ToolMagics(Magics):
     expand_schemas = Bool(False, help="Show tool cards with the JSON schema expanded.").tag(config=True)
     result_max_chars = Int(DEFAULT_MAX_CHARS, help="Longest result text shown in the notebook.").tag(config=True)
 
-    @magic_arguments()
+    @magic_arguments(name="%tool")  # usage line: %%tool (IPython adds one "%")
     @argument("--name", help="The function to turn into a tool (required when the cell defines several).")
-    @argument("--toolset", default=None, help="Toolset of the tool (default: ToolMagics.default_toolset).")
+    @argument("--as", dest="as_name", default=None, metavar="NAME",
+              help="Register the function under this tool name (default: the function's name).")
+    @argument("--toolset", default=None, help="Toolset of the tool (default: notebook).")
     @argument("--emoji", default="", help="An emoji shown with the tool.")
     @argument("--description", default=None, help="Tool description (default: the docstring's summary).")
     @argument("--requires-env", action="append", default=[], metavar="VAR",
@@ -58,6 +60,13 @@ class ToolMagics(Magics):
 
         The cell runs in the notebook namespace, so the function stays an ordinary Python function.
         Re-running the cell replaces the tool (and moves it when --toolset changed).
+
+        Example:
+
+            %%tool --toolset geometry --emoji 📐
+            def area(width: float, height: float = 1.0) -> dict:
+                '''Area of a rectangle.'''
+                return {"area": width * height}
         """
         args = parse_argstring(self.tool, line)
         args.name = _unquote(args.name)
@@ -74,7 +83,7 @@ class ToolMagics(Magics):
         if not callable(fn):
             raise UsageError(f"%%tool: after running the cell, {fname!r} is not a function")
         options = CellToolOptions(
-            name=args.name, toolset=_unquote(args.toolset) or self.default_toolset, emoji=_unquote(args.emoji),
+            name=args.name, tool_name=_unquote(args.as_name), toolset=_unquote(args.toolset) or self.default_toolset, emoji=_unquote(args.emoji),
             description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
             check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
             interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)),
@@ -85,7 +94,10 @@ class ToolMagics(Magics):
         # no return value: nothing lands in `_` or Out for a definition cell
         from IPython.display import display
 
-        display(tool_card(entry, expand_schema=self.expand_schemas))
+        from hermes_nb.tools.schema.lint import lint_function
+
+        warnings = lint_function(fn, description=entry.description or "")
+        display(tool_card(entry, expand_schema=self.expand_schemas, warnings=warnings))
         return None
 
     @line_magic
@@ -102,6 +114,8 @@ class ToolMagics(Magics):
         %tools test [NAME ...]     run the tools' examples; a pass/fail table (the report's .results)
         %tools fuzz NAME [--n 200] [--seed S] [--invalid] [--allow-approval]
                                    call the tool with arguments drawn from its schema; shrunk failures
+
+        Example: %tools call area width=3 height=2   (or: %tools call area {"width": 3, "height": 2})
         """
         command, _, rest = line.strip().partition(" ")
         rest = rest.strip()
@@ -148,6 +162,8 @@ class ToolMagics(Magics):
 
         In code: hermes_nb.toolsets.select(["geometry", "text"]) (None for all); the picker follows.
         A static record of the selection is shown under the picker, so saved notebooks keep it.
+
+        Example: %toolsets geometry file   (then %toolsets alone shows the picker with those ticked)
         """
         names = line.replace(",", " ").split()
         if names:
@@ -182,7 +198,10 @@ def _entry(name: str, sub: str) -> Any:
         raise UsageError(f"%tools {sub}: name a tool (see %tools)")
     entry = registry.get_entry(name)
     if entry is None:
-        raise UsageError(f"%tools {sub}: no tool named {name!r} (see %tools)")
+        from hermes_nb.tools.schema.lint import did_you_mean
+
+        hint = did_you_mean(name, [e.name for e in registry.entries()])
+        raise UsageError(f"%tools {sub}: no tool named {name!r}{hint} (see %tools)")
     return entry
 
 
@@ -244,7 +263,9 @@ def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
     call_id = f"nb_{os.urandom(6).hex()}"  # not uuid: importing it costs ~13 ms of %load_ext
     content = registry.dispatch(name, args)
     content = _budget(content, name, call_id)
-    return render_result(content, name=name, call_id=call_id, max_chars=max_chars)
+    from hermes_nb.asides import take
+
+    return render_result(content, name=name, call_id=call_id, max_chars=max_chars, aside=take(name))
 
 
 def _budget(content: str, name: str, call_id: str) -> str:

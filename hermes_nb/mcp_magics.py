@@ -108,6 +108,8 @@ class MCPMagics(Magics):
                                                serve this kernel's tools over MCP (streamable HTTP)
         %mcp serve                             (when serving) its URL, clients and call counts
         %mcp serve stop                        stop serving
+
+        Example: %mcp add time -- python -m mcp_server_time   (its tools: mcp__time__get_current_time, ...)
         """
         head, dashes, tail = f" {line} ".partition(" -- ")
         args = parse_argstring(self.mcp, head.strip())

@@ -52,6 +52,10 @@ class ModelError(HermesNbError, RuntimeError):
 class ModelConfigError(HermesNbError, ValueError):
     """The model is not configured (no key, no base URL); raised when a run starts."""
 
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback: a setup step to take, not frames of the library
+        return [f"{type(self).__name__}: {self}"]
+
 
 class Usage(TypedDict):
     prompt_tokens: int

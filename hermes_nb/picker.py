@@ -14,14 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_nb import _state
+from hermes_nb import _state, colours
 from hermes_nb.display import Table, _esc
 from hermes_nb.selection import Selection
 from hermes_nb.selection import selection as global_selection
 from hermes_nb.tools.registry import ToolRegistry
 from hermes_nb.tools.registry import registry as global_registry
 
-__all__ = ["ToolsetPicker", "ToolsetRow", "SelectionSummary", "show_picker", "toolset_rows"]
+__all__ = ["SelectionSummary", "ToolsetPicker", "ToolsetRow", "covered_by", "show_picker", "toolset_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,18 @@ def toolset_rows(reg: ToolRegistry | None = None) -> list[ToolsetRow]:
         rows.append(ToolsetRow(name=name, description=spec["description"], tools=names,
                                available=len(names) - len(unavailable), includes=tuple(spec["includes"]),
                                reason=reason))
-    return rows
+    # Composites (toolsets that include others) after the plain ones, so the two kinds read apart.
+    return sorted(rows, key=lambda r: bool(r.includes))
+
+
+def covered_by(rows: list[ToolsetRow] | tuple[ToolsetRow, ...], enabled: Any) -> dict[str, tuple[str, ...]]:
+    """Unticked toolsets whose every tool the model sees anyway, with the ticked toolsets that give them."""
+    if enabled is None:
+        return {}
+    ticked = [r for r in rows if r.name in enabled]
+    seen = {t for r in ticked for t in r.tools}
+    return {r.name: tuple(t.name for t in ticked if set(t.tools) & set(r.tools))
+            for r in rows if r.name not in enabled and r.tools and set(r.tools) <= seen}
 
 
 def _model_tool_count(sel: Selection) -> int:
@@ -137,6 +148,8 @@ class SelectionSummary:
     count: int
     rows: tuple[ToolsetRow, ...] = ()
     note: str = ""
+    #: the picker above is live and says the same in bold: no second visible line (text/plain keeps it)
+    live: bool = False
 
     def text(self) -> str:
         what = "all toolsets" if self.enabled is None else (", ".join(self.enabled) or "no toolsets")
@@ -145,21 +158,37 @@ class SelectionSummary:
 
     def table(self) -> Table:
         on = lambda r: self.enabled is None or r.name in self.enabled  # noqa: E731
+        covered = covered_by(self.rows, self.enabled)
+        mark = lambda r: "[x]" if on(r) else "[~]" if r.name in covered else "[ ]"  # noqa: E731
+        note = lambda r: _covered_note(covered[r.name], r.note) if r.name in covered else r.note  # noqa: E731
         return Table(headers=("", "toolset", "notes"), title="toolsets",
-                     rows=tuple(("[x]" if on(r) else "[ ]", r.label, r.note) for r in self.rows))
+                     rows=tuple((mark(r), r.label, note(r)) for r in self.rows))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        line = f"<code style='color:#555'>{_esc(self.text())}</code>"
+        line = f"<code style='color:{colours.MUTED}'>{_esc(self.text())}</code>"
         if not self.rows:
-            return {"text/plain": self.text(), "text/html": line}
-        html_text = f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{self.table().html()}</details>'
+            html_text = line
+        else:
+            html_text = f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{self.table().html()}</details>'
+        if self.live:
+            # Hidden while the picker's widget is drawn in the same output area (it says the same in bold);
+            # shown where widgets are not drawn: static HTML exports, a notebook reopened without its kernel.
+            html_text = f"{_LIVE_STYLE}<div class='hermes-nb-toolsets-live'>{html_text}</div>"
         return {"text/plain": self.text(), "text/html": html_text}
 
     @classmethod
-    def of(cls, sel: Selection, rows: list[ToolsetRow] | tuple[ToolsetRow, ...] = (), note: str = "") -> SelectionSummary:
+    def of(cls, sel: Selection, rows: list[ToolsetRow] | tuple[ToolsetRow, ...] = (), note: str = "",
+           live: bool = False) -> SelectionSummary:
         enabled = sel.enabled_toolsets()
         return cls(enabled=None if enabled is None else tuple(enabled), count=_model_tool_count(sel),
-                   rows=tuple(rows), note=note)
+                   rows=tuple(rows), note=note, live=live)
+
+
+_LIVE_STYLE = "<style>.jp-OutputArea:has(.widget-vbox) .hermes-nb-toolsets-live{display:none}</style>"
+
+
+def _covered_note(by: tuple[str, ...], note: str) -> str:
+    return " — ".join(x for x in (f"covered by {', '.join(by)}: the model sees its tools", note) if x)
 
 
 def _close_all(widgets: list[Any], undos: list[Callable[[], None]]) -> None:
@@ -261,17 +290,20 @@ class ToolsetPicker:
             self._build([r.name for r in rows])
         self.rows = rows
         ticked = set(self.checked())
+        covered = covered_by(rows, self.selection.enabled_toolsets())
         self._syncing = True
         try:
             for row in rows:
                 box = self.checkboxes[row.name]
                 box.description = row.label
-                box.value = row.name in ticked
-                box.disabled = bool(row.reason)
-                self.notes[row.name].value = f"<span style='color:#666'>{_esc(row.note)}</span>"
+                # covered: ticked and greyed, since unticking it would not take its tools from the model
+                box.value = row.name in ticked or row.name in covered
+                box.disabled = bool(row.reason) or row.name in covered
+                note = _covered_note(covered[row.name], row.note) if row.name in covered else row.note
+                self.notes[row.name].value = f"<span style='color:{colours.MUTED}'>{_esc(note)}</span>"
         finally:
             self._syncing = False
-        summary = SelectionSummary.of(self.selection, rows)
+        summary = SelectionSummary.of(self.selection, rows, live=True)
         self.count_label.value = f"<strong>{_esc(summary.text())}</strong>"
         if self._status is not None:
             self._status.update(summary)
@@ -283,7 +315,11 @@ class ToolsetPicker:
         self.notes.clear()
         lines = []
         ref = weakref.ref(self)
+        composites = {r.name for r in toolset_rows(self.registry) if r.includes}
         for name in names:
+            if name in composites and not any(n in composites for n in names[: names.index(name)]):
+                lines.append(w.HTML(f"<span style='color:{colours.MUTED}'>composites — "
+                                    "each gives the model the toolsets it includes</span>"))
             box = w.Checkbox(value=False, description=name, indent=False, layout=w.Layout(width="auto"))
             box.observe(_clicked(ref, name), names="value")
             note = w.HTML()
@@ -368,6 +404,6 @@ def show_picker(shell: Any) -> Any:
     picker = ToolsetPicker()
     display(picker)
     # The static record next to the widget: what a saved notebook (nbconvert HTML) still shows.
-    handle = display(SelectionSummary.of(picker.selection, picker.rows), display_id=True)
+    handle = display(SelectionSummary.of(picker.selection, picker.rows, live=True), display_id=True)
     picker.attach_status(handle)
     return None

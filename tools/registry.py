@@ -324,7 +324,11 @@ class ToolRegistry(HermesQueries):
         """Look up and validate a call: ``(entry, args)``, or the JSON error result for the model."""
         entry = self._tools.get(name) if isinstance(name, str) else None
         if entry is None:
-            return tool_error(f"Unknown tool: {name if isinstance(name, str) else repr(name)}")
+            if not isinstance(name, str):
+                return tool_error(f"Unknown tool: {name!r}")
+            from hermes_nb.tools.schema.lint import did_you_mean  # the error path only
+
+            return tool_error(f"Unknown tool: {name}{did_you_mean(name, self._tools)}")
         if entry.disabled_reason:
             return tool_error(f"Tool {entry.name} is disabled: {entry.disabled_reason}")
         parsed = parse_arguments(args)

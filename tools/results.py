@@ -104,7 +104,9 @@ def serialize_result(result: Any) -> str:
         if is_multimodal(result):
             envelope = MultimodalResult.from_envelope(result)
             return MultimodalResult(clean_text(str(envelope)), envelope.parts)
-        return clean_text(json.dumps(result, ensure_ascii=False, allow_nan=False))
+        from hermes_nb.tools.result_values import to_json_value  # DataFrame, numpy, datetime, ... (its table)
+
+        return clean_text(json.dumps(result, ensure_ascii=False, allow_nan=False, default=to_json_value))
     except KeyboardInterrupt:
         raise
     except (TypeError, ValueError, RecursionError) as exc:

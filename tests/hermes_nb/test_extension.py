@@ -53,7 +53,7 @@ def test_load_prints_one_summary_line(ip: Any, capsys: pytest.CaptureFixture[str
     ip.run_line_magic("load_ext", "hermes_nb")
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1
-    assert re.fullmatch(r"hermes_nb: \d+ tools? in \d+ toolsets?, \d+ unavailable \(%tools doctor says why\)", out[0])
+    assert re.fullmatch(r"hermes_nb: \d+ tools? in \d+ toolsets?(?: \(\+\d+ composites?\))?, \d+ unavailable \(%tools doctor says why\)", out[0])
 
 
 def test_load_pushes_nothing_into_the_namespace(ip: Any) -> None:

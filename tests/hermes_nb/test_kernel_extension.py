@@ -62,7 +62,8 @@ def usage_error(k: KernelSession, code: str) -> str:
 
 def test_load_is_light_and_says_what_it_found(kernel: KernelSession) -> None:
     out = kernel.load_output  # type: ignore[attr-defined]
-    assert re.search(r"hermes_nb: \d+ tools? in \d+ toolsets?, \d+ unavailable \(%tools doctor says why\)", out)
+    assert re.search(r"hermes_nb: \d+ tools? in \d+ toolsets?(?: \(\+\d+ composites?\))?, \d+ unavailable "
+                     r"\(%tools doctor says why\)", out)
     assert "HEAVY False False" in out  # openai and mcp wait for first use
     ms = float(re.search(r"LOAD_MS ([\d.]+)", out).group(1))  # type: ignore[union-attr]
     print(f"%load_ext hermes_nb took {ms:.0f} ms in a fresh kernel (target 150 ms)")
@@ -155,7 +156,7 @@ def test_bad_input_is_a_one_line_usage_error(kernel: KernelSession) -> None:
     assert "defines no function" in usage_error(kernel, "%%tool\nx = 1")
     assert "--name" in usage_error(kernel, "%%tool\ndef a(): pass\ndef b(): pass")
     assert "cannot express" in usage_error(kernel, "%%tool\nimport socket\ndef s(x: socket.socket): pass")
-    assert "--name" in usage_error(kernel, "%%tool\ndef read_file(path: str) -> str:\n    return ''")
+    assert "--as NAME" in usage_error(kernel, "%%tool\ndef read_file(path: str) -> str:\n    return ''")
     assert "no tool named" in usage_error(kernel, "%tools call nope")
     assert "unknown subcommand" in usage_error(kernel, "%tools frobnicate")
     # --name picks one of several
@@ -297,3 +298,15 @@ def test_notebook_01_as_static_html_keeps_a_record_of_the_picker(tmp_path: Path)
         assert label in visible, label
     assert "Traceback" not in visible and "Error displaying widget" not in visible
     (tmp_path / "01.html").write_text(body)
+
+
+def test_tool_traceback_and_printed_output_reach_the_person_only(kernel: KernelSession) -> None:
+    kernel.run('%%tool\ndef shaky(n: int) -> int:\n    """Prints, then fails on 0."""\n'
+               '    print("checking", n)\n    return 10 // n')
+    ok = kernel.run("%tools call shaky n=2")
+    assert "checking 2" not in ok.stdout  # captured, not flooding the cell
+    assert "the model does not see printed output" in ok.html
+    failed = kernel.run("%tools call shaky n=0")
+    assert "Tool execution failed: ZeroDivisionError" in failed.html
+    assert "hermes-nb-traceback" in failed.html and "10 // n" in failed.html
+    assert "checking 1" in kernel.run("shaky(1)").stdout  # the function itself still prints

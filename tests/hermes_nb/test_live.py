@@ -53,7 +53,7 @@ def test_transcript_renders_text_cards_timeline_and_usage():
     _feed(t)
     html = t.html()
     assert "Looking &lt;now&gt;." in html  # streamed deltas joined and escaped
-    assert html.count("<details") == 2 and "✗" in html and "#c62828" in html  # the error card is red
+    assert html.count("<details") == 2 and "✗" in html and "--jp-error-color1" in html  # the error card is red
     assert "batch of 2 calls, in parallel: 2.00 s" in html
     assert "left:25.0%" in html  # b's bar starts 0.5 s into a 2 s batch
     assert "tokens: 3 prompt + 2 completion = 5" in html

@@ -88,7 +88,7 @@ def test_rerun_replaces_and_moves(ip: Any) -> None:
     ("", "def a(): pass\ndef b(): pass", "pick one with --name"),
     ("--name c", "def a(): pass", "defines no function 'c'"),
     ("", "import socket\ndef s(x: socket.socket): pass", "cannot express type"),
-    ("", "def read_file(path: str) -> str:\n    return ''", "another name with --name"),
+    ("", "def read_file(path: str) -> str:\n    return ''", "another tool name with --as NAME"),
 ])
 def test_bad_cells_are_usage_errors(ip: Any, line: str, body: str, message: str) -> None:
     if "read_file" in body and registry.get_entry("read_file") is None:

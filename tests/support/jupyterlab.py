@@ -25,7 +25,11 @@ def _free_port() -> int:
 class JupyterLab:
     """``with JupyterLab(root_dir) as lab: lab.url("lab/tree/x.ipynb")``; stopped (and waited for) on exit."""
 
-    def __init__(self, root_dir: Path, env: dict[str, str] | None = None, timeout: float = 60) -> None:
+    def __init__(self, root_dir: Path, env: dict[str, str] | None = None, timeout: float = 60, *,
+                 theme: str | None = None, windowing: str | None = None) -> None:
+        """``theme``: e.g. "JupyterLab Dark"; ``windowing``: the notebook's ``windowingMode`` ("none" draws
+        every cell, so all outputs can be clicked and screenshotted)."""
+        self.theme, self.windowing = theme, windowing
         self.root_dir = Path(root_dir)
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -43,6 +47,13 @@ class JupyterLab:
         notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
         notification.parent.mkdir(parents=True, exist_ok=True)
         notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        if self.theme:
+            themes = settings / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
+            themes.write_text(json.dumps({"theme": self.theme}))
+        if self.windowing:
+            tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+            tracker.parent.mkdir(parents=True, exist_ok=True)
+            tracker.write_text(json.dumps({"windowingMode": self.windowing}))
         return settings
 
     def __enter__(self) -> JupyterLab:

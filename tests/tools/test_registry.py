@@ -225,7 +225,7 @@ def test_results_are_strings(reg, value, expected):
     assert reg.dispatch("r", {"a": 1, "b": 2}) == expected
 
 
-@pytest.mark.parametrize("value", [object(), {1, 2}, float("nan")])
+@pytest.mark.parametrize("value", [object(), b"raw", float("nan")])  # a set converts now (result_values)
 def test_unserialisable_result_is_an_error_naming_the_type(reg, value):
     reg.register("r", "ts", SCHEMA, lambda a, **k: value)
     assert type(value).__name__ in err(reg.dispatch("r", {"a": 1, "b": 2}))

@@ -128,7 +128,7 @@ def test_every_problem_is_listed():
     with pytest.raises(ToolArgumentError) as info:
         compile_validator(schema)({"height": "abc", "hieght": 1})
     assert str(info.value) == ("missing required argument 'width'; argument 'height' must be a number, "
-                               "got string 'abc'; unknown argument 'hieght' (allowed: height, width)")
+                               "got string 'abc'; unknown argument 'hieght' (did you mean 'height'?) (allowed: height, width)")
 
 
 def test_top_level_junk():

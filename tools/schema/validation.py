@@ -318,7 +318,10 @@ class _Compiler:
                         errors.append(f"argument names must be strings, got {_got(name)}")
                         continue
                     if extra is False:
-                        errors.append(f"unknown argument {prefix + name!r} (allowed: {allowed or 'none'})")
+                        from hermes_nb.tools.schema.lint import did_you_mean  # the error path only
+
+                        errors.append(f"unknown argument {prefix + name!r}{did_you_mean(name, props)} "
+                                      f"(allowed: {allowed or 'none'})")
                         continue
                     if extra_check is None:
                         continue
