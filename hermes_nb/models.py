@@ -248,19 +248,24 @@ class OpenAIModel:
                 f"(Agent(turn_timeout=...) sets the limit)")
 
     async def _whole(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None) -> ModelTurn:
-        resp = await _post(client, kwargs, stream=False)
-        choice = resp.choices[0]
-        msg = choice.message
+        # The body as text, parsed here: building openai's typed ChatCompletion costs more CPU than the rest
+        # of the turn's own work, which caps how many conversations one process can keep going at once.
+        data = _json_object(await _post(client, kwargs, stream=False, as_text=True), self.base_url)
+        choices = data.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         calls = tuple(
-            ToolCallSpec(id=clean_text(tc.id or f"call_{i}"), name=clean_text(tc.function.name or ""),
-                         arguments=clean_text(tc.function.arguments or ""))
-            for i, tc in enumerate(msg.tool_calls or ())
+            ToolCallSpec(id=clean_text(str(tc.get("id") or f"call_{i}")),
+                         name=clean_text(str((tc.get("function") or {}).get("name") or "")),
+                         arguments=clean_text(str((tc.get("function") or {}).get("arguments") or "")))
+            for i, tc in enumerate(msg.get("tool_calls") or ()) if isinstance(tc, dict)
         )
-        content = clean_text(msg.content or "")
+        content = clean_text(str(msg.get("content") or ""))
         if content and on_text is not None:
             on_text(content)
-        return ModelTurn(content=content, tool_calls=calls, usage=usage_from(resp.usage),
-                         finish_reason=choice.finish_reason)
+        usage = data.get("usage")
+        return ModelTurn(content=content, tool_calls=calls, usage=usage_from(usage if isinstance(usage, dict) else None),
+                         finish_reason=choice.get("finish_reason"))
 
     async def _streamed(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
                         heard: list[float]) -> ModelTurn:
@@ -329,7 +334,7 @@ class OpenAIModel:
         return f"could not connect to the model server at {where}{tries}: {exc.__cause__ or exc}"
 
 
-async def _post(client: Any, body: dict[str, Any], *, stream: bool) -> Any:
+async def _post(client: Any, body: dict[str, Any], *, stream: bool, as_text: bool = False) -> Any:
     """``POST /chat/completions`` through the client's generic ``post`` (its documented way to send a body
     as is). ``chat.completions.create`` first walks every message through a typed transform that is the
     identity for plain JSON history yet costs about a millisecond per message, every turn: a 1 000-turn
@@ -337,8 +342,21 @@ async def _post(client: Any, body: dict[str, Any], *, stream: bool) -> Any:
     from openai import AsyncStream
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-    return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, stream=stream,
-                             stream_cls=AsyncStream[ChatCompletionChunk])
+    return await client.post("/chat/completions", body=body, cast_to=str if as_text else ChatCompletion,
+                             stream=stream, stream_cls=AsyncStream[ChatCompletionChunk])
+
+
+def _json_object(text: str, base_url: str | None) -> dict[str, Any]:
+    """A chat completion's JSON body; a body that is not a JSON object is a ModelError saying so."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with text that "
+                         f"is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with JSON that "
+                         f"is not a chat completion object")
+    return data
 
 
 class _TurnDeadline(Exception):
