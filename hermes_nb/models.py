@@ -252,8 +252,9 @@ class OpenAIModel:
         # of the turn's own work, which caps how many conversations one process can keep going at once.
         data = _json_object(await _post(client, kwargs, stream=False, as_text=True), self.base_url)
         choices = data.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-        msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        choice: dict[str, Any] = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        msg: dict[str, Any] = message if isinstance(message, dict) else {}
         calls = tuple(
             ToolCallSpec(id=clean_text(str(tc.get("id") or f"call_{i}")),
                          name=clean_text(str((tc.get("function") or {}).get("name") or "")),
