@@ -19,6 +19,7 @@ from typing import Any
 
 from hermes_nb import colours, markdown
 from hermes_nb.display import aside_html, aside_text
+from hermes_nb.tools.entry import DEFAULT_EMOJI
 
 __all__ = ["HtmlView", "NullView", "TextView", "Transcript", "make_view", "result_html", "result_text",
            "short_path"]
@@ -36,7 +37,7 @@ class Card:
     id: str
     name: str
     arguments: str
-    emoji: str = "🔧"
+    emoji: str = DEFAULT_EMOJI
     state: str = "queued"  # queued | running | done | error
     started: float = 0.0
     ended: float = 0.0
@@ -200,8 +201,7 @@ def short_path(path: str) -> str:
 def _emoji(name: str) -> str:
     from hermes_nb.tools.registry import registry
 
-    entry = registry.get_entry(name)
-    return (entry.emoji if entry is not None and entry.emoji else "") or "🔧"
+    return registry.get_emoji(name)  # the tool's own, else the one default (tools.entry.DEFAULT_EMOJI)
 
 
 def _args_short(arguments: str, limit: int = 200) -> str:

@@ -13,11 +13,13 @@ from typing import Any, Literal
 
 from hermes_nb.tools.errors import ToolSchemaError
 
-__all__ = ["SOURCES", "Availability", "Source", "ToolEntry", "availability", "checked_schema"]
+__all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "availability", "checked_schema"]
 
 Source = Literal["builtin", "notebook", "plugin", "mcp", "hermes"]
 #: "hermes": a tool of an installed hermes-agent, called through Hermes's own handle_function_call.
 SOURCES: tuple[str, ...] = ("builtin", "notebook", "plugin", "mcp", "hermes")
+#: The emoji of a tool registered without one (Hermes's ``get_emoji`` default), wherever a tool is shown.
+DEFAULT_EMOJI = "⚡"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

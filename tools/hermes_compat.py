@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hermes_nb.tools.entry import DEFAULT_EMOJI
+
 if TYPE_CHECKING:
     import threading
 
@@ -112,7 +114,7 @@ class HermesQueries(ToolsetAliases):
         entry = self.get_entry(name)
         return entry.schema if entry else None
 
-    def get_emoji(self, name: str, default: str = "⚡") -> str:
+    def get_emoji(self, name: str, default: str = DEFAULT_EMOJI) -> str:
         entry = self.get_entry(name)
         return (entry.emoji if entry else "") or default
 
