@@ -418,10 +418,14 @@ def make_view(display: bool | str | None, *, prompt: str, model: str) -> NullVie
 # -- the result's own repr --------------------------------------------------------------------------
 
 def result_html(result: Any) -> str:
-    """The full transcript; when it was already shown live in this cell, just the answer and stats."""
+    """The full transcript; when it was already shown live in this cell (``%%agent``, or a run as a cell's
+    last line), only the stats: the answer is right above, and showing it twice confuses a class."""
     t: Transcript | None = result.transcript
     if t is not None and not t.shown_live:
         return t.html()
+    if t is not None:
+        return (f'<div class="hermes-nb-transcript" style="font-family:sans-serif;font-size:13px;color:{_GREY}">'
+                f'{_e(_summary(result))} · the answer is above (<code>_.text</code>)</div>')
     if result.stopped_reason == "done":
         answer = markdown.to_html(result.text)  # escaped first: no HTML from the model runs
     else:
@@ -435,6 +439,8 @@ def result_text(result: Any) -> str:
     t: Transcript | None = result.transcript
     if t is not None and not t.shown_live:
         return t.text()
+    if t is not None:
+        return f"[{_summary(result)} · the answer is above (_.text)]"
     return f"{result.text}\n[{_summary(result)}]"
 
 

@@ -290,3 +290,20 @@ def test_agent_magic_reports_missing_model_in_one_line(shell, tmp_path):
             shell.run_cell_magic("agent", f"--model replay:{tmp_path / 'none.json'}", "hi")
     finally:
         undo()
+
+
+def test_a_result_shown_live_does_not_repeat_its_answer():
+    """%%agent: the live transcript already holds the answer; the cell's value adds only the stats."""
+    from types import SimpleNamespace
+
+    from hermes_nb.agent import AgentResult
+    from hermes_nb.models import empty_usage
+
+    base = dict(text="The answer is 42.", messages=[], tool_calls=[], usage=empty_usage(), iterations=1,
+                stopped_reason="done")
+    shown = AgentResult(**base, transcript=SimpleNamespace(shown_live=True))
+    bundle = shown._repr_mimebundle_()
+    assert "42" not in bundle["text/html"] and "42" not in bundle["text/plain"]
+    assert "done · 1 turn(s)" in bundle["text/plain"] and "the answer is above" in bundle["text/html"]
+    unshown = AgentResult(**base)._repr_mimebundle_()
+    assert "The answer is 42." in unshown["text/html"] and "The answer is 42." in unshown["text/plain"]
