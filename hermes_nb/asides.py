@@ -150,39 +150,48 @@ def _finish(tool: str, capture: _Capture, exc: BaseException | None, result: Any
         _put(Aside(tool=tool, traceback=trace, printed=printed, printed_chars=capture.chars, converted=converted))
 
 
+def _begin() -> tuple[_Capture, contextvars.Token[_Capture | None]]:
+    capture = _Capture()
+    token = _buffer.set(capture)
+    _route()
+    return capture, token
+
+
+def _end(token: contextvars.Token[_Capture | None]) -> None:
+    _buffer.reset(token)
+    _unroute()
+
+
 def watched(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:
-    """``fn``, leaving an ``Aside`` for ``tool`` when a call prints or raises (the exception still rises)."""
+    """``fn``, leaving an ``Aside`` for ``tool`` when a call prints or raises (the exception still rises).
+
+    The wrappers reach module state (a ContextVar) only through module-level functions, which cloudpickle
+    sends by reference: a notebook tool still travels to Dask workers."""
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            capture = _Capture()
-            token = _buffer.set(capture)
-            _route()
+            capture, token = _begin()
             try:
                 result = await fn(*args, **kwargs)
             except Exception as exc:
                 _finish(tool, capture, exc)
                 raise
             finally:
-                _buffer.reset(token)
-                _unroute()
+                _end(token)
             _finish(tool, capture, None, result)
             return result
         return run_async
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        capture = _Capture()
-        token = _buffer.set(capture)
-        _route()
+        capture, token = _begin()
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:
             _finish(tool, capture, exc)
             raise
         finally:
-            _buffer.reset(token)
-            _unroute()
+            _end(token)
         _finish(tool, capture, None, result)
         return result
     return run

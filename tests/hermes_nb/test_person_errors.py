@@ -156,3 +156,15 @@ def test_text_view_prints_the_traceback_for_the_person(ip: Any, capsys: pytest.C
         Agent(model="fake", base_url=srv.base_url, display="text", enabled_toolsets=["person_errors"]).run("go")
     out = capsys.readouterr().out
     assert "traceback (for you; the model got the one-line error)" in out and "return scale * a / b" in out
+
+
+def test_a_watched_cell_tool_still_pickles_for_dask_workers(ip: Any) -> None:
+    """The capture wrapper must not close over kernel-only state (a ContextVar): evaluate(executor=client)
+    cloudpickles notebook tools to the workers."""
+    import cloudpickle
+
+    from hermes_nb.tools.registry import registry
+
+    ip.run_cell_magic("tool", "", RAISES)
+    handler = cloudpickle.loads(cloudpickle.dumps(registry.get_entry("ratio").handler))
+    assert json.loads(json.dumps(handler({"a": 3, "b": 2}))) == 1.5
