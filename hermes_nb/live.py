@@ -397,7 +397,8 @@ class TextView(NullView):
         self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); {_usage_text(result.usage)}")
 
 
-def _in_kernel() -> bool:
+def in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (where HTML and display handles reach a frontend)."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -410,7 +411,7 @@ def make_view(display: bool | str | None, *, prompt: str, model: str) -> NullVie
     """``None``: HTML in a Jupyter kernel, text elsewhere; ``False``: nothing; or "html" / "text"."""
     if display is False:
         return NullView(prompt, model)
-    if display == "html" or (display in (None, True) and _in_kernel()):
+    if display == "html" or (display in (None, True) and in_kernel()):
         return HtmlView(prompt, model)
     return TextView(prompt, model)
 

@@ -22,7 +22,9 @@ class Progress:
         self._printed = -1
         self._start = time.monotonic()
         self._handle: Any = None
-        if display if display is not None else _in_kernel():
+        from hermes_nb.live import in_kernel
+
+        if display if display is not None else in_kernel():
             from IPython.display import HTML
             from IPython.display import display as show
 
@@ -56,12 +58,3 @@ class Progress:
         pct = 100 * self.done / self.total if self.total else 100.0
         return (f'<div class="hermes-nb-progress"><progress value="{pct:.0f}" max="100" style="width:16em"></progress> '
                 f"{html.escape(self.text())}</div>")
-
-
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    ip = get_ipython()
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 from hermes_nb.display import ToolCard
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.schema.lint import did_you_mean, lint_function
-
-
-@pytest.fixture
-def ip() -> Iterator[Any]:
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "hermes_nb")
-    yield shell
-    shell.run_line_magic("unload_ext", "hermes_nb")
 
 
 @pytest.fixture

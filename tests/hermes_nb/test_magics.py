@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 from hermes_nb.magics import parse_call_args
 from hermes_nb.tools.registry import registry
-
-
-@pytest.fixture
-def ip() -> Iterator[Any]:
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "hermes_nb")
-    yield shell
-    shell.run_line_magic("unload_ext", "hermes_nb")
 
 
 def cell(ip: Any, line: str, body: str) -> Any:
