@@ -58,8 +58,14 @@ def descendants(pid: int) -> set[int]:
     return out
 
 
+#: A wait's bound only detects a hang; it never paces a test. On a loaded 2-core machine (CI, the CPU hog,
+#: mcp 1.x whose server starts cost ~2 s of CPU, reconnect backoff doubling 1→16 s) the nominal bounds were
+#: measured too tight, so every bound is stretched; a passing wait still returns as soon as it holds.
+WAIT_STRETCH = 6
+
+
 def wait_until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * WAIT_STRETCH
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
