@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
 
 from tests.support.jupyterlab import ROOT, JupyterLab
+from tests.support.lab_page import ARGS, CHROMIUM
+from tests.support.lab_page import require_chromium as _require_chromium
+from tests.support.lab_page import wait_for as _wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 ARTIFACTS = ROOT / "test-artifacts"
 
 CELLS = [
@@ -31,27 +27,11 @@ CELLS = [
 ]
 
 
-def _require_chromium() -> None:
-    if shutil.which(CHROMIUM) is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing (apt-get install -y chromium fonts-noto-color-emoji)")
-        pytest.skip(f"{CHROMIUM} is not installed")
-
-
 def _write_notebook(path: Path) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     # kernelspec metadata, so JupyterLab starts python3 without asking
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(nb, path)
-
-
-def _wait_for(page: Any, js: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if page.evaluate(js):
-            return
-        page.wait_for_timeout(200)  # polling with a deadline, not a fixed sleep
-    raise TimeoutError(f"not true after {timeout} s: {js}")
 
 
 def test_picker_renders_and_a_click_reaches_the_kernel(tmp_path: Path) -> None:

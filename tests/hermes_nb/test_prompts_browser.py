@@ -15,9 +15,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.hermes_nb.test_browser import ARGS, ARTIFACTS, CHROMIUM, _require_chromium, _wait_for
+from tests.hermes_nb.test_browser import ARTIFACTS
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 from tests.support.jupyterlab import JupyterLab
+from tests.support.lab_page import ARGS, CHROMIUM
+from tests.support.lab_page import require_chromium as _require_chromium
+from tests.support.lab_page import wait_for as _wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
