@@ -22,14 +22,29 @@ import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from hermes_nb.agent_events import (
+    AgentEvent,
+    ApprovalAnswered,
+    BatchDone,
+    Emit,
+    Notice,
+    TextDelta,
+    ToolCallQueued,
+    TurnStarted,
+    UsageUpdate,
+    tool_event,
+)
 from hermes_nb.model_choice import resolve_model
 from hermes_nb.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.errors import BridgeError
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.results import clean_text
+
+if TYPE_CHECKING:
+    from hermes_nb.live import View
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
 
@@ -140,7 +155,7 @@ class Agent:
         if async_bridge.in_loop_thread():
             raise BridgeError("Agent.run() was called on the hermes_nb background loop; await agent.arun() instead")
         self._check_config()
-        events: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
+        events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
         try:
@@ -167,7 +182,7 @@ class Agent:
     async def arun(self, prompt: str) -> AgentResult:
         """``run`` for top-level ``await`` in a cell (or any event loop)."""
         self._check_config()
-        events: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
+        events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
         waiter = asyncio.wrap_future(future)
@@ -196,12 +211,12 @@ class Agent:
         if check is not None:
             check()
 
-    def _make_view(self, prompt: str) -> Any:
+    def _make_view(self, prompt: str) -> View:
         from hermes_nb import live
 
         return live.make_view(self.display, prompt=prompt, model=self.model.name)
 
-    def _stop(self, future: Any, events: queue.Queue[Any], view: Any) -> AgentResult:
+    def _stop(self, future: Any, events: queue.Queue[AgentEvent], view: View) -> AgentResult:
         """Cancel the core and wait for it to answer every open tool call; interrupts here are ignored."""
         task = self._task
         if task is not None:
@@ -217,7 +232,7 @@ class Agent:
             except KeyboardInterrupt:  # a second interrupt while the history is being fixed
                 continue
 
-    def _finish(self, result: AgentResult, events: queue.Queue[Any], view: Any) -> AgentResult:
+    def _finish(self, result: AgentResult, events: queue.Queue[AgentEvent], view: View) -> AgentResult:
         _drain(events, view)
         result = replace(result, transcript=view.transcript)
         view.finish(result)
@@ -225,7 +240,7 @@ class Agent:
 
     # -- the core, on the background loop ---------------------------------------------------------
 
-    async def _core(self, prompt: str, emit: Callable[[tuple[str, dict[str, Any]]], None]) -> AgentResult:
+    async def _core(self, prompt: str, emit: Emit) -> AgentResult:
         self._task = asyncio.current_task()
         self.messages.append({"role": "user", "content": clean_text(prompt)})
         records: list[ToolCallRecord] = []
@@ -240,16 +255,16 @@ class Agent:
                     reason = "max_iterations"
                     text = (f"Stopped after {iterations} model turns (max_iterations={self.max_iterations}) "
                             "before the model gave a final answer; run again to continue.")
-                    emit(("notice", {"message": text, "level": "warning"}))
+                    emit(Notice(message=text, level="warning"))
                     break
                 iterations += 1
-                emit(("turn", {"iteration": iterations}))
+                emit(TurnStarted(iteration=iterations))
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()
                 turn = await self._complete(tools, emit)
                 for key in usage:
                     usage[key] += turn.usage[key]  # type: ignore[literal-required]
-                emit(("usage", {"usage": dict(usage)}))
+                emit(UsageUpdate(usage=usage.copy()))
                 calls = _unique_ids(turn.tool_calls, self.messages)
                 self.messages.append(_assistant_message(turn.content, calls))
                 if not calls:
@@ -261,11 +276,11 @@ class Agent:
         except (asyncio.CancelledError, KeyboardInterrupt):
             reason, text = "interrupted", "Interrupted by the user."
             records += self._answer_pending(pending, finished, iterations, emit)
-            emit(("notice", {"message": "Interrupted: every tool call has an answer in the history; "
-                             "the next run continues the conversation.", "level": "warning"}))
+            emit(Notice(message="Interrupted: every tool call has an answer in the history; "
+                               "the next run continues the conversation.", level="warning"))
         except ModelError as exc:
             reason, error, text = "error", str(exc), f"Model error: {exc}"
-            emit(("notice", {"message": text, "level": "error"}))
+            emit(Notice(message=text, level="error"))
         finally:
             undo()
             self._task = None
@@ -274,14 +289,14 @@ class Agent:
                            model=self.model.name)
 
     async def _complete(self, tools: list[dict[str, Any]],
-                        emit: Callable[[tuple[str, dict[str, Any]]], None]) -> Any:
+                        emit: Emit) -> Any:
         """One model turn; text that cannot be sent (a lone surrogate, a non-JSON value) never escapes."""
         for attempt in (1, 2):
             try:
                 return await self.model.complete(
                     list(self.messages), tools,
-                    on_text=lambda d: emit(("text", {"delta": d})),
-                    on_retry=lambda m: emit(("notice", {"message": m, "level": "retry"})))
+                    on_text=lambda d: emit(TextDelta(delta=d)),
+                    on_retry=lambda m: emit(Notice(message=m, level="retry")))
             except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
                 if _repair_history(self.messages):
                     raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
@@ -290,8 +305,8 @@ class Agent:
                 if attempt == 2 or not _repair_history(tools):
                     raise
                 # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
-                emit(("notice", {"message": f"a tool definition held text that could not be sent ({exc}); "
-                                            "sent with U+FFFD in its place", "level": "warning"}))
+                emit(Notice(message=f"a tool definition held text that could not be sent ({exc}); "
+                                    "sent with U+FFFD in its place", level="warning"))
         raise AssertionError("unreachable")
 
     def _definitions(self) -> list[dict[str, Any]]:
@@ -304,7 +319,7 @@ class Agent:
             enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
         return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
 
-    def _install_approval(self, emit: Callable[[tuple[str, dict[str, Any]]], None]) -> Callable[[], None]:
+    def _install_approval(self, emit: Emit) -> Callable[[], None]:
         """Make this agent's approval callback the approver of this run only (a context variable of the
         run's task, so concurrent runs keep their own); its answers show in the transcript."""
         callback = self.approval_callback
@@ -315,9 +330,9 @@ class Agent:
         def answer(command: str, key: str, description: str) -> str:
             choice = callback(command, key, description)
             # Its own event kind, so the display puts it with the call that asked, before the result.
-            emit(("approval", {"command": command, "choice": choice,
-                               "message": f"approval asked for `{command}` ({description.rstrip('.')}) → {choice}",
-                               "level": "approval" if choice in ("once", "session", "always") else "denied"}))
+            emit(ApprovalAnswered(command=command, choice=choice,
+                                  message=f"approval asked for `{command}` ({description.rstrip('.')}) → {choice}",
+                                  level="approval" if choice in ("once", "session", "always") else "denied"))
             return choice
 
         scope = use_approver(answer)
@@ -329,17 +344,17 @@ class Agent:
         return undo
 
     async def _run_batch(self, calls: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
-                         emit: Callable[[tuple[str, dict[str, Any]]], None]) -> list[ToolCallRecord]:
+                         emit: Emit) -> list[ToolCallRecord]:
         from hermes_nb.tools.batch.scheduling import BatchEvent, arun_tool_batch
         from hermes_nb.tools.budget import enforce_turn_budget, maybe_persist_tool_result
 
         def on_event(event: BatchEvent) -> None:  # worker threads: only queue it
             if event.kind == "end" and event.result is not None:
                 finished[event.tool_call_id] = event.result
-            emit(("tool_" + event.kind, {"event": event}))
+            emit(tool_event(event))
 
         for i, call in enumerate(calls):
-            emit(("tool_call", {"index": i, "id": call.id, "name": call.name, "arguments": call.arguments}))
+            emit(ToolCallQueued(index=i, id=call.id, name=call.name, arguments=call.arguments))
         batch = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                  for c in calls]
         results = await arun_tool_batch(batch, max_workers=self.max_workers, timeout=self.tool_timeout,
@@ -351,11 +366,11 @@ class Agent:
         messages = enforce_turn_budget(messages)
         self.messages.extend(map(_with_parts, messages))
         records = [_record(r, m["content"], iteration) for r, m in zip(results, messages, strict=True)]
-        emit(("batch", {"records": records}))
+        emit(BatchDone(records=tuple(records)))
         return records
 
     def _answer_pending(self, pending: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
-                        emit: Callable[[tuple[str, dict[str, Any]]], None]) -> list[ToolCallRecord]:
+                        emit: Emit) -> list[ToolCallRecord]:
         """After an interrupt: one tool message per open call, finished results kept, in call order."""
         answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
         records = []
@@ -374,7 +389,7 @@ class Agent:
             self.messages.append(_with_parts({"role": "tool", "tool_call_id": call.id, "name": call.name,
                                               "content": content}))
         if records:
-            emit(("batch", {"records": records}))
+            emit(BatchDone(records=tuple(records)))
         return records
 
 
@@ -463,12 +478,12 @@ def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
         interrupted=result.interrupted, parallel=result.parallel, segment=result.segment)
 
 
-def _drain(events: queue.Queue[tuple[str, dict[str, Any]]], view: Any) -> None:
+def _drain(events: queue.Queue[AgentEvent], view: View) -> None:
     while True:
         try:
-            kind, data = events.get_nowait()
+            event = events.get_nowait()
         except queue.Empty:
             break
-        view.handle(kind, data)
+        view.handle(event)
     view.tick()
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes_nb import colours
+from hermes_nb.escaping import escape_html
 from hermes_nb.tools.registry import ToolEntry, registry
 from hermes_nb.tools.safety.visible import make_visible
 
@@ -31,15 +32,6 @@ __all__ = ["ResultView", "Table", "ToolCard", "aside_html", "aside_text", "avail
 DEFAULT_MAX_CHARS = 20_000
 #: JSON longer than this many lines starts collapsed.
 _COLLAPSE_LINES = 20
-
-# html.escape's table, without importing `html` (its entity table costs ~10 ms of %load_ext).
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
-
-
-def _esc(text: str) -> str:
-    """Escape text for HTML content and attribute values, as ``html.escape(text, quote=True)``."""
-    return text.translate(_ESCAPES)
-
 
 def _mimebundle(text: str, html_text: str) -> dict[str, str]:
     return {"text/plain": text, "text/html": html_text}
@@ -108,9 +100,9 @@ class ResultView:
         opened = " open" if body.count("\n") < _COLLAPSE_LINES else ""
         html_text = (
             f'<div class="hermes-nb-result" style="border-left:3px solid {mark};padding-left:6px">'
-            f'<details{opened}><summary style="color:{color}">{_esc(self._header())}</summary>'
-            f'<pre style="color:{color};white-space:pre-wrap">{_esc(body)}</pre>'
-            f"{f'<em>{_esc(more.strip())}</em>' if cut else ''}</details>{aside_html(self.aside)}</div>"
+            f'<details{opened}><summary style="color:{color}">{escape_html(self._header())}</summary>'
+            f'<pre style="color:{color};white-space:pre-wrap">{escape_html(body)}</pre>'
+            f"{f'<em>{escape_html(more.strip())}</em>' if cut else ''}</details>{aside_html(self.aside)}</div>"
         )
         return _mimebundle(text, html_text)
 
@@ -155,17 +147,17 @@ def aside_html(aside: Aside | None) -> str:
     if aside is None:
         return ""
     parts = [f'<div class="hermes-nb-converted" style="color:{colours.MUTED}">'
-             f"{_esc(aside.converted)}</div>"] if aside.converted else []
+             f"{escape_html(aside.converted)}</div>"] if aside.converted else []
     pre = (f'<pre style="white-space:pre-wrap;max-height:20em;overflow:auto;background:{colours.SURFACE};'
            f'color:{colours.TEXT}">')
     if aside.traceback:
         parts.append(f'<details class="hermes-nb-traceback"><summary style="color:{colours.ERROR}">'
                      "traceback (for you; the model got the one-line error)</summary>"
-                     f"{pre}{_esc(aside.traceback)}</pre></details>")
+                     f"{pre}{escape_html(aside.traceback)}</pre></details>")
     if aside.printed:
         shown, summary = _printed_head(aside)
         parts.append(f'<details class="hermes-nb-printed"><summary style="color:{colours.MUTED}">'
-                     f"{_esc(summary)}</summary>{pre}{_esc(shown)}</pre></details>")
+                     f"{escape_html(summary)}</summary>{pre}{escape_html(shown)}</pre></details>")
     return "".join(parts)
 
 
@@ -202,12 +194,12 @@ class Table:
         return "\n".join(out)
 
     def html(self) -> str:
-        title = f"<strong>{_esc(self.title)}</strong>" if self.title else ""
+        title = f"<strong>{escape_html(self.title)}</strong>" if self.title else ""
         if not self.rows:
-            return f"{title}<p>{_esc(self.empty)}</p>"
-        head = "".join(f'<th style="text-align:left">{_esc(h)}</th>' for h in self.headers)
+            return f"{title}<p>{escape_html(self.empty)}</p>"
+        head = "".join(f'<th style="text-align:left">{escape_html(h)}</th>' for h in self.headers)
         body = "".join(
-            "<tr>" + "".join(f'<td style="text-align:left">{_esc(str(c))}</td>' for c in row) + "</tr>"
+            "<tr>" + "".join(f'<td style="text-align:left">{escape_html(str(c))}</td>' for c in row) + "</tr>"
             for row in self.rows
         )
         return f'{title}<table class="hermes-nb-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -279,18 +271,18 @@ class ToolCard:
         flags = _flags(e)
         parts = [
             f'<div class="hermes-nb-card" style="border:1px solid {colours.BORDER};border-radius:6px;padding:6px 10px">',
-            f"<div><span style='font-size:1.3em'>{_esc(e.emoji)}</span> <strong>{_esc(e.name)}</strong> "
-            f"<span style='color:{colours.MUTED}'>toolset <code>{_esc(e.toolset)}</code> · {_esc(e.source)}</span> "
-            f"<span style='color:{color}'>{_esc(avail)}</span></div>",
+            f"<div><span style='font-size:1.3em'>{escape_html(e.emoji)}</span> <strong>{escape_html(e.name)}</strong> "
+            f"<span style='color:{colours.MUTED}'>toolset <code>{escape_html(e.toolset)}</code> · {escape_html(e.source)}</span> "
+            f"<span style='color:{color}'>{escape_html(avail)}</span></div>",
         ]
         if e.description:
-            parts.append(f"<div>{_esc(make_visible(e.description.splitlines()[0]))}</div>")
+            parts.append(f"<div>{escape_html(make_visible(e.description.splitlines()[0]))}</div>")
         if flags:
-            parts.append(f"<div style='color:{colours.MUTED}'>{_esc('; '.join(flags))}</div>")
-        parts += [f"<div>{_esc(x)}</div>" for x in self.extra]
-        parts += [f"<div class='hermes-nb-warning' style='color:{colours.WARN}'>⚠ {_esc(w)}</div>" for w in self.warnings]
+            parts.append(f"<div style='color:{colours.MUTED}'>{escape_html('; '.join(flags))}</div>")
+        parts += [f"<div>{escape_html(x)}</div>" for x in self.extra]
+        parts += [f"<div class='hermes-nb-warning' style='color:{colours.WARN}'>⚠ {escape_html(w)}</div>" for w in self.warnings]
         opened = " open" if self.expand_schema else ""
-        parts.append(f"<details{opened}><summary>JSON schema</summary><pre>{_esc(self._schema_json())}</pre></details>")
+        parts.append(f"<details{opened}><summary>JSON schema</summary><pre>{escape_html(self._schema_json())}</pre></details>")
         parts.append("</div>")
         return _mimebundle(self.text(), "".join(parts))
 

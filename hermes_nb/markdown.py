@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from hermes_nb.escaping import escape_html
+
 __all__ = ["CODE_STYLE", "to_html"]
 
 #: Inline code: the theme's secondary layout colour behind the theme's text colour.
@@ -53,15 +55,11 @@ def _parser() -> Any:
         return self.renderToken(tokens, idx, options, env)
 
     def code_inline(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
-        from markdown_it.common.utils import escapeHtml
-
-        return f'<code style="{CODE_STYLE}">{escapeHtml(tokens[idx].content)}</code>'
+        return f'<code style="{CODE_STYLE}">{escape_html(tokens[idx].content)}</code>'
 
     def block_code(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
         # no class from the info string: the model must not pick the notebook's CSS classes
-        from markdown_it.common.utils import escapeHtml
-
-        return f"<pre><code>{escapeHtml(tokens[idx].content)}</code></pre>\n"
+        return f"<pre><code>{escape_html(tokens[idx].content)}</code></pre>\n"
 
     def cell(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
         tokens[idx].attrSet("style", _CELL_STYLE)

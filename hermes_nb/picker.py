@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_nb import _state, colours
-from hermes_nb.display import Table, _esc
+from hermes_nb.display import Table
+from hermes_nb.escaping import escape_html
 from hermes_nb.selection import Selection
 from hermes_nb.selection import selection as global_selection
 from hermes_nb.tools.registry import ToolRegistry
@@ -165,7 +166,7 @@ class SelectionSummary:
                      rows=tuple((mark(r), r.label, note(r)) for r in self.rows))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        line = f"<code style='color:{colours.MUTED}'>{_esc(self.text())}</code>"
+        line = f"<code style='color:{colours.MUTED}'>{escape_html(self.text())}</code>"
         if not self.rows:
             html_text = line
         else:
@@ -300,11 +301,11 @@ class ToolsetPicker:
                 box.value = row.name in ticked or row.name in covered
                 box.disabled = bool(row.reason) or row.name in covered
                 note = _covered_note(covered[row.name], row.note) if row.name in covered else row.note
-                self.notes[row.name].value = f"<span style='color:{colours.MUTED}'>{_esc(note)}</span>"
+                self.notes[row.name].value = f"<span style='color:{colours.MUTED}'>{escape_html(note)}</span>"
         finally:
             self._syncing = False
         summary = SelectionSummary.of(self.selection, rows, live=True)
-        self.count_label.value = f"<strong>{_esc(summary.text())}</strong>"
+        self.count_label.value = f"<strong>{escape_html(summary.text())}</strong>"
         if self._status is not None:
             self._status.update(summary)
 

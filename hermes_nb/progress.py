@@ -4,10 +4,11 @@ notebook, a few printed lines elsewhere. Called only from the thread that made i
 
 from __future__ import annotations
 
-import html
 import sys
 import time
 from typing import Any
+
+from hermes_nb.escaping import escape_html
 
 __all__ = ["Progress"]
 
@@ -57,4 +58,4 @@ class Progress:
     def _html(self) -> str:
         pct = 100 * self.done / self.total if self.total else 100.0
         return (f'<div class="hermes-nb-progress"><progress value="{pct:.0f}" max="100" style="width:16em"></progress> '
-                f"{html.escape(self.text())}</div>")
+                f"{escape_html(self.text())}</div>")

@@ -19,7 +19,6 @@ so tests need no browser.
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from traitlets import Bool, Float
 from traitlets.config import Configurable
 
 from hermes_nb import cell_pump
+from hermes_nb.escaping import escape_html
 from hermes_nb.tools import interaction
 from hermes_nb.tools.approval import set_default_approval_callback
 from hermes_nb.tools.interaction import run_on_main
@@ -223,8 +223,8 @@ class ApprovalPrompt(_Prompt):
             button.on_click(lambda _b, c=choice: self.choose(c))
             self.buttons[choice] = button
         header = _widgets().HTML(
-            f"<b>Approve this command?</b> <code>{html.escape(pattern_key)}</code>: {html.escape(description)}"
-            f"<pre style='white-space:pre-wrap'>{html.escape(make_visible(command))}</pre>")
+            f"<b>Approve this command?</b> <code>{escape_html(pattern_key)}</code>: {escape_html(description)}"
+            f"<pre style='white-space:pre-wrap'>{escape_html(make_visible(command))}</pre>")
         self.box.children = (header, _widgets().HBox(list(self.buttons.values())))
 
     def _buttons(self) -> list[widgets.Widget]:
@@ -234,7 +234,7 @@ class ApprovalPrompt(_Prompt):
         return f"Approve this command? [{self.pattern_key}] {make_visible(self.command)}"
 
     def _record_subject(self) -> str:
-        return f"<code>{html.escape(make_visible(self.command))}</code> did not run"
+        return f"<code>{escape_html(make_visible(self.command))}</code> did not run"
 
     def choose(self, choice: str, *, note: str = "") -> None:
         """What clicking a button does: record the decision and replace the buttons with a static record."""
@@ -243,8 +243,8 @@ class ApprovalPrompt(_Prompt):
         if self.answered:
             return
         self.choice = choice
-        self._finish(f"<div><b>{_VERDICTS[choice]}</b>{html.escape(note)}: "
-                     f"<code>{html.escape(make_visible(self.command))}</code></div>")
+        self._finish(f"<div><b>{_VERDICTS[choice]}</b>{escape_html(note)}: "
+                     f"<code>{escape_html(make_visible(self.command))}</code></div>")
 
     def _timed_out(self) -> None:
         self.timed_out = True
@@ -274,7 +274,7 @@ class ClarifyPrompt(_Prompt):
         self.text = _widgets().Text(placeholder="Type an answer")
         self.submit_button = _widgets().Button(description="Submit", button_style="primary")
         self.submit_button.on_click(lambda _b: self.submit())
-        header = _widgets().HTML(f"<b>{html.escape(make_visible(question))}</b>")
+        header = _widgets().HTML(f"<b>{escape_html(make_visible(question))}</b>")
         self.box.children = (header, _widgets().HBox(self.choice_buttons), _widgets().HBox([self.text, self.submit_button]))
 
     def _buttons(self) -> list[widgets.Widget]:
@@ -284,15 +284,15 @@ class ClarifyPrompt(_Prompt):
         return make_visible(self.question)
 
     def _record_subject(self) -> str:
-        return f"{html.escape(make_visible(self.question))} → <i>no answer</i>"
+        return f"{escape_html(make_visible(self.question))} → <i>no answer</i>"
 
     def choose(self, answer: str, *, note: str = "") -> None:
         """What clicking a choice does: answer with it and leave a static record."""
         if self.answered:
             return
         self.answer = answer
-        self._finish(f"<div><b>{html.escape(make_visible(self.question))}</b> → "
-                     f"{html.escape(make_visible(answer)) or '<i>no answer</i>'}{html.escape(note)}</div>")
+        self._finish(f"<div><b>{escape_html(make_visible(self.question))}</b> → "
+                     f"{escape_html(make_visible(answer)) or '<i>no answer</i>'}{escape_html(note)}</div>")
 
     def submit(self) -> None:
         """What clicking Submit does: answer with the text box's value."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_nb.escaping import escape_html
 from hermes_nb.evaluation.cases import Case, Outcome, score
 
 __all__ = ["EvalResult", "EvalRow", "build_result"]
@@ -78,7 +78,7 @@ class EvalResult:
         for i, name in enumerate(names):
             acc = self.per_tool[name]["accuracy"]
             y = i * (bar + gap) + 4
-            parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{html.escape(name)}</text>'
+            parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{escape_html(name)}</text>'
                          f'<rect x="{label_w}" y="{y}" width="{width}" height="{bar}" fill="#eee"/>'
                          f'<rect x="{label_w}" y="{y}" width="{width * acc:.1f}" height="{bar}" fill="#4c8bf5"/>'
                          f'<text x="{label_w + width + 6}" y="{y + 13}">{acc:.0%}</text>')
@@ -106,7 +106,7 @@ class EvalResult:
         from hermes_nb.display import Table
 
         table = Table(headers=_HEADERS, rows=tuple(_cells(r) for r in self.rows)).html()
-        body = (f'<div class="hermes-nb-eval"><p><strong>{html.escape(self._summary_text())}</strong></p>'
+        body = (f'<div class="hermes-nb-eval"><p><strong>{escape_html(self._summary_text())}</strong></p>'
                 f"{self.svg()}{table}</div>")
         return {"text/plain": str(self), "text/html": body}
 

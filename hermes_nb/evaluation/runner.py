@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.agent_events import AgentEvent
 from hermes_nb.evaluation.cases import CallMade, Case, Outcome
 
 __all__ = ["agent_template", "run_case", "run_local"]
@@ -99,7 +100,7 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
                    messages=tuple(result.messages), tools_offered=offered)
 
 
-def _ignore(event: Any) -> None:
+def _ignore(event: AgentEvent) -> None:
     """Per-case transcripts are not shown; the progress bar and the table are."""
 
 

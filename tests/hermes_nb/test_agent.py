@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from hermes_nb.agent import Agent, AgentResult
+from hermes_nb.live import transcript_html, transcript_text
 from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 
@@ -138,12 +139,12 @@ def test_denied_command_is_an_answer_not_a_crash(tmp_path, monkeypatch):
     answer = json.loads(result.tool_calls[0].content)
     assert answer["blocked"] is True
     assert (tmp_path / "important").exists()
-    lines = result.transcript.text().splitlines()
+    lines = transcript_text(result.transcript).splitlines()
     asked_at = next(i for i, line in enumerate(lines) if "approval asked for `rm -rf important`" in line)
     result_at = next(i for i, line in enumerate(lines) if "✗ terminal" in line or "✓ terminal" in line)
     assert asked_at < result_at, "the approval shows when it is asked, before the call's result"
     assert lines[asked_at].endswith("→ deny")
-    assert "approval asked for" in result.transcript.html().split("<details")[0]  # above the result card
+    assert "approval asked for" in transcript_html(result.transcript).split("<details")[0]  # above the result card
 
 
 def test_conversation_is_kept_until_reset(tools):

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from hermes_nb import live
-from hermes_nb.tools.batch.scheduling import BatchEvent, ToolCallResult
+from hermes_nb.agent_events import BatchDone, TextDelta, ToolCallQueued, ToolEnded, ToolStarted, UsageUpdate
+from hermes_nb.live import views
+from hermes_nb.tools.batch.scheduling import ToolCallResult
 
 
 def _result(call_id: str, name: str, content: str, started: float, ended: float, **kw) -> ToolCallResult:
@@ -25,33 +27,32 @@ def _record(r: ToolCallResult, content: str | None = None):
 
 
 def _feed(t: live.Transcript) -> None:
-    t.handle("text", {"delta": "Looking "})
-    t.handle("text", {"delta": "<now>."})
+    t.handle(TextDelta(delta="Looking "))
+    t.handle(TextDelta(delta="<now>."))
     for cid in ("a", "b"):
-        t.handle("tool_call", {"index": 0, "id": cid, "name": "probe", "arguments": '{"x": 1}'})
-    t.handle("tool_start", {"event": BatchEvent(kind="start", index=0, tool_call_id="a", name="probe", time=1.0)})
+        t.handle(ToolCallQueued(index=0, id=cid, name="probe", arguments='{"x": 1}'))
+    t.handle(ToolStarted(tool_call_id="a", time=1.0))
     ok = _result("a", "probe", "fine", 1.0, 2.0)
     bad = _result("b", "probe", '{"error": "boom"}', 1.5, 3.0, is_error=True)
     for r in (ok, bad):
-        t.handle("tool_end", {"event": BatchEvent(kind="end", index=0, tool_call_id=r.tool_call_id, name="probe",
-                                                  time=r.ended, result=r, parallel=True)})
-    t.handle("batch", {"records": [_record(ok), _record(bad)]})
-    t.handle("usage", {"usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+        t.handle(ToolEnded(tool_call_id=r.tool_call_id, time=r.ended, result=r, parallel=True))
+    t.handle(BatchDone(records=(_record(ok), _record(bad))))
+    t.handle(UsageUpdate(usage={"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}))
 
 
 def test_a_running_call_shows_running_once():
     """The card of the running call says "⏳ running…"; the footer does not say it a second time."""
     t = live.Transcript(prompt="go", model="m")
-    t.handle("tool_call", {"index": 0, "id": "a", "name": "terminal", "arguments": '{"command": "rm x"}'})
-    t.handle("tool_start", {"event": BatchEvent(kind="start", index=0, tool_call_id="a", name="terminal", time=1.0)})
-    html = t.html()
+    t.handle(ToolCallQueued(index=0, id="a", name="terminal", arguments='{"command": "rm x"}'))
+    t.handle(ToolStarted(tool_call_id="a", time=1.0))
+    html = live.transcript_html(t)
     assert html.count("⏳") == 1 and "⏳ running…" in html
 
 
 def test_transcript_renders_text_cards_timeline_and_usage():
     t = live.Transcript(prompt="go", model="m")
     _feed(t)
-    html = t.html()
+    html = live.transcript_html(t)
     assert "Looking &lt;now&gt;." in html  # streamed deltas joined and escaped
     assert html.count("<details") == 2 and "✗" in html and "--jp-error-color1" in html  # the error card is red
     assert "batch of 2 calls, in parallel: 2.00 s" in html
@@ -59,8 +60,8 @@ def test_transcript_renders_text_cards_timeline_and_usage():
     assert "tokens: 3 prompt + 2 completion = 5" in html
     assert "⏳ waiting for the model…" in html
     t.done = True
-    assert "⏳" not in t.html()
-    text = t.text()
+    assert "⏳" not in live.transcript_html(t)
+    text = live.transcript_text(t)
     assert "✓ probe 1.00 s → fine" in text and "batch of 2 ran in parallel" in text
 
 
@@ -69,10 +70,10 @@ def test_spilled_result_shows_size_and_path(tmp_path):
 
     block = maybe_persist_tool_result("y" * 5000, "probe", "a", threshold=100)
     t = live.Transcript(prompt="go", model="m")
-    t.handle("tool_call", {"index": 0, "id": "a", "name": "probe", "arguments": "{}"})
+    t.handle(ToolCallQueued(index=0, id="a", name="probe", arguments="{}"))
     r = _result("a", "probe", "y" * 5000, 0.0, 0.1)
-    t.handle("batch", {"records": [_record(r, block)]})
-    assert "spilled 5,000 chars →" in t.html()
+    t.handle(BatchDone(records=(_record(r, block),)))
+    assert "spilled 5,000 chars →" in live.transcript_html(t)
 
 
 def test_spill_path_under_home_reads_as_tilde(tmp_path, monkeypatch):
@@ -82,10 +83,10 @@ def test_spill_path_under_home_reads_as_tilde(tmp_path, monkeypatch):
     monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path / ".hermes_nb"))
     block = maybe_persist_tool_result("y" * 5000, "probe", "a", threshold=100)
     t = live.Transcript(prompt="go", model="m")
-    t.handle("tool_call", {"index": 0, "id": "a", "name": "probe", "arguments": "{}"})
-    t.handle("batch", {"records": [_record(_result("a", "probe", "y" * 5000, 0.0, 0.1), block)]})
-    assert "spilled 5,000 chars → ~/.hermes_nb/" in t.text()
-    assert "→ ~/.hermes_nb/" in t.html() and str(tmp_path) not in t.text()
+    t.handle(ToolCallQueued(index=0, id="a", name="probe", arguments="{}"))
+    t.handle(BatchDone(records=(_record(_result("a", "probe", "y" * 5000, 0.0, 0.1), block),)))
+    assert "spilled 5,000 chars → ~/.hermes_nb/" in live.transcript_text(t)
+    assert "→ ~/.hermes_nb/" in live.transcript_html(t) and str(tmp_path) not in live.transcript_text(t)
     assert live.short_path(str(tmp_path) + "x/y") == str(tmp_path) + "x/y"  # a sibling, not under home
 
 
@@ -172,8 +173,8 @@ def test_final_answer_is_markdown_in_html_and_plain_in_text():
     assert "<li><strong>Paris:</strong> sunny</li>" in bundle["text/html"] and "&lt;i&gt;Oslo" in bundle["text/html"]
     assert bundle["text/plain"].startswith("- **Paris:** sunny")
     t = live.Transcript(prompt="go", model="m")
-    t.handle("text", {"delta": "**done**"})
-    assert "<strong>done</strong>" in t.html() and "**done**" in t.text()
+    t.handle(TextDelta(delta="**done**"))
+    assert "<strong>done</strong>" in live.transcript_html(t) and "**done**" in live.transcript_text(t)
 
 
 class _Handle:
@@ -191,11 +192,11 @@ def test_html_view_throttles_and_ends_static(monkeypatch):
     handle = _Handle()
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: (shown.append(obj), handle)[1])
     clock = [100.0]
-    monkeypatch.setattr(live, "_clock", lambda: clock[0])
+    monkeypatch.setattr(views, "_clock", lambda: clock[0])
     view = live.make_view("html", prompt="go", model="m")
     assert isinstance(view, live.HtmlView) and len(shown) == 1
     for i in range(50):  # a burst within the same instant: one update
-        view.handle("text", {"delta": str(i)})
+        view.handle(TextDelta(delta=str(i)))
         view.tick()
     assert len(handle.updates) == 1
     clock[0] += 1.01 / live.MAX_UPDATES_PER_S

@@ -11,7 +11,8 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from hermes_nb import asides
-from hermes_nb.live import Card, Transcript
+from hermes_nb.agent_events import BatchDone, ToolCallQueued
+from hermes_nb.live import Card, Transcript, transcript_html
 from hermes_nb.magics import parse_call_args
 from hermes_nb.tools.registry import registry
 
@@ -79,15 +80,15 @@ def test_agent_transcript_card_shows_the_traceback(ip: Any) -> None:
     ip.run_cell_magic("tool", "", RAISES)
     registry.dispatch("ratio", {"a": 1, "b": 0})
     t = Transcript()
-    t.handle("tool_call", {"id": "c1", "name": "ratio", "arguments": '{"a": 1, "b": 0}'})
+    t.handle(ToolCallQueued(index=0, id="c1", name="ratio", arguments='{"a": 1, "b": 0}'))
 
     class Rec:
-        id, content, is_error, started, ended = "c1", '{"error": "x"}', True, 1.0, 2.0
+        id, name, content, is_error, started, ended = "c1", "ratio", '{"error": "x"}', True, 1.0, 2.0
 
-    t.handle("batch", {"records": [Rec()]})
+    t.handle(BatchDone(records=(Rec(),)))
     card: Card = t.cards["c1"]
     assert card.aside is not None and "ZeroDivisionError" in card.aside.traceback
-    assert "hermes-nb-traceback" in t.html()
+    assert "hermes-nb-traceback" in transcript_html(t)
 
 
 def test_did_you_mean_for_tools_and_arguments(ip: Any) -> None:
@@ -142,7 +143,7 @@ def test_agent_run_shows_the_person_the_traceback_and_the_model_one_line(ip: Any
         result = agent.run("divide 1 by 0")
         sent = [m for m in srv.requests[-1]["messages"] if m["role"] == "tool"]
     assert json.loads(sent[0]["content"]) == {"error": "Tool execution failed: ZeroDivisionError: float division by zero"}
-    html = result.transcript.html()
+    html = transcript_html(result.transcript)
     assert "hermes-nb-traceback" in html and "return scale * a / b" in html
 
 
