@@ -8,15 +8,15 @@ protocol and the HTML, text and silent views a run drives). The events are ``her
 from __future__ import annotations
 
 from hermes_nb.live.render import (
-           RESULT_PREVIEW_CHARS,
-           card_html,
-           card_text,
-           note_text,
-           result_html,
-           result_text,
-           short_path,
-           transcript_html,
-           transcript_text,
+    RESULT_PREVIEW_CHARS,
+    card_html,
+    card_text,
+    note_text,
+    result_html,
+    result_text,
+    short_path,
+    transcript_html,
+    transcript_text,
 )
 from hermes_nb.live.state import Card, Transcript, tool_emoji
 from hermes_nb.live.views import MAX_UPDATES_PER_S, HtmlView, NullView, TextView, View, in_kernel, make_view
