@@ -83,8 +83,8 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
             from hermes_nb.replay import RecordingModel
 
             agent.model = RecordingModel(agent.model, cassette_path(cassettes[1], case))
-        offered = tuple(agent._definitions())
-        result = await agent._core(case.prompt, _ignore)
+        offered = offered_tools(template)
+        result = await agent.run_on_loop(case.prompt)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # boundary: one case's failure (replay drift, a bad toolset) is its row's error
@@ -99,8 +99,17 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
                    messages=tuple(result.messages), tools_offered=offered)
 
 
-def _ignore(event: Any) -> None:
-    """Per-case transcripts are not shown; the progress bar and the table are."""
+def offered_tools(template: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The tool definitions a case's conversation is offered, as its agent builds them (the picker's
+    selection when the template names no toolsets); its trajectory lists them."""
+    from hermes_nb.tools.model_tools import get_tool_definitions
+
+    enabled = template.get("enabled_toolsets")
+    if enabled is None:
+        from hermes_nb.selection import enabled_toolsets
+
+        enabled = enabled_toolsets()
+    return tuple(get_tool_definitions(enabled, template.get("disabled_toolsets"), quiet_mode=True))
 
 
 def _decode(arguments: str) -> Any:

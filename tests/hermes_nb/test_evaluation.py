@@ -232,3 +232,26 @@ def test_accuracy_per_tool_plots_with_matplotlib_or_as_svg(tools: None, monkeypa
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # as if matplotlib were not installed
     chart = result.plot()
     assert chart._repr_svg_().startswith("<svg") and "75%" in chart._repr_svg_() and "50%" in chart._repr_svg_()
+
+
+def test_agent_runs_on_the_background_loop_for_code_already_there(tools: None) -> None:
+    """``Agent.run_on_loop``, the public entry evaluate's cases use: a whole conversation on the loop,
+    nothing displayed; called from another thread it says what to call instead."""
+    from hermes_nb.agent import Agent
+    from hermes_nb.tools import async_bridge
+    from hermes_nb.tools.errors import BridgeError
+
+    with RoutedOpenAI(route) as srv:
+        agent = Agent(**_template(srv), display=False)
+        result = async_bridge.submit(agent.run_on_loop("add 2 and 3")).result(timeout=60)
+        assert result.stopped_reason == "done" and result.text == "done: add 2 and 3"
+        assert [(r.name, r.content) for r in result.tool_calls] == [("add", "5")]
+        assert [m["role"] for m in agent.messages] == ["user", "assistant", "tool", "assistant"]
+        with pytest.raises(BridgeError, match=r"await agent\.arun\(\)"):
+            _call_off_loop(agent)
+
+
+def _call_off_loop(agent: Any) -> None:
+    import asyncio
+
+    asyncio.run(agent.run_on_loop("add 2 and 3"))  # a loop of this thread, not hermes_nb's
