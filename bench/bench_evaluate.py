@@ -167,7 +167,7 @@ def _own_overhead() -> None:
     from hermes_nb.evaluation import runner
 
     original = runner.shared_model
-    runner.shared_model = lambda template: _InProcessModel()  # type: ignore[assignment]
+    runner.shared_model = lambda template, **kw: _InProcessModel()  # type: ignore[assignment]
     try:
         _evaluate("http://127.0.0.1:9/v1", 50, CONCURRENCY)
         cpu = time.process_time()

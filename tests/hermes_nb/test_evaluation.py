@@ -255,3 +255,42 @@ def _call_off_loop(agent: Any) -> None:
     import asyncio
 
     asyncio.run(agent.run_on_loop("add 2 and 3"))  # a loop of this thread, not hermes_nb's
+
+
+def test_cases_share_one_aiohttp_client_closed_when_the_run_ends(tools: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local run talks through openai's aiohttp transport (less CPU per request) and closes it at the
+    end; without openai's aiohttp extra it falls back to httpx and still runs."""
+    import openai
+
+    from hermes_nb.models import OpenAIModel
+
+    aiohttp_client = openai.DefaultAioHttpClient
+    made: list[Any] = []
+    closed: list[Any] = []
+    real_client, real_close = OpenAIModel._get_client, OpenAIModel.aclose
+
+    def spy_client(self: OpenAIModel) -> Any:
+        client = real_client(self)
+        if client not in made:
+            made.append(client)
+        return client
+
+    async def spy_close(self: OpenAIModel) -> None:
+        closed.append(self._client)
+        await real_close(self)
+
+    monkeypatch.setattr(OpenAIModel, "_get_client", spy_client)
+    monkeypatch.setattr(OpenAIModel, "aclose", spy_close)
+    with RoutedOpenAI(route) as srv:
+        result = hermes_nb.evaluate(CASES, agent=_template(srv), concurrency=4, display=False)
+        assert result.summary["errors"] == 0
+        assert len(made) == 1 and closed == made  # one client for every case, closed once
+        assert isinstance(made[0]._client, aiohttp_client)
+
+        def missing_extra(**kwargs: Any) -> Any:
+            raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
+
+        monkeypatch.setattr(openai, "DefaultAioHttpClient", missing_extra)
+        again = hermes_nb.evaluate(CASES, agent=_template(srv), concurrency=4, display=False)
+    assert again.summary["errors"] == 0 and [r.selection_ok for r in again.rows] == [r.selection_ok for r in result.rows]
+    assert len(made) == 2 and not isinstance(made[1]._client, aiohttp_client)
