@@ -204,6 +204,18 @@ class Agent:
             raise
         return self._finish(result, events, view)
 
+    # -- entry point for code already on the background loop (issue 13: evaluate's cases) ----------
+
+    async def run_on_loop(self, prompt: str) -> AgentResult:
+        """``run`` for a coroutine already on hermes_nb's background loop (``tools.async_bridge``), such as
+        ``hermes_nb.evaluate``'s cases: nothing is displayed; cancelling the awaiting task returns
+        ``stopped_reason="interrupted"`` with every tool call answered. From a cell: ``run`` or ``await arun``."""
+        if not async_bridge.in_loop_thread():
+            raise BridgeError("Agent.run_on_loop() runs on the hermes_nb background loop; "
+                              "call agent.run() or await agent.arun() instead")
+        self._check_config()
+        return await self._core(prompt, lambda event: None)
+
     # -- plumbing between the calling thread and the core -----------------------------------------
 
     def _check_config(self) -> None:

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.agent_events import AgentEvent
 from hermes_nb.evaluation.cases import CallMade, Case, Outcome
 
 __all__ = ["agent_template", "run_case", "run_local"]
@@ -76,16 +75,16 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
     kwargs = dict(template)
     if cassettes is not None and cassettes[0] == "replay":
         kwargs["model"] = f"replay:{cassette_path(cassettes[1], case)}"
+    if model is not None and not (cassettes and cassettes[0] == "replay"):
+        kwargs["model"] = model  # one client for every case (its connection pool is shared), none built per case
     try:
         agent = Agent(**kwargs, display=False)
-        if model is not None and not (cassettes and cassettes[0] == "replay"):
-            agent.model = model  # one client for every case: its connection pool is shared
         if cassettes is not None and cassettes[0] == "record":
             from hermes_nb.replay import RecordingModel
 
             agent.model = RecordingModel(agent.model, cassette_path(cassettes[1], case))
-        offered = tuple(agent._definitions())
-        result = await agent._core(case.prompt, _ignore)
+        offered = offered_tools(template)
+        result = await agent.run_on_loop(case.prompt)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # boundary: one case's failure (replay drift, a bad toolset) is its row's error
@@ -100,8 +99,17 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
                    messages=tuple(result.messages), tools_offered=offered)
 
 
-def _ignore(event: AgentEvent) -> None:
-    """Per-case transcripts are not shown; the progress bar and the table are."""
+def offered_tools(template: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The tool definitions a case's conversation is offered, as its agent builds them (the picker's
+    selection when the template names no toolsets); its trajectory lists them."""
+    from hermes_nb.tools.model_tools import get_tool_definitions
+
+    enabled = template.get("enabled_toolsets")
+    if enabled is None:
+        from hermes_nb.selection import enabled_toolsets
+
+        enabled = enabled_toolsets()
+    return tuple(get_tool_definitions(enabled, template.get("disabled_toolsets"), quiet_mode=True))
 
 
 def _decode(arguments: str) -> Any:
@@ -111,13 +119,15 @@ def _decode(arguments: str) -> Any:
         return arguments
 
 
-def shared_model(template: Mapping[str, Any]) -> Any:
-    """The model of the template, built once and shared by every case (one client, one connection pool)."""
+def shared_model(template: Mapping[str, Any], *, aiohttp: bool = False) -> Any:
+    """The model of the template, built once and shared by every case (one client, one connection pool);
+    ``aiohttp``: through openai's aiohttp transport when installed (the caller then closes it: ``aclose``)."""
     from hermes_nb.model_choice import resolve_model
 
-    options = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries")
+    options = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries", "turn_timeout")
+    extra = {"aiohttp": True} if aiohttp else {}
     return resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"),
-                         **{k: template[k] for k in options if k in template})
+                         **{k: template[k] for k in options if k in template}, **extra)
 
 
 def run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
@@ -129,7 +139,8 @@ def run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
         return False
     done: queue.Queue[tuple[Case, Outcome]] = queue.Queue()
     holder: list[asyncio.Task[Any]] = []
-    shared = shared_model(template)
+    # many conversations at once on one loop: CPU per request is what limits them, so the leaner transport
+    shared = shared_model(template, aiohttp=True)
 
     async def run_all() -> None:
         holder.append(asyncio.current_task())  # type: ignore[arg-type]
@@ -139,7 +150,12 @@ def run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
             async with gate:
                 done.put((case, await run_case(case, template, model=shared, cassettes=cassettes)))
 
-        await asyncio.gather(*(one(c) for c in todo))
+        try:
+            await asyncio.gather(*(one(c) for c in todo))
+        finally:  # its connections end with the run (an aiohttp session left open warns when collected)
+            close = getattr(shared, "aclose", None)
+            if close is not None:
+                await close()
 
     def drain() -> None:
         while True:

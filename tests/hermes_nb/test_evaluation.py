@@ -232,3 +232,65 @@ def test_accuracy_per_tool_plots_with_matplotlib_or_as_svg(tools: None, monkeypa
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # as if matplotlib were not installed
     chart = result.plot()
     assert chart._repr_svg_().startswith("<svg") and "75%" in chart._repr_svg_() and "50%" in chart._repr_svg_()
+
+
+def test_agent_runs_on_the_background_loop_for_code_already_there(tools: None) -> None:
+    """``Agent.run_on_loop``, the public entry evaluate's cases use: a whole conversation on the loop,
+    nothing displayed; called from another thread it says what to call instead."""
+    from hermes_nb.agent import Agent
+    from hermes_nb.tools import async_bridge
+    from hermes_nb.tools.errors import BridgeError
+
+    with RoutedOpenAI(route) as srv:
+        agent = Agent(**_template(srv), display=False)
+        result = async_bridge.submit(agent.run_on_loop("add 2 and 3")).result(timeout=60)
+        assert result.stopped_reason == "done" and result.text == "done: add 2 and 3"
+        assert [(r.name, r.content) for r in result.tool_calls] == [("add", "5")]
+        assert [m["role"] for m in agent.messages] == ["user", "assistant", "tool", "assistant"]
+        with pytest.raises(BridgeError, match=r"await agent\.arun\(\)"):
+            _call_off_loop(agent)
+
+
+def _call_off_loop(agent: Any) -> None:
+    import asyncio
+
+    asyncio.run(agent.run_on_loop("add 2 and 3"))  # a loop of this thread, not hermes_nb's
+
+
+def test_cases_share_one_aiohttp_client_closed_when_the_run_ends(tools: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local run talks through openai's aiohttp transport (less CPU per request) and closes it at the
+    end; without openai's aiohttp extra it falls back to httpx and still runs."""
+    import openai
+
+    from hermes_nb.models import OpenAIModel
+
+    aiohttp_client = openai.DefaultAioHttpClient
+    made: list[Any] = []
+    closed: list[Any] = []
+    real_client, real_close = OpenAIModel._get_client, OpenAIModel.aclose
+
+    def spy_client(self: OpenAIModel) -> Any:
+        client = real_client(self)
+        if client not in made:
+            made.append(client)
+        return client
+
+    async def spy_close(self: OpenAIModel) -> None:
+        closed.append(self._client)
+        await real_close(self)
+
+    monkeypatch.setattr(OpenAIModel, "_get_client", spy_client)
+    monkeypatch.setattr(OpenAIModel, "aclose", spy_close)
+    with RoutedOpenAI(route) as srv:
+        result = hermes_nb.evaluate(CASES, agent=_template(srv), concurrency=4, display=False)
+        assert result.summary["errors"] == 0
+        assert len(made) == 1 and closed == made  # one client for every case, closed once
+        assert isinstance(made[0]._client, aiohttp_client)
+
+        def missing_extra(**kwargs: Any) -> Any:
+            raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
+
+        monkeypatch.setattr(openai, "DefaultAioHttpClient", missing_extra)
+        again = hermes_nb.evaluate(CASES, agent=_template(srv), concurrency=4, display=False)
+    assert again.summary["errors"] == 0 and [r.selection_ok for r in again.rows] == [r.selection_ok for r in result.rows]
+    assert len(made) == 2 and not isinstance(made[1]._client, aiohttp_client)

@@ -40,6 +40,13 @@ class Reply:
                                                             "total_tokens": 15})
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a client that opens 32 connections at once (evaluate at
+    # concurrency 32) overflows it, and each dropped connection attempt is retried only after 1 s
+    request_queue_size = 128
+    daemon_threads = True
+
+
 def call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, str]:
     """A tool call for a ``Reply``; ``arguments`` may be a dict or a raw (maybe broken) JSON string."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
@@ -57,8 +64,7 @@ class FakeOpenAI:
         self.request_count = 0
         self.closed = threading.Event()  # ends delays and trickles, so no handler thread outlives the server
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
 
     @property
