@@ -6,14 +6,18 @@ wrong) and ``availability`` (why a tool cannot be offered, never an env var's va
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hermes_nb.tools.errors import ToolSchemaError
 
-__all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "availability", "checked_schema"]
+log = logging.getLogger("hermes_nb.tools.registry")
+
+__all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "ChecksRun", "availability", "checked_callables",
+           "checked_examples", "checked_schema", "checked_source", "report_unenforced", "validator_for"]
 
 Source = Literal["builtin", "notebook", "plugin", "mcp", "hermes"]
 #: "hermes": a tool of an installed hermes-agent, called through Hermes's own handle_function_call.
@@ -68,10 +72,17 @@ class Availability:
 AVAILABLE = Availability(available=True)
 
 
-def availability(entry: ToolEntry, cache: dict[int, Availability] | None = None) -> Availability:
+#: One pass's memory of the checks it ran (``availability``'s ``cache``): by the check itself, so equal
+#: bound methods (a new one at each attribute access) share a run; an unhashable check by identity.
+ChecksRun = dict[Any, "Availability"]
+
+
+def availability(entry: ToolEntry, cache: ChecksRun | None = None) -> Availability:
     """Why ``entry`` cannot be offered: disabled, missing env var names, a false or raising check.
 
-    ``cache`` (keyed by the check's id) lets one pass run each distinct check once.
+    The one availability computation (``get_definitions``, ``get_unavailable``, ``%tools doctor`` and the
+    Hermes queries all ask here). ``cache`` lets one pass run each distinct check once; nothing is
+    remembered across passes, so a check sees the world as it is at each call.
     """
     if entry.disabled_reason:
         return Availability(available=False, reason=f"disabled: {entry.disabled_reason}")
@@ -86,9 +97,15 @@ def availability(entry: ToolEntry, cache: dict[int, Availability] | None = None)
     check = entry.check_fn
     if check is None:
         return AVAILABLE
-    key = id(check)
-    if cache is not None and key in cache:
-        return cache[key]
+    key: Any = check
+    if cache is not None:
+        try:
+            found = cache.get(key)
+        except TypeError:  # an unhashable callable object: remember it by identity
+            key = id(check)
+            found = cache.get(key)
+        if found is not None:
+            return found
     try:
         status = AVAILABLE if check() else Availability(
             available=False, reason=f"check {_check_name(check)} returned false")
@@ -152,3 +169,62 @@ def checked_schema(name: str, schema: Any, description: str) -> dict[str, Any]:
     out["name"] = name
     out["description"] = description or desc or ""
     return out
+
+
+def checked_callables(name: Any, toolset: Any, handler: Any, **optional: Any) -> None:
+    """The name, the toolset and the callables a registration needs: a ValueError saying which is wrong."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tool name must be a non-empty string, got {name!r}")
+    if not isinstance(toolset, str) or not toolset:
+        raise ValueError(f"tool {name!r}: toolset must be a non-empty string, got {toolset!r}")
+    if not callable(handler):
+        raise ValueError(f"tool {name!r}: handler must be callable, got {type(handler).__name__}")
+    for label, fn in optional.items():
+        if fn is not None and not callable(fn):
+            raise ValueError(f"tool {name!r}: {label} must be callable or None")
+
+
+def validator_for(name: str, schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The compiled argument validator of a checked schema; keywords it cannot enforce are reported once."""
+    from hermes_nb.tools.schema.validation import compile_validator
+
+    try:
+        validator = compile_validator(schema["parameters"])
+    except ToolSchemaError as exc:
+        raise ToolSchemaError(f"tool {name!r}: {exc}") from None
+    report_unenforced(name, validator)
+    return validator
+
+
+def checked_source(name: str, source: str | None) -> str:
+    if source is None:
+        return "builtin"
+    if source not in SOURCES:
+        raise ValueError(f"tool {name!r}: source must be one of {', '.join(SOURCES)}, got {source!r}")
+    return source
+
+
+def checked_examples(name: str, examples: Iterable[Any]) -> tuple[Any, ...]:
+    if not examples:  # the usual case: no import on the registration path
+        return ()
+    from hermes_nb.tools.examples import as_examples
+
+    try:
+        return as_examples(examples)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"tool {name!r}: {exc}") from None
+
+
+
+
+def report_unenforced(name: str, validator: Any) -> None:
+    """Say once, at registration and in ``%tools doctor``, which schema keywords no check enforces."""
+    from hermes_nb.tools.load_report import clear_failures, record_failure
+
+    unenforced = getattr(validator, "unenforced", ())
+    if not unenforced:
+        clear_failures("schema", name)
+        return
+    words = ", ".join(unenforced)
+    log.warning("tool %r: schema keywords not enforced by the validator: %s", name, words)
+    record_failure("schema", name, f"schema keywords not enforced (the model is not held to them): {words}")
