@@ -16,8 +16,9 @@ from hermes_nb.tools.errors import ToolSchemaError
 
 log = logging.getLogger("hermes_nb.tools.registry")
 
-__all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "ChecksRun", "availability", "checked_callables",
-           "checked_examples", "checked_schema", "checked_source", "report_unenforced", "validator_for"]
+__all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "ChecksRun", "availability", "check_result", "checked_callables",
+           "checked_examples", "checked_schema", "checked_source", "is_available", "report_unenforced",
+           "validator_for"]
 
 Source = Literal["builtin", "notebook", "plugin", "mcp", "hermes"]
 #: "hermes": a tool of an installed hermes-agent, called through Hermes's own handle_function_call.
@@ -72,17 +73,48 @@ class Availability:
 AVAILABLE = Availability(available=True)
 
 
-#: One pass's memory of the checks it ran (``availability``'s ``cache``): by the check itself, so equal
-#: bound methods (a new one at each attribute access) share a run; an unhashable check by identity.
-ChecksRun = dict[Any, "Availability"]
+#: One pass's memory of the checks it ran: by the check itself, so equal bound methods (a new one at each
+#: attribute access) share a run, an unhashable check by identity. A value is True, False or what it raised.
+ChecksRun = dict[Any, "bool | Exception"]
+_UNRUN = object()
+
+
+def check_result(check: Callable[[], Any], cache: ChecksRun | None = None) -> bool | Exception:
+    """Run an availability check once per pass: its truth, or the exception it raised (never raised)."""
+    key: Any = check
+    if cache is not None:
+        try:
+            found = cache.get(key, _UNRUN)
+        except TypeError:  # an unhashable callable object: remember it by identity
+            key = id(check)
+            found = cache.get(key, _UNRUN)
+        if found is not _UNRUN:
+            return found  # type: ignore[return-value]
+    try:
+        result: bool | Exception = bool(check())
+    except Exception as exc:  # a raising check never escapes; availability() says what it raised
+        result = exc
+    if cache is not None:
+        cache[key] = result
+    return result
+
+
+def is_available(entry: ToolEntry, cache: ChecksRun | None = None) -> bool:
+    """``availability(entry, cache).available`` without building the reason (``get_definitions``' hot path)."""
+    if entry.disabled_reason:
+        return False
+    if entry.requires_env and not all(os.environ.get(v) for v in entry.requires_env):
+        return False
+    return entry.check_fn is None or check_result(entry.check_fn, cache) is True
 
 
 def availability(entry: ToolEntry, cache: ChecksRun | None = None) -> Availability:
     """Why ``entry`` cannot be offered: disabled, missing env var names, a false or raising check.
 
-    The one availability computation (``get_definitions``, ``get_unavailable``, ``%tools doctor`` and the
-    Hermes queries all ask here). ``cache`` lets one pass run each distinct check once; nothing is
-    remembered across passes, so a check sees the world as it is at each call.
+    The one availability computation (with ``is_available``, its reason-less view, which agrees by
+    construction): ``get_definitions``, ``get_unavailable``, ``%tools doctor`` and the Hermes queries all
+    ask here. ``cache`` lets one pass run each distinct check once; nothing is remembered across passes,
+    so a check sees the world as it is at each call.
     """
     if entry.disabled_reason:
         return Availability(available=False, reason=f"disabled: {entry.disabled_reason}")
@@ -97,23 +129,12 @@ def availability(entry: ToolEntry, cache: ChecksRun | None = None) -> Availabili
     check = entry.check_fn
     if check is None:
         return AVAILABLE
-    key: Any = check
-    if cache is not None:
-        try:
-            found = cache.get(key)
-        except TypeError:  # an unhashable callable object: remember it by identity
-            key = id(check)
-            found = cache.get(key)
-        if found is not None:
-            return found
-    try:
-        status = AVAILABLE if check() else Availability(
-            available=False, reason=f"check {_check_name(check)} returned false")
-    except Exception as exc:  # a raising check never escapes; the reason says what it raised
-        status = Availability(available=False, reason=f"check {_check_name(check)} raised {_describe(exc)}")
-    if cache is not None:
-        cache[key] = status
-    return status
+    result = check_result(check, cache)
+    if result is True:
+        return AVAILABLE
+    if result is False:
+        return Availability(available=False, reason=f"check {_check_name(check)} returned false")
+    return Availability(available=False, reason=f"check {_check_name(check)} raised {_describe(result)}")
 
 
 def _check_name(check: Callable[..., Any]) -> str:

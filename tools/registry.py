@@ -30,6 +30,7 @@ from hermes_nb.tools.entry import (
     checked_examples,
     checked_schema,
     checked_source,
+    is_available,
     validator_for,
 )
 from hermes_nb.tools.errors import ToolArgumentError
@@ -280,7 +281,7 @@ class ToolRegistry(HermesQueries):
     def get_definitions(self, tool_names: Iterable[str], quiet: bool = False) -> list[dict[str, Any]]:
         """OpenAI definitions for the available tools among ``tool_names``, sorted by name.
 
-        Availability is ``tools.entry.availability`` (the one computation, with its per-pass cache: each
+        Availability is ``tools.entry.is_available`` (the one computation, with its per-pass cache: each
         distinct ``check_fn`` runs at most once per call; a raising check hides its tools).
         ``quiet`` is accepted for Hermes compatibility; reasons are in ``get_unavailable()``.
         Every call builds new dicts (the nested ``parameters`` is the entry's own, as in Hermes).
@@ -301,7 +302,7 @@ class ToolRegistry(HermesQueries):
                 continue
             # one test on the hot path: an entry with nothing to check needs no call
             if (entry.check_fn is not None or entry.disabled_reason or entry.requires_env) and \
-                    not availability(entry, cache).available:
+                    not is_available(entry, cache):
                 continue
             function = {**entry.schema, "name": name}
             if entry.dynamic_schema_overrides is not None:

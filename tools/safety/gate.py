@@ -126,11 +126,21 @@ def decide_without_asking(entry: Any, args: Mapping[str, Any]) -> Decision | Non
 
 def _decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None,
             ask_lock: AbstractContextManager[Any] | None, *, may_ask: bool) -> Decision | None:
+    meta = entry.metadata
+    if not entry.needs_approval and JUDGE_KEY not in meta and COMMAND_PARAM_KEY not in meta:
+        # The common case, kept cheap: a tool that never asks by itself and takes no shell line. Only a
+        # rule of the person's can stop or question it; with none for this tool, the full path below
+        # would answer "safe" too. A rule sends it down the full path, so every rule acts as before.
+        if rules.tool_rule(entry.name) is None:
+            return _SAFE
     ask = judge(entry, args)
     param = entry.metadata.get(COMMAND_PARAM_KEY)  # the argument holding a shell line, for command rules
     command = args.get(param) if param and isinstance(args.get(param), str) else None
     return decide_ask(entry.name, ask, approver, ask_lock=ask_lock, command=command,
                       shown=lambda: _tool_ask(entry, args), may_ask=may_ask)
+
+
+_SAFE = Decision(approved=True, scope="safe", pattern_key=None, message="No approval needed.")
 
 
 def _blocked(key: str | None, message: str) -> Decision:
@@ -174,7 +184,7 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
                   description=f"the person's rule {rule.source} asks before this runs.",
                   scopes=frozenset({f"rule:{tool}:{subject}"}))
     if ask is None:
-        return Decision(approved=True, scope="safe", pattern_key=None, message="No approval needed.")
+        return _SAFE
     if remembered.always_covers(tool, ask.subject):
         return Decision(approved=True, scope="always", pattern_key=ask.key, message="Approved earlier (always).")
     if remembered.session_covers(ask.scopes):

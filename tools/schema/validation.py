@@ -65,8 +65,17 @@ def compile_validator(parameters: dict, *, coerce: bool = True) -> Callable[[dic
             raise ToolArgumentError("; ".join(errors))
         return out
 
-    validate.unenforced = tuple(sorted(compiler.unenforced))  # type: ignore[attr-defined]
-    return validate
+    unenforced = tuple(sorted(compiler.unenforced))
+    validate.unenforced = unenforced  # type: ignore[attr-defined]
+    if not coerce:
+        return validate
+    from hermes_nb.tools.schema.fast_path import fast_validator  # generated code for flat schemas
+
+    fast = fast_validator(parameters, validate)
+    if fast is None:
+        return validate
+    fast.unenforced = unenforced  # type: ignore[attr-defined]
+    return fast
 
 
 _cache: dict[int, tuple[dict, Callable[[dict], dict]]] = {}
