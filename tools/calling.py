@@ -39,7 +39,7 @@ def call_handler(hooks: Sequence[CallHook], entry: ToolEntry, call_args: dict[st
         if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
             result = async_bridge.run_sync(_call(entry.handler, call_args, kwargs))
         else:
-            result = entry.handler(call_args, **kwargs)
+            result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
             if type(result) is not str and inspect.isawaitable(result):  # a sync wrapper around an async function
                 result = async_bridge.run_sync(_await(result))
     except _HandlerExit as wrapped:
@@ -48,6 +48,8 @@ def call_handler(hooks: Sequence[CallHook], entry: ToolEntry, call_args: dict[st
         return failed(wrapped.exc)
     except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
         return failed(exc)
+    if type(result) is str and result.isascii() and not result.startswith("{"):  # settle_result's commonest case
+        return result, False
     return settle_result(result)
 
 

@@ -363,10 +363,17 @@ class ToolRegistry(HermesQueries):
         return Outcome(content=content, is_error=is_error, started=started, ended=perf_counter())
 
     def _run(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
-        prepared = self.prepare(name, args)
-        if type(prepared) is str:
-            return prepared, True
-        entry, call_args = prepared  # type: ignore[misc]
+        entry = self._tools.get(name) if type(name) is str else None
+        try:  # prepare()'s usual case, inline (a known, enabled tool given a dict that validates as it is)
+            ok = entry is not None and not entry.disabled_reason and type(args) is dict and entry.validator is not None
+            call_args = entry.validator(args) if ok else None  # type: ignore[union-attr,misc]
+        except ToolArgumentError:
+            ok = False
+        if not ok:
+            prepared = self.prepare(name, args)  # the general path, which also writes every error message
+            if type(prepared) is str:
+                return prepared, True
+            entry, call_args = prepared  # type: ignore[misc]
         decision = decide(entry, call_args, kwargs.pop("approval_callback", None) if kwargs else None)
         if not decision.approved:
             return tool_error(decision.message, blocked=True), True

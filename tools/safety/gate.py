@@ -113,6 +113,9 @@ def judge(entry: Any, args: Mapping[str, Any]) -> Ask | None:
 def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None = None,
            *, ask_lock: AbstractContextManager[Any] | None = None) -> Decision:
     """The gate for one validated call of ``entry`` (a ``ToolEntry``); may wait for a person."""
+    if not entry.needs_approval and JUDGE_KEY not in entry.metadata and COMMAND_PARAM_KEY not in entry.metadata \
+            and rules.tool_rule(entry.name) is None:  # _never_asks, inline: every dispatch passes here
+        return _SAFE
     decision = _decide(entry, args, approver, ask_lock, may_ask=True)
     assert decision is not None
     return decision
@@ -121,18 +124,23 @@ def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | Non
 def decide_without_asking(entry: Any, args: Mapping[str, Any]) -> Decision | None:
     """The decision when it needs nobody (harmless, a rule, an earlier approval), else None: callers on
     an event loop use it to avoid a thread hop for ordinary calls."""
+    if _never_asks(entry):
+        return _SAFE
     return _decide(entry, args, None, None, may_ask=False)
+
+
+def _never_asks(entry: Any) -> bool:
+    """The common case, kept cheap: a tool that never asks by itself and takes no shell line, with no rule of
+    the person's for it; the full path would answer "safe" too. A rule sends it down the full path, so every
+    rule acts as before."""
+    if entry.needs_approval:
+        return False
+    meta = entry.metadata
+    return JUDGE_KEY not in meta and COMMAND_PARAM_KEY not in meta and rules.tool_rule(entry.name) is None
 
 
 def _decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None,
             ask_lock: AbstractContextManager[Any] | None, *, may_ask: bool) -> Decision | None:
-    meta = entry.metadata
-    if not entry.needs_approval and JUDGE_KEY not in meta and COMMAND_PARAM_KEY not in meta:
-        # The common case, kept cheap: a tool that never asks by itself and takes no shell line. Only a
-        # rule of the person's can stop or question it; with none for this tool, the full path below
-        # would answer "safe" too. A rule sends it down the full path, so every rule acts as before.
-        if rules.tool_rule(entry.name) is None:
-            return _SAFE
     ask = judge(entry, args)
     param = entry.metadata.get(COMMAND_PARAM_KEY)  # the argument holding a shell line, for command rules
     command = args.get(param) if param and isinstance(args.get(param), str) else None

@@ -136,7 +136,10 @@ def _section() -> dict[str, Any]:
 
 def tool_rule(tool: str) -> Rule | None:
     """``rule_for(tool)`` for a call with no shell command: answered once per tool per read of the file."""
-    read = _current()
+    read = _read  # _current()'s fast path, inline: this runs on every tool call
+    if read is None or read.generation != config.generation or time.monotonic() >= read.until or \
+            read.home != (_home_marker() if _environ is None else (_environ.get(_HOME_KEYS[0]), _environ.get(_HOME_KEYS[1]))):
+        read = _current()
     memo = read.tool_rules
     try:
         return memo[tool]

@@ -59,10 +59,24 @@ def fast_validator(parameters: dict[str, Any], slow: Callable[[dict], dict]) -> 
             return slow(args)
 
         return validate_empty
-    consts: dict[str, Any] = {"slow": slow}
-    lines = ["def validate(args):", "    if type(args) is not dict:", "        return slow(args)"]
+    shape = (tuple(types.items()), tuple(required))
+    make = _factories.get(shape)
+    if make is None:
+        make = _factories[shape] = _factory(types, required)
+    return make(slow)
+
+
+#: Generated factories by schema shape (property names, their types, the required names): many tools share
+#: a shape, and compiling code costs far more than calling a factory.
+_factories: dict[Any, Callable[[Callable[[dict], dict]], Callable[[dict], dict]]] = {}
+
+
+def _factory(types: dict[str, tuple[type, ...]], required: list[str]) -> Callable[..., Callable[[dict], dict]]:
+    consts: dict[str, Any] = {}
+    lines = ["def make(slow):", " def validate(args):", "    if type(args) is not dict:", "        return slow(args)"]
     optional = [name for name in types if name not in required]
-    lines.append(f"    known = {len(required)}")
+    if optional:
+        lines.append(f"    known = {len(required)}")
     for i, name in enumerate(types):
         kinds = types[name]
         test = f"type(v) is not T{i}" if len(kinds) == 1 else f"type(v) not in T{i}"
@@ -74,13 +88,9 @@ def fast_validator(parameters: dict[str, Any], slow: Callable[[dict], dict]) -> 
         else:
             lines += [f"    if {key} in args:", f"        v = args[{key}]", f"        if {test}:",
                       "            return slow(args)", "        known += 1"]
-    if not optional:
-        lines[3] = ""  # no counting needed: the required names are all the known ones
-        lines += [f"    if len(args) != {len(required)}:", "        return slow(args)"]
-    else:
-        lines += ["    if len(args) != known:", "        return slow(args)"]
-    lines.append("    return args")
+    count = "known" if optional else str(len(required))
+    lines += [f"    if len(args) != {count}:", "        return slow(args)", "    return args", " return validate"]
     namespace: dict[str, Any] = dict(consts)
-    exec(compile("\n".join(lines), f"<validator {sorted(types)}>", "exec"), namespace)  # our own code, from names via repr
-    validate: Callable[[dict], dict] = namespace["validate"]
-    return validate
+    exec(compile("\n".join(lines), f"<validator {sorted(types)}>", "exec"), namespace)  # our code, names via repr
+    make: Callable[..., Callable[[dict], dict]] = namespace["make"]
+    return make
