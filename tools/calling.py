@@ -20,7 +20,7 @@ from hermes_nb.tools.results import execution_failed, settle_result
 if TYPE_CHECKING:
     from hermes_nb.tools.entry import ToolEntry
 
-__all__ = ["call_handler", "acall_handler", "failed", "settled", "settled_async"]
+__all__ = ["acall_handler", "call_handler", "failed", "settle_returned", "settled", "settled_async"]
 
 
 def failed(exc: BaseException) -> Settled:
@@ -35,21 +35,38 @@ def call_handler(hooks: Sequence[CallHook], entry: ToolEntry, call_args: dict[st
         if isinstance(hooked, str):
             return hooked, True  # a before-hook blocked the call
         entry = hooked
-    try:
-        if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
+    if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
+        try:
             result = async_bridge.run_sync(_call(entry.handler, call_args, kwargs))
-        else:
-            result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
-            if type(result) is not str and inspect.isawaitable(result):  # a sync wrapper around an async function
-                result = async_bridge.run_sync(_await(result))
-    except _HandlerExit as wrapped:
-        if isinstance(wrapped.exc, KeyboardInterrupt):
-            raise wrapped.exc from None
-        return failed(wrapped.exc)
-    except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
+        except _HandlerExit as wrapped:
+            if isinstance(wrapped.exc, KeyboardInterrupt):
+                raise wrapped.exc from None
+            return failed(wrapped.exc)
+        except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
+            return failed(exc)
+        return settle_result(result)
+    try:
+        result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
+    except (Exception, SystemExit) as exc:
         return failed(exc)
-    if type(result) is str and result.isascii() and not result.startswith("{"):  # settle_result's commonest case
-        return result, False
+    return settle_returned(result)
+
+
+def settle_returned(result: Any) -> Settled:
+    """What a sync handler returned, settled: awaited first when it is awaitable (a sync wrapper around an
+    async function; on the background loop)."""
+    if type(result) is str:
+        if result.isascii() and not result.startswith("{"):  # settle_result's commonest case, inline
+            return result, False
+    elif inspect.isawaitable(result):
+        try:
+            result = async_bridge.run_sync(_await(result))
+        except _HandlerExit as wrapped:
+            if isinstance(wrapped.exc, KeyboardInterrupt):
+                raise wrapped.exc from None
+            return failed(wrapped.exc)
+        except (Exception, SystemExit) as exc:
+            return failed(exc)
     return settle_result(result)
 
 

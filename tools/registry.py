@@ -18,7 +18,14 @@ from time import perf_counter
 from typing import Any
 
 from hermes_nb.tools.call_hooks import CallHook
-from hermes_nb.tools.calling import acall_handler, call_handler, settled, settled_async
+from hermes_nb.tools.calling import (
+    acall_handler,
+    call_handler,
+    failed,
+    settle_returned,
+    settled,
+    settled_async,
+)
 from hermes_nb.tools.entry import (
     SOURCES,
     Availability,
@@ -363,21 +370,29 @@ class ToolRegistry(HermesQueries):
         return Outcome(content=content, is_error=is_error, started=started, ended=perf_counter())
 
     def _run(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
+        # prepare()'s usual case, inline: a known, enabled tool given a dict that validates as it is
         entry = self._tools.get(name) if type(name) is str else None
-        try:  # prepare()'s usual case, inline (a known, enabled tool given a dict that validates as it is)
-            ok = entry is not None and not entry.disabled_reason and type(args) is dict and entry.validator is not None
-            call_args = entry.validator(args) if ok else None  # type: ignore[union-attr,misc]
-        except ToolArgumentError:
-            ok = False
-        if not ok:
+        call_args: dict[str, Any] | None = None
+        if entry is not None and not entry.disabled_reason and type(args) is dict and entry.validator is not None:
+            try:
+                call_args = entry.validator(args)
+            except ToolArgumentError:
+                pass  # prepare() below says what is wrong
+        if entry is None or call_args is None:
             prepared = self.prepare(name, args)  # the general path, which also writes every error message
-            if type(prepared) is str:
+            if isinstance(prepared, str):
                 return prepared, True
-            entry, call_args = prepared  # type: ignore[misc]
+            entry, call_args = prepared
         decision = decide(entry, call_args, kwargs.pop("approval_callback", None) if kwargs else None)
         if not decision.approved:
             return tool_error(decision.message, blocked=True), True
-        return call_handler(self._call_hooks, entry, call_args, kwargs)
+        if self._call_hooks or entry.is_async:
+            return call_handler(self._call_hooks, entry, call_args, kwargs)
+        try:  # call_handler's plain case, inline: a sync handler and no hooks
+            result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
+        except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
+            return failed(exc)
+        return settle_returned(result)
 
     async def _run_async(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
         import asyncio

@@ -28,7 +28,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -82,18 +82,23 @@ def _home() -> tuple[str | None, str | None]:
     return (env, None) if env is not None else (None, os.environ.get("HOME"))
 
 
-try:  # os.environ's own table: two dict look-ups notice a moved home (``os.environ.get`` decodes; 10x slower)
-    _environ: Any = os.environ._data  # type: ignore[attr-defined]
-    _HOME_KEYS = (os.environ.encodekey("HERMES_NB_HOME"), os.environ.encodekey("HOME"))  # type: ignore[attr-defined]
+def _public_env_get(key: Any) -> Any:
+    return os.environ.get(key)
+
+
+try:  # os.environ's own table: a dict look-up notices a moved home (``os.environ.get`` decodes; 10x slower)
+    _env_get: Callable[[Any], Any] = os.environ._data.get  # type: ignore[attr-defined]
+    _HOME_ENV = os.environ.encodekey("HERMES_NB_HOME")  # type: ignore[attr-defined]
+    _USER_HOME = os.environ.encodekey("HOME")  # type: ignore[attr-defined]
 except AttributeError:  # not CPython's os.environ: the public way
-    _environ, _HOME_KEYS = None, ()
+    _env_get, _HOME_ENV, _USER_HOME = _public_env_get, "HERMES_NB_HOME", "HOME"
 
 
 def _home_marker() -> Any:
-    """Something that changes whenever ``HERMES_NB_HOME`` or ``HOME`` does, as cheaply as possible."""
-    if _environ is None:
-        return _home()
-    return _environ.get(_HOME_KEYS[0]), _environ.get(_HOME_KEYS[1])
+    """Something that changes whenever ``HERMES_NB_HOME`` or ``HOME`` does (``HOME`` counts only without the
+    first), as cheaply as possible."""
+    home = _env_get(_HOME_ENV)
+    return (home, None) if home is not None else (None, _env_get(_USER_HOME))
 
 
 def reread() -> None:
@@ -136,16 +141,23 @@ def _section() -> dict[str, Any]:
 
 def tool_rule(tool: str) -> Rule | None:
     """``rule_for(tool)`` for a call with no shell command: answered once per tool per read of the file."""
-    read = _read  # _current()'s fast path, inline: this runs on every tool call
-    if read is None or read.generation != config.generation or time.monotonic() >= read.until or \
-            read.home != (_home_marker() if _environ is None else (_environ.get(_HOME_KEYS[0]), _environ.get(_HOME_KEYS[1]))):
-        read = _current()
+    read = _read
+    # _current()'s fast path, inline and cheapest test first: this runs on every tool call
+    if read is not None and read.generation == config.generation and _monotonic() < read.until:
+        home = _env_get(_HOME_ENV)
+        if home == read.home[0] and (home is not None or _env_get(_USER_HOME) == read.home[1]):
+            rule = read.tool_rules.get(tool, _UNSET)
+            if rule is not _UNSET:
+                return rule  # type: ignore[return-value]
+    read = _current()
     memo = read.tool_rules
-    try:
-        return memo[tool]
-    except KeyError:
-        rule = memo[tool] = _strongest(_tool_rules(read.section, tool))
-        return rule
+    if tool not in memo:
+        memo[tool] = _strongest(_tool_rules(read.section, tool))
+    return memo[tool]
+
+
+_UNSET = object()
+_monotonic = time.monotonic
 
 
 def always_enabled() -> bool:
