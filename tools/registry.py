@@ -328,11 +328,11 @@ class ToolRegistry(HermesQueries):
             return _unknown(name, self._tools)
         if entry.disabled_reason:
             return tool_error(f"Tool {entry.name} is disabled: {entry.disabled_reason}")
-        parsed = args if type(args) is dict else parse_arguments(args)
-        if type(parsed) is str:
+        parsed = parse_arguments(args)
+        if isinstance(parsed, str):
             return tool_error(f"Invalid arguments for {entry.name}: {parsed}")
         try:
-            validated = entry.validator(parsed) if entry.validator else parsed  # type: ignore[arg-type]
+            validated = entry.validator(parsed) if entry.validator else parsed
         except ToolArgumentError as exc:
             return tool_error(f"Invalid arguments for {entry.name}: {exc}")
         return entry, validated
