@@ -3,7 +3,9 @@
 Import-compatible with Hermes Agent: a tool file that does ``from tools.registry import registry`` and
 calls ``registry.register(name=..., toolset=..., schema=..., handler=...)`` loads unchanged. The records
 live in ``tools.entry``, the text at the boundary in ``tools.results``, Hermes's extra names in
-``tools.hermes_compat``; all are re-exported here.
+``tools.hermes_compat``; all are re-exported here. Calling a handler is ``tools.calling``; a call's result
+stays ``(content, is_error)`` inside (``tools.outcome``): ``dispatch`` returns Hermes's string, ``execute``
+the ``Outcome`` record, and a batch records the flag it was given.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ Each tool declares how its calls are judged when it registers: ``metadata={"appr
 ``decide`` then applies the person's rules (``approvals:`` in ``config.yaml``, deny wins), what they
 approved earlier (exactly; ``tools.safety.remembered``) and finally asks the approver.
 
+A tool that never asks by itself (no judge, no ``needs_approval``, no shell line) and has no rule of the
+person's passes with one memo look-up (``rules.tool_rule``): the common call stays cheap, and a rule for it
+sends it down the full path.
+
 Every path that runs a tool passes here: a batch decides before a call's clock starts
 (``tools.batch.state``), ``registry.dispatch`` and ``handle_function_call`` before the handler. The
 registry's lookup/validate/call core holds no policy.
