@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 from bench.common import fmt, per_call, require, verdict
 from hermes_nb.tools.registry import ToolRegistry
@@ -92,6 +93,16 @@ def _ratio_line(label: str, ours: float, base: float, target: float) -> bool:
     print(f"{label:<38} ours {fmt(ours):>10}  baseline {fmt(base):>10}  ratio {ratio:5.2f}x "
           f"(target ≤ {target:g}x: {verdict(ratio <= target)})")
     return ratio <= target
+
+
+def _alternating(ours: Callable[[], object], base: Callable[[], object], rounds: int) -> tuple[float, float]:
+    """Best seconds per call of each, over rounds that alternate: a burst of load on this shared machine
+    then hits both sides alike instead of one."""
+    o = b = float("inf")
+    for _ in range(rounds):
+        o = min(o, per_call(ours, min_time=0.1, repeat=3))
+        b = min(b, per_call(base, min_time=0.1, repeat=3))
+    return o, b
 
 
 # -- hermes-agent's own registry, in its venv ------------------------------------------------------
@@ -188,8 +199,9 @@ def main(quick: bool = False) -> None:
               f"ratio {vs:5.2f}x (hermes unvalidated; target ≤ {HERMES_NOISE:g}x: {verdict(vs <= HERMES_NOISE)})")
         if vs > HERMES_NOISE:
             misses.append(f"validated dispatch {vs:.2f}x hermes-agent {HERMES_VERSION}'s (target ≤ {HERMES_NOISE:g}x)")
-    if not _ratio_line("dispatch, unknown tool",
-                       per_call(lambda: ours.dispatch("nope", args)), per_call(lambda: base.dispatch("nope", args)), 3):
+    rounds = 3 if quick else 7
+    if not _ratio_line("dispatch, unknown tool", *_alternating(
+            lambda: ours.dispatch("nope", args), lambda: base.dispatch("nope", args), rounds), 3):
         misses.append("dispatch of an unknown tool (target ≤ 3x)")
     o, b = per_call(lambda: ours.dispatch("boom", args)), per_call(lambda: base.dispatch("boom", args))
     print(f"{'dispatch, raising handler':<38} ours {fmt(o):>10}  baseline {fmt(b):>10}  ratio {o / b:5.2f}x (no target)")
@@ -199,10 +211,8 @@ def main(quick: bool = False) -> None:
         o_reg, b_reg = ToolRegistry(), BaselineRegistry()
         o_names, b_names = _fill(o_reg, n), _fill(b_reg, n)
         assert len(o_reg.get_definitions(o_names)) == len(b_reg.get_definitions(b_names))
-        timings[n] = (
-            per_call(lambda r=o_reg, ns=o_names: r.get_definitions(ns)),
-            per_call(lambda r=b_reg, ns=b_names: r.get_definitions(ns)),
-        )
+        timings[n] = _alternating(lambda r=o_reg, ns=o_names: r.get_definitions(ns),
+                                  lambda r=b_reg, ns=b_names: r.get_definitions(ns), rounds)
         if not _ratio_line(f"get_definitions, {n} tools", *timings[n], 2):
             misses.append(f"get_definitions of {n} tools (target ≤ 2x)")
     growth = timings[1000][0] / timings[100][0]
