@@ -1,8 +1,13 @@
-"""The registry against the seed sketch of Hermes's registry, measured in the same process.
+"""The registry against the seed sketch of Hermes's registry, measured in the same process, and against
+hermes-agent 0.19's own registry, measured in the same run.
 
 The baseline is what Hermes's design starts from: a dict lookup, a lazy check_fn, try/except to JSON,
-and no argument validation. hermes_nb adds validation, coercion and richer errors; the targets say how
-much that may cost.
+and no argument validation. hermes_nb adds validation, coercion, the approval gate and richer errors; the
+targets say how much that may cost. Issue 15's targets for one validated call of a trivial tool: at most
+4x the seed sketch, and no slower than Hermes 0.19's own (unvalidated) ``registry.dispatch`` of the same
+tool, within ``HERMES_NOISE`` (that side runs in another process, of the ``.venv-hermes-registry`` venv:
+hermes-agent from PyPI; rounds of both sides alternate so the machine's load hits both alike).
+A missed target raises ``TargetMissed`` after every figure is printed.
 """
 
 from __future__ import annotations
@@ -11,10 +16,17 @@ import json
 import os
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 
-from bench.common import fmt, per_call, verdict
+from bench.common import fmt, per_call, require, verdict
 from hermes_nb.tools.registry import ToolRegistry
+
+HERMES_VERSION = "0.19.0"
+#: How much slower than Hermes's dispatch ours may measure and still count as "no slower": two processes
+#: measured in alternating rounds on a shared 2-core machine differ by up to ~10% run to run (the best of
+#: each side's rounds is compared), so a 1.1 margin tells noise from a real loss.
+HERMES_NOISE = 1.1
+DISPATCH_TARGET = 4.0  # x the seed sketch (issue 15; was 8)
 
 
 class BaselineRegistry:
@@ -76,13 +88,95 @@ def _fill(reg, n: int) -> list[str]:
     return names
 
 
-def _ratio_line(label: str, ours: float, base: float, target: float) -> None:
+def _ratio_line(label: str, ours: float, base: float, target: float) -> bool:  # True when met
     ratio = ours / base
     print(f"{label:<38} ours {fmt(ours):>10}  baseline {fmt(base):>10}  ratio {ratio:5.2f}x "
           f"(target ≤ {target:g}x: {verdict(ratio <= target)})")
+    return ratio <= target
 
 
-def main() -> None:
+def _alternating(ours: Callable[[], object], base: Callable[[], object], rounds: int) -> tuple[float, float]:
+    """Best seconds per call of each, over rounds that alternate: a burst of load on this shared machine
+    then hits both sides alike instead of one."""
+    o = b = float("inf")
+    for _ in range(rounds):
+        o = min(o, per_call(ours, min_time=0.1, repeat=3))
+        b = min(b, per_call(base, min_time=0.1, repeat=3))
+    return o, b
+
+
+# -- hermes-agent's own registry, in its venv ------------------------------------------------------
+
+_hermes_problem = ""
+
+# Runs in the hermes venv: its `tools.registry` (hermes-agent's), the same trivial tool, timed with the same
+# per_call as ours (its source is sent along: the repository's own `tools/` folder must not be on that path).
+_HERMES_SIDE = """from __future__ import annotations
+import json, sys, time
+from tools.registry import ToolRegistry
+{per_call}
+schema = json.loads(sys.argv[1])
+def inc(args, **kw):
+    return str(args["n"] + 1)
+reg = ToolRegistry()
+reg.register("inc", "bench", schema, inc)
+args = {{"n": 41}}
+assert reg.dispatch("inc", args) == "42", reg.dispatch("inc", args)
+print("ready", flush=True)
+for line in sys.stdin:
+    print(per_call(lambda: reg.dispatch("inc", args), min_time=float(line), repeat=3), flush=True)
+"""
+
+
+def _hermes_process() -> subprocess.Popen[str] | None:
+    """hermes-agent's registry in a subprocess of ``.venv-hermes-registry`` (built on first use), or None."""
+    global _hermes_problem
+    import inspect
+
+    from bench.common import per_call as timer
+
+    try:
+        from tests.support.venvs import cached_venv, python_of
+
+        venv = cached_venv("hermes-registry", [[f"hermes-agent=={HERMES_VERSION}"]])
+    except Exception as exc:  # boundary: no network, no uv; reported as a missed target
+        _hermes_problem = f"cannot build the hermes-agent venv ({type(exc).__name__}: {exc})"
+        return None
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = _HERMES_SIDE.format(per_call=inspect.getsource(timer))
+    proc = subprocess.Popen([str(python_of(venv)), "-c", code, json.dumps(SCHEMA)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(venv))
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "ready":
+        _hermes_problem = f"hermes side failed: {proc.communicate()[1][-500:]}"
+        return None
+    return proc
+
+
+def _dispatch_side_by_side(ours: ToolRegistry, base: BaselineRegistry, args: dict, *, rounds: int
+                           ) -> tuple[float, float, float | None]:
+    """Best seconds per dispatch of ours, the seed sketch and Hermes's, over alternating rounds."""
+    proc = _hermes_process()
+    best = [float("inf")] * 3
+    try:
+        for _ in range(rounds):
+            best[0] = min(best[0], per_call(lambda: ours.dispatch("inc", args), min_time=0.1, repeat=3))
+            best[1] = min(best[1], per_call(lambda: base.dispatch("inc", args), min_time=0.1, repeat=3))
+            if proc is not None:
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write("0.1\n")
+                proc.stdin.flush()
+                best[2] = min(best[2], float(proc.stdout.readline()))
+    finally:
+        if proc is not None:
+            proc.communicate(timeout=60)
+    return best[0], best[1], (best[2] if proc is not None else None)
+
+
+def main(quick: bool = False) -> None:
+    """Print every figure, then raise ``TargetMissed`` naming the missed targets. ``quick``: fewer rounds,
+    no registration or import timings (for a quick pass inside the test run)."""
+    misses: list[str] = []
     ours, base = ToolRegistry(), BaselineRegistry()
     for r in (ours, base):
         r.register("inc", "bench", SCHEMA, inc)
@@ -90,10 +184,26 @@ def main() -> None:
     args = {"n": 41}
     assert ours.dispatch("inc", args) == base.dispatch("inc", args) == "42"
 
-    _ratio_line("dispatch, one integer, validated",
-                per_call(lambda: ours.dispatch("inc", args)), per_call(lambda: base.dispatch("inc", args)), 8)
-    _ratio_line("dispatch, unknown tool",
-                per_call(lambda: ours.dispatch("nope", args)), per_call(lambda: base.dispatch("nope", args)), 3)
+    o, b, h = _dispatch_side_by_side(ours, base, args, rounds=3 if quick else 9)
+    ratio = o / b
+    print(f"{'dispatch, one integer, validated':<38} ours {fmt(o):>10}  baseline {fmt(b):>10}  ratio {ratio:5.2f}x "
+          f"(target ≤ {DISPATCH_TARGET:g}x: {verdict(ratio <= DISPATCH_TARGET)})")
+    if ratio > DISPATCH_TARGET:
+        misses.append(f"validated dispatch {ratio:.2f}x the seed sketch (target ≤ {DISPATCH_TARGET:g}x)")
+    if h is None:
+        print(f"{'dispatch vs hermes-agent ' + HERMES_VERSION:<38} not measured: {_hermes_problem}")
+        misses.append(f"hermes-agent {HERMES_VERSION} side not measured ({_hermes_problem})")
+    else:
+        vs = o / h
+        print(f"{'dispatch vs hermes-agent ' + HERMES_VERSION:<38} ours {fmt(o):>10}  hermes   {fmt(h):>10}  "
+              f"ratio {vs:5.2f}x (hermes unvalidated; target ≤ {HERMES_NOISE:g}x: {verdict(vs <= HERMES_NOISE)})")
+        if vs > HERMES_NOISE:
+            misses.append(f"validated dispatch {vs:.2f}x hermes-agent {HERMES_VERSION}'s (target ≤ {HERMES_NOISE:g}x)")
+    rounds = 3 if quick else 7
+    # The lines below print their verdicts as before; only the issue's dispatch targets and the import
+    # time fail the run (these ratios swing ±30% with this shared machine's load).
+    _ratio_line("dispatch, unknown tool", *_alternating(
+        lambda: ours.dispatch("nope", args), lambda: base.dispatch("nope", args), rounds), 3)
     o, b = per_call(lambda: ours.dispatch("boom", args)), per_call(lambda: base.dispatch("boom", args))
     print(f"{'dispatch, raising handler':<38} ours {fmt(o):>10}  baseline {fmt(b):>10}  ratio {o / b:5.2f}x (no target)")
 
@@ -102,10 +212,8 @@ def main() -> None:
         o_reg, b_reg = ToolRegistry(), BaselineRegistry()
         o_names, b_names = _fill(o_reg, n), _fill(b_reg, n)
         assert len(o_reg.get_definitions(o_names)) == len(b_reg.get_definitions(b_names))
-        timings[n] = (
-            per_call(lambda r=o_reg, ns=o_names: r.get_definitions(ns)),
-            per_call(lambda r=b_reg, ns=b_names: r.get_definitions(ns)),
-        )
+        timings[n] = _alternating(lambda r=o_reg, ns=o_names: r.get_definitions(ns),
+                                  lambda r=b_reg, ns=b_names: r.get_definitions(ns), rounds)
         _ratio_line(f"get_definitions, {n} tools", *timings[n], 2)
     growth = timings[1000][0] / timings[100][0]
     base_growth = timings[1000][1] / timings[100][1]
@@ -113,6 +221,9 @@ def main() -> None:
     # like the baseline's plain loop does, not worse.
     print(f"{'get_definitions 1000 vs 100 tools':<38} ours {growth:.1f}x, baseline {base_growth:.1f}x the time "
           f"for 10x the tools (linear, within 1.3x of the baseline's growth: {verdict(growth <= 1.3 * base_growth)})")
+    if quick:
+        require(not misses, "; ".join(misses))
+        return
 
     def reg_1000(cls):
         def run():
@@ -127,6 +238,9 @@ def main() -> None:
         best = min(_import_time(module) for _ in range(5))
         target = " (target < 50 ms: " + verdict(best < 0.05) + ")" if module == "tools" else ""
         print(f"{'import ' + module:<38} {fmt(best):>10}{target}")
+        if module == "tools" and best >= 0.05:
+            misses.append("import tools (target < 50 ms)")
+    require(not misses, "; ".join(misses))
 
 
 def _import_time(module: str) -> float:
@@ -138,5 +252,4 @@ def _import_time(module: str) -> float:
 
 
 if __name__ == "__main__":
-    start = time.perf_counter()
     main()

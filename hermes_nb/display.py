@@ -50,12 +50,8 @@ class ResultView:
     max_chars: int = DEFAULT_MAX_CHARS
     #: the traceback / printed output of a notebook tool, which the model does not get
     aside: Aside | None = None
-
-    @property
-    def is_error(self) -> bool:
-        """True when the content is a JSON object with an ``error`` key (the dispatch error shape)."""
-        data = _json_or_none(self.content)
-        return isinstance(data, dict) and "error" in data
+    #: from the call's ``Outcome`` (``render_result`` fills it), never re-read from ``content``
+    is_error: bool = False
 
     @property
     def spill(self) -> dict[str, Any] | None:
@@ -108,9 +104,17 @@ class ResultView:
 
 
 def render_result(content: str, *, name: str = "", call_id: str = "", max_chars: int = DEFAULT_MAX_CHARS,
-                  aside: Aside | None = None) -> ResultView:
-    """Wrap a tool result string for display: pretty JSON, collapsible, errors in red, cut if huge."""
-    return ResultView(content=content, name=name, call_id=call_id, max_chars=max_chars, aside=aside)
+                  aside: Aside | None = None, is_error: bool | None = None) -> ResultView:
+    """Wrap a tool result string for display: pretty JSON, collapsible, errors in red, cut if huge.
+
+    ``is_error`` is the call's ``Outcome.is_error``; without one (a string from elsewhere) Hermes's error
+    shape decides (``{"error": ...}`` set; ``{"error": null}`` is no error)."""
+    if is_error is None:
+        from hermes_nb.tools.outcome import text_says_error
+
+        is_error = text_says_error(content)
+    return ResultView(content=content, name=name, call_id=call_id, max_chars=max_chars, aside=aside,
+                      is_error=is_error)
 
 
 # -- what the person sees and the model does not ---------------------------------------------------

@@ -261,11 +261,12 @@ def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
     if callable(refresh):
         refresh()
     call_id = f"nb_{os.urandom(6).hex()}"  # not uuid: importing it costs ~13 ms of %load_ext
-    content = registry.dispatch(name, args)
-    content = _budget(content, name, call_id)
+    outcome = registry.execute(name, args)  # the record: its is_error colours the card, no parsing
+    content = _budget(outcome.content, name, call_id)
     from hermes_nb.asides import take
 
-    return render_result(content, name=name, call_id=call_id, max_chars=max_chars, aside=take(name))
+    return render_result(content, name=name, call_id=call_id, max_chars=max_chars, aside=take(name),
+                         is_error=outcome.is_error)
 
 
 def _budget(content: str, name: str, call_id: str) -> str:

@@ -16,6 +16,9 @@ __all__ = ["config_path", "expand_vars", "hermes_home", "load_config", "save_con
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _lock = threading.Lock()
+#: Bumped by every write through ``save_config``: readers that keep a parsed copy (the approval rules)
+#: compare it, so hermes_nb's own edits apply at the next call without a look at the file.
+generation = 0
 
 
 def hermes_home() -> Path:
@@ -84,6 +87,8 @@ def save_config(config: dict[str, Any]) -> Path:
     tmp = path.with_suffix(".yaml.tmp")
     tmp.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     os.replace(tmp, path)
+    global generation
+    generation += 1
     return path
 
 

@@ -6,14 +6,19 @@ wrong) and ``availability`` (why a tool cannot be offered, never an env var's va
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hermes_nb.tools.errors import ToolSchemaError
 
-__all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "availability", "checked_schema"]
+log = logging.getLogger("hermes_nb.tools.registry")
+
+__all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "ChecksRun", "availability", "check_result", "checked_callables",
+           "checked_examples", "checked_schema", "checked_source", "is_available", "report_unenforced",
+           "validator_for"]
 
 Source = Literal["builtin", "notebook", "plugin", "mcp", "hermes"]
 #: "hermes": a tool of an installed hermes-agent, called through Hermes's own handle_function_call.
@@ -68,10 +73,48 @@ class Availability:
 AVAILABLE = Availability(available=True)
 
 
-def availability(entry: ToolEntry, cache: dict[int, Availability] | None = None) -> Availability:
+#: One pass's memory of the checks it ran: by the check itself, so equal bound methods (a new one at each
+#: attribute access) share a run, an unhashable check by identity. A value is True, False or what it raised.
+ChecksRun = dict[Any, "bool | Exception"]
+_UNRUN = object()
+
+
+def check_result(check: Callable[[], Any], cache: ChecksRun | None = None) -> bool | Exception:
+    """Run an availability check once per pass: its truth, or the exception it raised (never raised)."""
+    key: Any = check
+    if cache is not None:
+        try:
+            found = cache.get(key, _UNRUN)
+        except TypeError:  # an unhashable callable object: remember it by identity
+            key = id(check)
+            found = cache.get(key, _UNRUN)
+        if found is not _UNRUN:
+            return found  # type: ignore[return-value]
+    try:
+        result: bool | Exception = bool(check())
+    except Exception as exc:  # a raising check never escapes; availability() says what it raised
+        result = exc
+    if cache is not None:
+        cache[key] = result
+    return result
+
+
+def is_available(entry: ToolEntry, cache: ChecksRun | None = None) -> bool:
+    """``availability(entry, cache).available`` without building the reason (``get_definitions``' hot path)."""
+    if entry.disabled_reason:
+        return False
+    if entry.requires_env and not all(os.environ.get(v) for v in entry.requires_env):
+        return False
+    return entry.check_fn is None or check_result(entry.check_fn, cache) is True
+
+
+def availability(entry: ToolEntry, cache: ChecksRun | None = None) -> Availability:
     """Why ``entry`` cannot be offered: disabled, missing env var names, a false or raising check.
 
-    ``cache`` (keyed by the check's id) lets one pass run each distinct check once.
+    The one availability computation (with ``is_available``, its reason-less view, which agrees by
+    construction): ``get_definitions``, ``get_unavailable``, ``%tools doctor`` and the Hermes queries all
+    ask here. ``cache`` lets one pass run each distinct check once; nothing is remembered across passes,
+    so a check sees the world as it is at each call.
     """
     if entry.disabled_reason:
         return Availability(available=False, reason=f"disabled: {entry.disabled_reason}")
@@ -86,17 +129,12 @@ def availability(entry: ToolEntry, cache: dict[int, Availability] | None = None)
     check = entry.check_fn
     if check is None:
         return AVAILABLE
-    key = id(check)
-    if cache is not None and key in cache:
-        return cache[key]
-    try:
-        status = AVAILABLE if check() else Availability(
-            available=False, reason=f"check {_check_name(check)} returned false")
-    except Exception as exc:  # a raising check never escapes; the reason says what it raised
-        status = Availability(available=False, reason=f"check {_check_name(check)} raised {_describe(exc)}")
-    if cache is not None:
-        cache[key] = status
-    return status
+    result = check_result(check, cache)
+    if result is True:
+        return AVAILABLE
+    if result is False:
+        return Availability(available=False, reason=f"check {_check_name(check)} returned false")
+    return Availability(available=False, reason=f"check {_check_name(check)} raised {_describe(result)}")
 
 
 def _check_name(check: Callable[..., Any]) -> str:
@@ -152,3 +190,62 @@ def checked_schema(name: str, schema: Any, description: str) -> dict[str, Any]:
     out["name"] = name
     out["description"] = description or desc or ""
     return out
+
+
+def checked_callables(name: Any, toolset: Any, handler: Any, **optional: Any) -> None:
+    """The name, the toolset and the callables a registration needs: a ValueError saying which is wrong."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tool name must be a non-empty string, got {name!r}")
+    if not isinstance(toolset, str) or not toolset:
+        raise ValueError(f"tool {name!r}: toolset must be a non-empty string, got {toolset!r}")
+    if not callable(handler):
+        raise ValueError(f"tool {name!r}: handler must be callable, got {type(handler).__name__}")
+    for label, fn in optional.items():
+        if fn is not None and not callable(fn):
+            raise ValueError(f"tool {name!r}: {label} must be callable or None")
+
+
+def validator_for(name: str, schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The compiled argument validator of a checked schema; keywords it cannot enforce are reported once."""
+    from hermes_nb.tools.schema.validation import compile_validator
+
+    try:
+        validator = compile_validator(schema["parameters"])
+    except ToolSchemaError as exc:
+        raise ToolSchemaError(f"tool {name!r}: {exc}") from None
+    report_unenforced(name, validator)
+    return validator
+
+
+def checked_source(name: str, source: str | None) -> str:
+    if source is None:
+        return "builtin"
+    if source not in SOURCES:
+        raise ValueError(f"tool {name!r}: source must be one of {', '.join(SOURCES)}, got {source!r}")
+    return source
+
+
+def checked_examples(name: str, examples: Iterable[Any]) -> tuple[Any, ...]:
+    if not examples:  # the usual case: no import on the registration path
+        return ()
+    from hermes_nb.tools.examples import as_examples
+
+    try:
+        return as_examples(examples)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"tool {name!r}: {exc}") from None
+
+
+
+
+def report_unenforced(name: str, validator: Any) -> None:
+    """Say once, at registration and in ``%tools doctor``, which schema keywords no check enforces."""
+    from hermes_nb.tools.load_report import clear_failures, record_failure
+
+    unenforced = getattr(validator, "unenforced", ())
+    if not unenforced:
+        clear_failures("schema", name)
+        return
+    words = ", ".join(unenforced)
+    log.warning("tool %r: schema keywords not enforced by the validator: %s", name, words)
+    record_failure("schema", name, f"schema keywords not enforced (the model is not held to them): {words}")

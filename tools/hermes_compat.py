@@ -19,7 +19,7 @@ from hermes_nb.tools.entry import DEFAULT_EMOJI
 if TYPE_CHECKING:
     import threading
 
-    from hermes_nb.tools.entry import Availability, ToolEntry
+    from hermes_nb.tools.entry import Availability, ChecksRun, ToolEntry
 
 __all__ = [
     "HermesQueries", "discover_builtin_tools", "invalidate_check_fn_cache", "is_hermes_style", "keep_existing",
@@ -103,7 +103,7 @@ class HermesQueries(ToolsetAliases):
     if TYPE_CHECKING:
         def entries(self) -> list[ToolEntry]: ...
         def get_entry(self, name: str) -> ToolEntry | None: ...
-        def availability(self, name: str, _cache: dict[int, Availability] | None = None) -> Availability: ...
+        def availability(self, name: str, _cache: ChecksRun | None = None) -> Availability: ...
         def get_tool_names_for_toolset(self, toolset: str) -> list[str]: ...
 
     def get_all_entries(self) -> list[ToolEntry]:
@@ -136,7 +136,7 @@ class HermesQueries(ToolsetAliases):
             groups.setdefault(entry.toolset, []).append(entry)
         return dict(sorted(groups.items()))
 
-    def _any_available(self, members: list[ToolEntry], cache: dict[int, Availability]) -> bool:
+    def _any_available(self, members: list[ToolEntry], cache: ChecksRun) -> bool:
         return any(self.availability(e.name, cache).available for e in members)
 
     def is_toolset_available(self, toolset: str) -> bool:
@@ -144,12 +144,12 @@ class HermesQueries(ToolsetAliases):
         return self._any_available(self._toolset_groups().get(toolset, []), {})
 
     def check_toolset_requirements(self) -> dict[str, bool]:
-        cache: dict[int, Availability] = {}
+        cache: ChecksRun = {}
         return {ts: self._any_available(members, cache) for ts, members in self._toolset_groups().items()}
 
     def get_available_toolsets(self) -> dict[str, dict[str, Any]]:
         """``{toolset: {"available", "tools", "description", "requirements"}}`` for display."""
-        cache: dict[int, Availability] = {}
+        cache: ChecksRun = {}
         return {
             ts: {"available": self._any_available(members, cache), "tools": [e.name for e in members],
                  "description": "", "requirements": _env_names(members)}

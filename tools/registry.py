@@ -3,24 +3,47 @@
 Import-compatible with Hermes Agent: a tool file that does ``from tools.registry import registry`` and
 calls ``registry.register(name=..., toolset=..., schema=..., handler=...)`` loads unchanged. The records
 live in ``tools.entry``, the text at the boundary in ``tools.results``, Hermes's extra names in
-``tools.hermes_compat``; all are re-exported here.
+``tools.hermes_compat``; all are re-exported here. Calling a handler is ``tools.calling``; a call's result
+stays ``(content, is_error)`` inside (``tools.outcome``): ``dispatch`` returns Hermes's string, ``execute``
+the ``Outcome`` record, and a batch records the flag it was given.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
+from time import perf_counter
 from typing import Any
 
-from hermes_nb.tools import async_bridge
-from hermes_nb.tools.call_hooks import CallHook, hooked_entry
-from hermes_nb.tools.entry import SOURCES, Availability, Source, ToolEntry, availability, checked_schema
-from hermes_nb.tools.errors import ToolArgumentError, ToolSchemaError
+from hermes_nb.tools.call_hooks import CallHook
+from hermes_nb.tools.calling import (
+    acall_handler,
+    call_handler,
+    failed,
+    settle_returned,
+    settled,
+    settled_async,
+)
+from hermes_nb.tools.entry import (
+    SOURCES,
+    Availability,
+    ChecksRun,
+    Source,
+    ToolEntry,
+    availability,
+    check_result,
+    checked_callables,
+    checked_examples,
+    checked_schema,
+    checked_source,
+    is_available,
+    validator_for,
+)
+from hermes_nb.tools.errors import ToolArgumentError
 from hermes_nb.tools.hermes_compat import (
     HermesQueries,
     discover_builtin_tools,
@@ -29,6 +52,7 @@ from hermes_nb.tools.hermes_compat import (
     keep_existing,
     no_cache_check_fn,
 )
+from hermes_nb.tools.outcome import Outcome, Settled
 from hermes_nb.tools.results import (
     execution_failed,
     parse_arguments,
@@ -36,9 +60,10 @@ from hermes_nb.tools.results import (
     tool_error,
     tool_result,
 )
+from hermes_nb.tools.safety.gate import decide, decide_without_asking
 
 __all__ = [
-    "SOURCES", "Availability", "Source", "ToolEntry", "ToolRegistry", "discover_builtin_tools",
+    "SOURCES", "Availability", "Outcome", "Source", "ToolEntry", "ToolRegistry", "discover_builtin_tools",
     "invalidate_check_fn_cache", "no_cache_check_fn", "parse_arguments", "registry", "serialize_result",
     "tool_error", "tool_result",
 ]
@@ -92,39 +117,18 @@ class ToolRegistry(HermesQueries):
         without it, the existing tool is kept and the refusal logged, as Hermes does. A bad schema is a
         ``ValueError`` (``ToolSchemaError``) saying what is wrong.
         """
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"tool name must be a non-empty string, got {name!r}")
-        if not isinstance(toolset, str) or not toolset:
-            raise ValueError(f"tool {name!r}: toolset must be a non-empty string, got {toolset!r}")
-        if not callable(handler):
-            raise ValueError(f"tool {name!r}: handler must be callable, got {type(handler).__name__}")
-        for label, fn in (("check_fn", check_fn), ("dynamic_schema_overrides", dynamic_schema_overrides)):
-            if fn is not None and not callable(fn):
-                raise ValueError(f"tool {name!r}: {label} must be callable or None")
+        checked_callables(name, toolset, handler, check_fn=check_fn, dynamic_schema_overrides=dynamic_schema_overrides)
         schema = checked_schema(name, schema, description)
-        from hermes_nb.tools.schema.validation import compile_validator
-
-        try:
-            validator = compile_validator(schema["parameters"])
-        except ToolSchemaError as exc:
-            raise ToolSchemaError(f"tool {name!r}: {exc}") from None
-        _report_unenforced(name, validator)
-        if source is None:
-            source = "builtin"
-        if source not in SOURCES:
-            raise ValueError(f"tool {name!r}: source must be one of {', '.join(SOURCES)}, got {source!r}")
+        validator = validator_for(name, schema)
+        source = checked_source(name, source)
         caller = sys._getframe(1).f_globals
-        if origin is None:
-            origin = caller.get("__name__")
-        if isinstance(requires_env, str):
-            requires_env = (requires_env,)
         entry = ToolEntry(
             name=name,
             toolset=toolset,
             schema=schema,
             handler=handler,
             check_fn=check_fn,
-            requires_env=tuple(requires_env or ()),
+            requires_env=(requires_env,) if isinstance(requires_env, str) else tuple(requires_env or ()),
             is_async=bool(is_async) or inspect.iscoroutinefunction(handler),
             description=schema.get("description", ""),
             emoji=emoji or "",
@@ -135,18 +139,27 @@ class ToolRegistry(HermesQueries):
             path_params=tuple(path_params),
             needs_approval=needs_approval,
             source=source,
-            origin=origin,
+            origin=caller.get("__name__") if origin is None else origin,
             disabled_reason=disabled_reason,
             metadata=dict(metadata or {}),
             validator=validator,
-            examples=_examples(name, examples),
+            examples=checked_examples(name, examples),
         )
+        stored = self._store(entry, override=override, hermes_style=lambda: is_hermes_style(caller))
+        if stored is entry:
+            self._notify("register", name)
+        return stored
+
+    def _store(self, entry: ToolEntry, *, override: bool, hermes_style: Callable[[], bool]) -> ToolEntry:
+        """Put ``entry`` in the table under its name, unless the name belongs to another toolset or source
+        and ``override`` is not given: then a Hermes-style caller keeps the old tool (returned), others raise."""
+        name, toolset, source = entry.name, entry.toolset, entry.source
         with self._lock:
             old = self._tools.get(name)
             if old is not None and (old.toolset != toolset or old.source != source):
                 if not override:
-                    if is_hermes_style(caller):  # as Hermes: logged, the existing tool kept, the file goes on
-                        return keep_existing(old, name, toolset, origin)
+                    if hermes_style():  # as Hermes: logged, the existing tool kept, the file goes on
+                        return keep_existing(old, name, toolset, entry.origin)
                     raise ValueError(
                         f"tool {name!r} already belongs to toolset {old.toolset!r} ({old.source}); "
                         f"pass override=True to take the name"
@@ -158,7 +171,6 @@ class ToolRegistry(HermesQueries):
                 self._drop_from_toolset(old)
             self._tools[name] = entry
             self._toolsets.setdefault(toolset, set()).add(name)
-        self._notify("register", name)
         return entry
 
     def deregister(self, name: str) -> ToolEntry | None:
@@ -259,7 +271,7 @@ class ToolRegistry(HermesQueries):
 
     # -- availability -----------------------------------------------------------------------------
 
-    def availability(self, name: str, _cache: dict[int, Availability] | None = None) -> Availability:
+    def availability(self, name: str, _cache: ChecksRun | None = None) -> Availability:
         """Can this tool be offered? Missing env var names, a false or raising check, or disabled."""
         entry = self._tools.get(name)
         if entry is None:
@@ -268,7 +280,7 @@ class ToolRegistry(HermesQueries):
 
     def get_unavailable(self) -> dict[str, Availability]:
         """Every unavailable tool with the reason; each distinct check runs once."""
-        cache: dict[int, Availability] = {}
+        cache: ChecksRun = {}
         out = {}
         for entry in self.entries():
             status = availability(entry, cache)
@@ -279,11 +291,12 @@ class ToolRegistry(HermesQueries):
     def get_definitions(self, tool_names: Iterable[str], quiet: bool = False) -> list[dict[str, Any]]:
         """OpenAI definitions for the available tools among ``tool_names``, sorted by name.
 
-        Each distinct ``check_fn`` runs at most once per call; a raising check hides its tools.
+        Availability is ``tools.entry.is_available`` (the one computation, with its per-pass cache: each
+        distinct ``check_fn`` runs at most once per call; a raising check hides its tools).
         ``quiet`` is accepted for Hermes compatibility; reasons are in ``get_unavailable()``.
         Every call builds new dicts (the nested ``parameters`` is the entry's own, as in Hermes).
         """
-        checks: dict[Any, bool] = {}
+        cache: ChecksRun = {}
         get = self._tools.get
         out: list[dict[str, Any]] = []
         append = out.append
@@ -298,20 +311,10 @@ class ToolRegistry(HermesQueries):
             if entry is None:
                 continue
             if entry.disabled_reason or entry.requires_env:  # rare: one test for both on the hot path
-                if entry.disabled_reason or not all(os.environ.get(v) for v in entry.requires_env):
+                if not is_available(entry, cache):
                     continue
-            check = entry.check_fn
-            if check is not None:
-                key: Any = check
-                try:
-                    ok = checks.get(key)
-                except TypeError:  # an unhashable callable object: remember it by identity
-                    key = id(check)
-                    ok = checks.get(key)
-                if ok is None:
-                    ok = checks[key] = _passes(check)
-                if not ok:
-                    continue
+            elif entry.check_fn is not None and check_result(entry.check_fn, cache) is not True:
+                continue  # (is_available's last step, called directly: this loop is what bench_registry times)
             function = {**entry.schema, "name": name}
             if entry.dynamic_schema_overrides is not None:
                 function.update(_overrides(entry))
@@ -319,16 +322,14 @@ class ToolRegistry(HermesQueries):
         return out
 
     # -- dispatch ---------------------------------------------------------------------------------
+    # Inside, every step returns ``Settled`` (content, is_error); ``dispatch`` hands out the string,
+    # ``execute`` the ``Outcome`` record. The sync path is written flat: it is the hot path (bench_registry).
 
     def prepare(self, name: Any, args: Any) -> tuple[ToolEntry, dict[str, Any]] | str:
         """Look up and validate a call: ``(entry, args)``, or the JSON error result for the model."""
-        entry = self._tools.get(name) if isinstance(name, str) else None
+        entry = self._tools.get(name) if type(name) is str else None
         if entry is None:
-            if not isinstance(name, str):
-                return tool_error(f"Unknown tool: {name!r}")
-            from hermes_nb.tools.schema.lint import did_you_mean  # the error path only
-
-            return tool_error(f"Unknown tool: {name}{did_you_mean(name, self._tools)}")
+            return _unknown(name, self._tools)
         if entry.disabled_reason:
             return tool_error(f"Tool {entry.name} is disabled: {entry.disabled_reason}")
         parsed = parse_arguments(args)
@@ -344,47 +345,95 @@ class ToolRegistry(HermesQueries):
         """Run one tool call and return its result as a string. Never raises (except KeyboardInterrupt).
 
         Lookup and validation, then the approval gate (``tools.safety.gate``; an ``approval_callback``
-        keyword answers its prompts), then ``call``.
+        keyword answers its prompts), then ``call``. ``execute`` is the same with the ``Outcome`` record.
         """
-        return _settled(self._dispatch, name, args, **kwargs)
+        try:
+            entry = self._tools.get(name) if type(name) is str else None
+            # The commonest call, flat (it is what bench_registry times): a known, enabled sync tool, no
+            # keywords, no hooks, a dict that validates as it is. The same steps as _run, in the same
+            # order; anything else (or an invalid call, for its message) goes through _run.
+            if entry is not None and not kwargs and type(args) is dict and not entry.disabled_reason \
+                    and not entry.is_async and not self._call_hooks and entry.validator is not None:
+                try:
+                    call_args = entry.validator(args)
+                except ToolArgumentError:
+                    return self._run(name, args, kwargs)[0]
+                decision = decide(entry, call_args)
+                if not decision.approved:
+                    return tool_error(decision.message, blocked=True)
+                try:
+                    result = entry.handler(call_args)
+                except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
+                    return execution_failed(exc)
+                if type(result) is str and result.isascii():  # settle_result's commonest case, inline
+                    return result
+                return settle_returned(result)[0]
+            return self._run(name, args, kwargs)[0]
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a raising validator, GeneratorExit, a custom BaseException
+            return execution_failed(exc)
+
+    def execute(self, name: str, args: Any, **kwargs: Any) -> Outcome:
+        """``dispatch`` returning the ``Outcome`` (content, is_error, timing) instead of the string."""
+        started = perf_counter()
+        content, is_error = settled(self._run, name, args, kwargs)
+        return Outcome(content=content, is_error=is_error, started=started, ended=perf_counter())
 
     async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
         """The same contract as ``dispatch``; async handlers are awaited on the caller's loop.
 
         Cancelling the awaiting task still cancels (asyncio's contract); a handler's own stray
         ``CancelledError`` is an error result like any other exception."""
-        return await _settled_async(self._dispatch_async(name, args, **kwargs))
+        return (await settled_async(self._run_async(name, args, kwargs)))[0]
 
-    def _dispatch(self, name: str, args: Any, **kwargs: Any) -> str:
-        prepared = self.prepare(name, args)
-        if isinstance(prepared, str):
-            return prepared
-        entry, call_args = prepared
-        from hermes_nb.tools.safety.gate import decide
+    async def aexecute(self, name: str, args: Any, **kwargs: Any) -> Outcome:
+        """``dispatch_async`` returning the ``Outcome``."""
+        started = perf_counter()
+        content, is_error = await settled_async(self._run_async(name, args, kwargs))
+        return Outcome(content=content, is_error=is_error, started=started, ended=perf_counter())
 
-        decision = decide(entry, call_args, kwargs.pop("approval_callback", None))
+    def _run(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
+        # prepare()'s usual case, inline: a known, enabled tool given a dict that validates as it is
+        entry = self._tools.get(name) if type(name) is str else None
+        call_args: dict[str, Any] | None = None
+        if entry is not None and not entry.disabled_reason and type(args) is dict and entry.validator is not None:
+            try:
+                call_args = entry.validator(args)
+            except ToolArgumentError:
+                pass  # prepare() below says what is wrong
+        if entry is None or call_args is None:
+            prepared = self.prepare(name, args)  # the general path, which also writes every error message
+            if isinstance(prepared, str):
+                return prepared, True
+            entry, call_args = prepared
+        decision = decide(entry, call_args, kwargs.pop("approval_callback", None) if kwargs else None)
         if not decision.approved:
-            return tool_error(decision.message, blocked=True)
-        return self._call_entry(entry, call_args, **kwargs)
+            return tool_error(decision.message, blocked=True), True
+        if self._call_hooks or entry.is_async:
+            return call_handler(self._call_hooks, entry, call_args, kwargs)
+        try:  # call_handler's plain case, inline: a sync handler and no hooks
+            result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
+        except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
+            return failed(exc)
+        return settle_returned(result)
 
-    async def _dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
+    async def _run_async(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
         import asyncio
         import contextvars
 
         prepared = self.prepare(name, args)
         if isinstance(prepared, str):
-            return prepared
+            return prepared, True
         entry, call_args = prepared
-        from hermes_nb.tools.safety.gate import decide, decide_without_asking
-
         approver = kwargs.pop("approval_callback", None)
         decision = decide_without_asking(entry, call_args) if approver is None else None
         if decision is None:  # a person must answer: wait in a thread, with the run's approver (context)
             context = contextvars.copy_context()
             decision = await asyncio.to_thread(context.run, decide, entry, call_args, approver)
         if not decision.approved:
-            return tool_error(decision.message, blocked=True)
-        return await self._acall_entry(entry, call_args, **kwargs)
+            return tool_error(decision.message, blocked=True), True
+        return await acall_handler(self._call_hooks, entry, call_args, kwargs)
 
     def call(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
         """Call a prepared entry's handler (no policy here); the result as a string. Never raises (except
@@ -392,57 +441,19 @@ class ToolRegistry(HermesQueries):
 
         Plugins' tool-call hooks (``tools.call_hooks``) run around the handler on every path: a
         ``dispatch`` and a batch's call alike."""
-        return _settled(self._call_entry, entry, call_args, **kwargs)
+        return self.call_settled(entry, call_args, **kwargs)[0]
+
+    def call_settled(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> Settled:
+        """``call`` returning ``(content, is_error)`` (what a batch records)."""
+        return settled(call_handler, self._call_hooks, entry, call_args, kwargs)
 
     async def acall(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
         """``call`` for the caller's loop: async handlers awaited here, sync ones in a thread."""
-        return await _settled_async(self._acall_entry(entry, call_args, **kwargs))
+        return (await self.acall_settled(entry, call_args, **kwargs))[0]
 
-    def _call_entry(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
-        if self._call_hooks:
-            hooked = hooked_entry(self._call_hooks, entry, call_args, kwargs)
-            if isinstance(hooked, str):
-                return hooked
-            entry = hooked
-        try:
-            if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
-                result = async_bridge.run_sync(_call(entry.handler, call_args, kwargs))
-            else:
-                result = entry.handler(call_args, **kwargs)
-                if inspect.isawaitable(result):  # a sync wrapper around an async function
-                    result = async_bridge.run_sync(_await(result))
-        except _HandlerExit as wrapped:
-            if isinstance(wrapped.exc, KeyboardInterrupt):
-                raise wrapped.exc from None
-            return execution_failed(wrapped.exc)
-        except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
-            return execution_failed(exc)
-        return serialize_result(result)
-
-    async def _acall_entry(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
-        import asyncio
-
-        if self._call_hooks:  # hooks are plugin code that may block (a prompt): off the loop
-            hooked = await asyncio.to_thread(hooked_entry, self._call_hooks, entry, call_args, kwargs)
-            if isinstance(hooked, str):
-                return hooked
-            entry = hooked
-        try:
-            if entry.is_async:
-                result = await _call(entry.handler, call_args, kwargs)
-            else:
-                result = await asyncio.to_thread(_caught, entry.handler, call_args, kwargs)
-                if isinstance(result, _Raised):  # returned, not raised: the task would throw a GeneratorExit
-                    return execution_failed(result.exc)  # into every frame at once (PEP 380), past our handlers
-                if inspect.isawaitable(result):
-                    result = await _await(result)
-        except _HandlerExit as wrapped:
-            if isinstance(wrapped.exc, KeyboardInterrupt):
-                raise wrapped.exc from None
-            return execution_failed(wrapped.exc)
-        except (Exception, SystemExit) as exc:
-            return execution_failed(exc)
-        return serialize_result(result)
+    async def acall_settled(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> Settled:
+        """``acall`` returning ``(content, is_error)``."""
+        return await settled_async(acall_handler(self._call_hooks, entry, call_args, kwargs))
 
     def add_batch_hook(self, sync: Callable[[], Any], asynchronous: Callable[[], Awaitable[Any]]) -> Callable[[], None]:
         """Run ``sync()`` (or, from a loop, ``await asynchronous()``) before every batch and model turn: what
@@ -486,22 +497,12 @@ class ToolRegistry(HermesQueries):
         return undo
 
 
-def _examples(name: str, examples: Iterable[Any]) -> tuple[Any, ...]:
-    if not examples:  # the usual case: no import on the registration path
-        return ()
-    from hermes_nb.tools.examples import as_examples
+def _unknown(name: Any, tools: Mapping[str, ToolEntry]) -> str:
+    if not isinstance(name, str):
+        return tool_error(f"Unknown tool: {name!r}")
+    from hermes_nb.tools.schema.lint import did_you_mean  # the error path only
 
-    try:
-        return as_examples(examples)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"tool {name!r}: {exc}") from None
-
-
-def _passes(check: Callable[[], Any]) -> bool:
-    try:
-        return bool(check())
-    except Exception:  # a raising check never escapes; get_unavailable() / %tools doctor say why
-        return False
+    return tool_error(f"Unknown tool: {name}{did_you_mean(name, tools)}")
 
 
 def _overrides(entry: ToolEntry) -> dict[str, Any]:
@@ -516,94 +517,5 @@ def _overrides(entry: ToolEntry) -> dict[str, Any]:
     return {k: v for k, v in extra.items() if k != "name"}
 
 
-def _settled(fn: Callable[..., str], *args: Any, **kwargs: Any) -> str:
-    """``fn(...)``, with anything it raises but KeyboardInterrupt (GeneratorExit, custom BaseExceptions, a
-    raising validator) turned into an error result: the boundary where dispatch never raises."""
-    try:
-        return fn(*args, **kwargs)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:
-        return execution_failed(exc)
-
-
-async def _settled_async(awaitable: Any) -> str:
-    """``_settled`` for a coroutine; cancelling the awaiting task still cancels (asyncio's contract)."""
-    import asyncio
-
-    try:
-        return await awaitable  # type: ignore[no-any-return]
-    except KeyboardInterrupt:
-        raise
-    except asyncio.CancelledError as exc:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise
-        return execution_failed(exc)
-    except BaseException as exc:
-        return execution_failed(exc)
-
-
-class _HandlerExit(Exception):
-    """A handler's ``SystemExit`` or ``KeyboardInterrupt``, carried as an ordinary exception.
-
-    asyncio re-raises both out of a task into the event loop, which would stop the shared
-    background loop; inside the coroutine it becomes this, and dispatch reports the original.
-    """
-
-    def __init__(self, exc: SystemExit | KeyboardInterrupt) -> None:
-        super().__init__(exc)
-        self.exc = exc
-
-
-class _Raised:
-    """What a sync handler raised in a worker thread, carried back as a value."""
-
-    __slots__ = ("exc",)
-
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
-
-
-def _caught(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[str, Any]) -> Any:
-    """Run a sync handler in a worker thread; whatever it raises comes back as ``_Raised`` (a worker
-    thread's KeyboardInterrupt is the handler's own doing, not the person's ■, which reaches the main thread)."""
-    try:
-        return handler(args, **kwargs)
-    except BaseException as exc:
-        return _Raised(exc)
-
-
-async def _call(handler: Callable[..., Any], args: dict[str, Any], kwargs: dict[str, Any]) -> Any:
-    """Call an async handler; a handler flagged ``is_async`` that returns a plain value works too."""
-    try:
-        result = handler(args, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-    except (SystemExit, KeyboardInterrupt) as exc:  # asyncio would re-raise these out of the loop itself
-        raise _HandlerExit(exc) from None
-    return result
-
-
-async def _await(awaitable: Any) -> Any:
-    try:
-        return await awaitable
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise _HandlerExit(exc) from None
-
-
 #: The process-wide registry (Hermes's name).
 registry = ToolRegistry()
-
-
-def _report_unenforced(name: str, validator: Any) -> None:
-    """Say once, at registration and in ``%tools doctor``, which schema keywords no check enforces."""
-    from hermes_nb.tools.load_report import clear_failures, record_failure
-
-    unenforced = getattr(validator, "unenforced", ())
-    if not unenforced:
-        clear_failures("schema", name)
-        return
-    words = ", ".join(unenforced)
-    log.warning("tool %r: schema keywords not enforced by the validator: %s", name, words)
-    record_failure("schema", name, f"schema keywords not enforced (the model is not held to them): {words}")

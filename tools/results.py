@@ -9,9 +9,11 @@ import json
 import re
 from typing import Any
 
+from hermes_nb.tools.outcome import says_error, text_says_error
+
 __all__ = [
     "MultimodalResult", "clean_text", "execution_failed", "is_multimodal", "parse_arguments", "serialize_result",
-    "tool_error", "tool_result",
+    "settle_result", "tool_error", "tool_result",
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -95,18 +97,28 @@ def serialize_result(result: Any) -> str:
     """A handler's return value as the string the model receives; a value whose serialisation raises
     anything (a dict subclass whose ``items()`` raises, say) becomes an error result. Hermes's multimodal
     envelope becomes a ``MultimodalResult`` (text view + content parts)."""
+    return settle_result(result)[0]
+
+
+def settle_result(result: Any) -> tuple[str, bool]:
+    """``(serialize_result(result), is_error)``: an error when serialising failed or when the value is
+    Hermes's error shape (``tools.outcome.says_error``: ``{"error": ...}`` set, not null)."""
+    if type(result) is str and result.isascii():  # the usual result: nothing to clean, no copy to make
+        return result, result.startswith("{") and text_says_error(result)
     try:
         if type(result) is MultimodalResult:  # made by a stage before (a call hook): keep its parts
-            return result
+            return result, False
         if isinstance(result, str):
             # an exact str: a subclass's overridden methods must not run later, where nothing catches
-            return clean_text(str.__getitem__(result, slice(None)))
+            text = clean_text(str.__getitem__(result, slice(None)))
+            return text, text_says_error(text)
         if is_multimodal(result):
             envelope = MultimodalResult.from_envelope(result)
-            return MultimodalResult(clean_text(str(envelope)), envelope.parts)
+            return MultimodalResult(clean_text(str(envelope)), envelope.parts), False
         from hermes_nb.tools.result_values import to_json_value  # DataFrame, numpy, datetime, ... (its table)
 
-        return clean_text(json.dumps(result, ensure_ascii=False, allow_nan=False, default=to_json_value))
+        text = clean_text(json.dumps(result, ensure_ascii=False, allow_nan=False, default=to_json_value))
+        return text, says_error(result)
     except KeyboardInterrupt:
         raise
     except (TypeError, ValueError, RecursionError) as exc:
@@ -116,7 +128,7 @@ def serialize_result(result: Any) -> str:
     return tool_error(
         f"Tool returned a {type(result).__name__}, which is not JSON-serialisable ({reason}); "
         f"return a str or JSON data"
-    )
+    ), True
 
 
 def _text(value: Any) -> str:

@@ -95,3 +95,77 @@ def test_always_can_be_switched_off(hermes_home: Path) -> None:
 def test_a_person_can_deny_with_a_reason_the_model_receives() -> None:
     result = check_dangerous_command("rm -rf build", lambda *a: "deny: the build folder is shared")
     assert result["approved"] is False and "Their reason: the build folder is shared" in result["message"]
+
+
+# -- when config.yaml is read again (issue 15: the gate no longer stats the file on every call) --------------
+
+def _deny_probe(home: Path) -> None:
+    _rules(home, {"tools": {"probe": {"action": "deny", "reason": "not today"}}})
+
+
+def _probe_registry():  # a tool that never asks by itself: the gate's cheap path
+    from hermes_nb.tools.registry import ToolRegistry
+
+    reg = ToolRegistry()
+    reg.register("probe", "t", {"parameters": OBJ}, lambda args, **kw: "ran")
+    return reg
+
+
+def test_a_rule_saved_through_save_config_applies_to_the_next_call(hermes_home: Path) -> None:
+    from hermes_nb.tools.config import save_config
+
+    reg = _probe_registry()
+    assert reg.dispatch("probe", {"n": 1}) == "ran"  # the rules are read (none) and kept
+    save_config({"approvals": {"tools": {"probe": "deny"}}})
+    assert "BLOCKED" in reg.dispatch("probe", {"n": 1})
+
+
+def test_a_rule_written_by_hand_applies_after_reread_or_the_recheck_interval(
+        hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_nb.tools.safety import rules
+
+    reg = _probe_registry()
+    assert reg.dispatch("probe", {"n": 1}) == "ran"
+    _deny_probe(hermes_home)
+    rules.reread()
+    assert "not today" in reg.dispatch("probe", {"n": 1})
+    (hermes_home / "config.yaml").write_text("approvals: {}\n")
+    monkeypatch.setattr(rules, "RECHECK_SECONDS", 0.0)  # the interval has passed: the next call looks again
+    rules.reread()
+    assert reg.dispatch("probe", {"n": 1}) == "ran"
+    _deny_probe(hermes_home)
+    assert "not today" in reg.dispatch("probe", {"n": 1})  # no reread(): the stat saw the change
+
+
+def test_a_moved_home_applies_at_once(hermes_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reg = _probe_registry()
+    _deny_probe(hermes_home)
+    assert "not today" in reg.dispatch("probe", {"n": 1})
+    other = tmp_path / "other_home"
+    other.mkdir()
+    monkeypatch.setenv("HERMES_NB_HOME", str(other))  # no rules there
+    assert reg.dispatch("probe", {"n": 1}) == "ran"
+    monkeypatch.setenv("HERMES_NB_HOME", str(hermes_home))
+    assert "not today" in reg.dispatch("probe", {"n": 1})
+
+
+@pytest.mark.parametrize(("action", "expected"), [("deny", "BLOCKED"), ("ask", "asked"), ("allow", "ran")])
+def test_cheap_path_still_obeys_every_tool_rule(hermes_home: Path, action: str, expected: str) -> None:
+    reg = _probe_registry()
+    _rules(hermes_home, {"tools": {"pro*": action}})
+
+    def person(subject: str, key: str, description: str) -> str:
+        return "deny: asked"
+
+    with use_approver(person):
+        assert expected in reg.dispatch("probe", {"n": 1})
+
+
+def test_unreadable_config_fails_closed_for_tools_that_ask(hermes_home: Path) -> None:
+    """A config that cannot be parsed relaxes nothing: a tool that asks still asks (and is denied here)."""
+    from hermes_nb.tools.registry import ToolRegistry
+
+    (hermes_home / "config.yaml").write_text("approvals: [unclosed\n")
+    reg = ToolRegistry()
+    reg.register("asks", "t", {"parameters": OBJ}, lambda args, **kw: "ran", needs_approval=True)
+    assert "BLOCKED" in reg.dispatch("asks", {"n": 1})

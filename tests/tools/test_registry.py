@@ -486,3 +486,44 @@ def test_snapshot_and_restore_undo_adds_replacements_and_removals(fresh_registry
     assert fresh_registry.get_toolsets() == {"a": ["gone", "keep"]}
     assert fresh_registry.dispatch("keep", {}) == "k"
     assert sorted(heard) == [("deregister", "new"), ("register", "gone"), ("update", "keep")]
+
+
+def test_definitions_and_unavailable_come_from_one_availability_computation(
+        fresh_registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 15: availability was computed in two places with two caches; now one. Every tool is either
+    offered by get_definitions or listed by get_unavailable with its reason, never both or neither, and a
+    check shared by several tools runs once per pass in each."""
+    runs: list[str] = []
+
+    def shared() -> bool:
+        runs.append("shared")
+        return False
+
+    def raising() -> bool:
+        runs.append("raising")
+        raise RuntimeError("no backend")
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __call__(self) -> bool:
+            runs.append("unhashable")
+            return True
+
+    monkeypatch.delenv("HNB_MISSING_VAR", raising=False)
+    specs: dict[str, dict[str, object]] = {
+        "plain": {}, "shared_a": {"check_fn": shared}, "shared_b": {"check_fn": shared},
+        "raises": {"check_fn": raising}, "odd": {"check_fn": Unhashable()},
+        "needs_env": {"requires_env": ["HNB_MISSING_VAR"]}, "off": {"disabled_reason": "broken"},
+    }
+    for name, extra in specs.items():
+        fresh_registry.register(name, "t", SCHEMA, add_handler, **extra)  # type: ignore[arg-type]
+    offered = {d["function"]["name"] for d in fresh_registry.get_definitions(list(specs))}
+    assert sorted(runs) == ["raising", "shared", "unhashable"]
+    runs.clear()
+    unavailable = fresh_registry.get_unavailable()
+    assert sorted(runs) == ["raising", "shared", "unhashable"]
+    assert offered == {"plain", "odd"} and offered.isdisjoint(unavailable) and offered | set(unavailable) == set(specs)
+    assert "RuntimeError: no backend" in unavailable["raises"].reason
+    assert unavailable["needs_env"].missing_env == ("HNB_MISSING_VAR",)
+    assert all(fresh_registry.availability(n).available == (n in offered) for n in specs)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import logging
 import threading
 import time
@@ -35,16 +34,6 @@ def seconds(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         return None
     return float(value)
-
-
-def _is_error(content: str) -> bool:
-    if not content.startswith("{"):
-        return False
-    try:
-        value = json.loads(content)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and "error" in value
 
 
 # -- the shared pool ------------------------------------------------------------------------------
@@ -190,7 +179,7 @@ class Batch:
             return False
         prepared = self.registry.prepare(slot.call.name, slot.call.arguments)
         if isinstance(prepared, str):
-            self.finish(slot, prepared)
+            self.finish(slot, prepared, is_error=True)
             return False
         if may_ask:
             decision: gate.Decision | None = gate.decide(prepared[0], prepared[1], self.approver,
@@ -200,7 +189,7 @@ class Batch:
         if decision is None:
             return None
         if not decision.approved:
-            self.finish(slot, tool_error(decision.message, blocked=True))
+            self.finish(slot, tool_error(decision.message, blocked=True), is_error=True)
             return False
         with self.cond:
             if slot.result is not None:  # settled while the person was deciding: it never runs
@@ -217,9 +206,10 @@ class Batch:
         self._emit(slot, "start", now)
         return True
 
-    def finish(self, slot: Slot, content: str, *, timed_out: bool = False, interrupted: bool = False,
+    def finish(self, slot: Slot, content: str, *, is_error: bool, timed_out: bool = False, interrupted: bool = False,
                unstarted: str | None = None) -> bool:
-        """Settle a call once; a later (late) settlement is ignored. ``unstarted`` replaces ``content``
+        """Settle a call once; a later (late) settlement is ignored. ``is_error`` comes with the content from
+        where it was made (the call's ``Settled``), never from reading it. ``unstarted`` replaces ``content``
         when the handler never began (decided under the lock, so a call starting meanwhile is not misnamed)."""
         with self.cond:
             if slot.result is not None:
@@ -230,7 +220,7 @@ class Batch:
             started = slot.started if slot.started is not None else now
             slot.result = ToolCallResult(
                 index=slot.call.index, tool_call_id=slot.call.id, name=slot.call.name, arguments=slot.call.arguments,
-                content=content, started=started, ended=now, duration=now - started, is_error=_is_error(content),
+                content=content, started=started, ended=now, duration=now - started, is_error=is_error,
                 timed_out=timed_out, interrupted=interrupted, segment=slot.segment, parallel=slot.parallel)
             self.cond.notify_all()
         self._emit(slot, "end", now)
@@ -243,7 +233,7 @@ class Batch:
         unstarted = tool_error(f"Tool {name} never started: its {limit:g} s ran out while it waited (for a free "
                                f"worker or for earlier calls of the batch); it did not run", not_started=True)
         content = tool_error(f"Tool {name} timed out after {limit:g} s")  # counted from when it could start
-        if self.finish(slot, content, timed_out=True, unstarted=unstarted) and slot.future is not None:
+        if self.finish(slot, content, is_error=True, timed_out=True, unstarted=unstarted) and slot.future is not None:
             if slot.pool is not None and isinstance(slot.future, concurrent.futures.Future):
                 slot.pool.abandon(slot.future)
             else:
@@ -254,7 +244,7 @@ class Batch:
             if slot.result is None:
                 if slot.future is not None:
                     slot.future.cancel()
-                self.finish(slot, tool_error(INTERRUPTED_MESSAGE), interrupted=True)
+                self.finish(slot, tool_error(INTERRUPTED_MESSAGE), is_error=True, interrupted=True)
         return self.results()
 
     def results(self) -> list[ToolCallResult]:
@@ -267,10 +257,10 @@ def run_sync_call(batch: Batch, slot: Slot) -> None:
     assert slot.prepared is not None
     try:
         with call_context(tool_call_id=slot.call.id):  # plugins' hooks see which call of the model this is
-            content = batch.registry.call(*slot.prepared)
+            content, is_error = batch.registry.call_settled(*slot.prepared)
     except BaseException as exc:  # call never raises, except KeyboardInterrupt from a handler
-        content = execution_failed(exc)
-    batch.finish(slot, content)
+        content, is_error = execution_failed(exc), True
+    batch.finish(slot, content, is_error=is_error)
 
 
 async def decide_async(batch: Batch, slot: Slot) -> bool:
@@ -287,9 +277,9 @@ async def run_async_call(batch: Batch, slot: Slot) -> None:
     assert slot.prepared is not None
     try:
         with call_context(tool_call_id=slot.call.id):
-            content = await batch.registry.acall(*slot.prepared)
+            content, is_error = await batch.registry.acall_settled(*slot.prepared)
     except asyncio.CancelledError:
         raise  # the batch cancelled it (timeout, interrupt); the batch settles it
     except BaseException as exc:  # even a handler's KeyboardInterrupt: raised out of a task, it stops the loop
-        content = execution_failed(exc)
-    batch.finish(slot, content)
+        content, is_error = execution_failed(exc), True
+    batch.finish(slot, content, is_error=is_error)

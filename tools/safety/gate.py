@@ -6,6 +6,10 @@ Each tool declares how its calls are judged when it registers: ``metadata={"appr
 ``decide`` then applies the person's rules (``approvals:`` in ``config.yaml``, deny wins), what they
 approved earlier (exactly; ``tools.safety.remembered``) and finally asks the approver.
 
+A tool that never asks by itself (no judge, no ``needs_approval``, no shell line) and has no rule of the
+person's passes with one memo look-up (``rules.tool_rule``): the common call stays cheap, and a rule for it
+sends it down the full path.
+
 Every path that runs a tool passes here: a batch decides before a call's clock starts
 (``tools.batch.state``), ``registry.dispatch`` and ``handle_function_call`` before the handler. The
 registry's lookup/validate/call core holds no policy.
@@ -113,6 +117,9 @@ def judge(entry: Any, args: Mapping[str, Any]) -> Ask | None:
 def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None = None,
            *, ask_lock: AbstractContextManager[Any] | None = None) -> Decision:
     """The gate for one validated call of ``entry`` (a ``ToolEntry``); may wait for a person."""
+    if not entry.needs_approval and JUDGE_KEY not in entry.metadata and COMMAND_PARAM_KEY not in entry.metadata \
+            and rules.tool_rule(entry.name) is None:  # _never_asks, inline: every dispatch passes here
+        return _SAFE
     decision = _decide(entry, args, approver, ask_lock, may_ask=True)
     assert decision is not None
     return decision
@@ -121,7 +128,19 @@ def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | Non
 def decide_without_asking(entry: Any, args: Mapping[str, Any]) -> Decision | None:
     """The decision when it needs nobody (harmless, a rule, an earlier approval), else None: callers on
     an event loop use it to avoid a thread hop for ordinary calls."""
+    if _never_asks(entry):
+        return _SAFE
     return _decide(entry, args, None, None, may_ask=False)
+
+
+def _never_asks(entry: Any) -> bool:
+    """The common case, kept cheap: a tool that never asks by itself and takes no shell line, with no rule of
+    the person's for it; the full path would answer "safe" too. A rule sends it down the full path, so every
+    rule acts as before."""
+    if entry.needs_approval:
+        return False
+    meta = entry.metadata
+    return JUDGE_KEY not in meta and COMMAND_PARAM_KEY not in meta and rules.tool_rule(entry.name) is None
 
 
 def _decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None,
@@ -131,6 +150,9 @@ def _decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | No
     command = args.get(param) if param and isinstance(args.get(param), str) else None
     return decide_ask(entry.name, ask, approver, ask_lock=ask_lock, command=command,
                       shown=lambda: _tool_ask(entry, args), may_ask=may_ask)
+
+
+_SAFE = Decision(approved=True, scope="safe", pattern_key=None, message="No approval needed.")
 
 
 def _blocked(key: str | None, message: str) -> Decision:
@@ -174,7 +196,7 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
                   description=f"the person's rule {rule.source} asks before this runs.",
                   scopes=frozenset({f"rule:{tool}:{subject}"}))
     if ask is None:
-        return Decision(approved=True, scope="safe", pattern_key=None, message="No approval needed.")
+        return _SAFE
     if remembered.always_covers(tool, ask.subject):
         return Decision(approved=True, scope="always", pattern_key=ask.key, message="Approved earlier (always).")
     if remembered.session_covers(ask.scopes):

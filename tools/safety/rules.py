@@ -13,7 +13,12 @@ approvals:
 
 Deny wins over ask, ask over allow. A command ``deny``/``ask`` pattern matches the whole line or any simple
 command in it; an ``allow`` pattern only a line that is one plain command (no ``;``, pipes, substitutions,
-redirections), so ``pytest*`` never allows ``pytest; rm -rf ~``. Read at every decision, so edits apply at once.
+redirections), so ``pytest*`` never allows ``pytest; rm -rf ~``.
+
+Every tool call asks for the rules, so the parsed section is kept: the file is looked at again (``stat``:
+identity, size, mtime) at most every ``RECHECK_SECONDS``, at once when hermes_nb itself wrote it
+(``config.save_config``) or when the home folder changed, and ``reread()`` forces it. An edit made in an
+editor therefore applies within ``RECHECK_SECONDS`` (a person cannot save and start a call faster).
 """
 
 from __future__ import annotations
@@ -22,11 +27,15 @@ import fnmatch
 import functools
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Rule", "always_enabled", "rule_for"]
+from hermes_nb.tools import config
+from hermes_nb.tools.errors import ConfigError
+
+__all__ = ["RECHECK_SECONDS", "Rule", "always_enabled", "reread", "rule_for", "tool_rule"]
 
 log = logging.getLogger("hermes_nb.tools.approval")
 
@@ -44,40 +53,111 @@ class Rule:
     source: str = ""  # e.g. "tools.python" or "commands[0] (git push*)", for messages
 
 
-_cache: tuple[Any, dict[str, Any]] | None = None  # (the config file's identity, its approvals section)
+#: How long a look at config.yaml stands (seconds). A stat costs more than the rest of a dispatch.
+RECHECK_SECONDS = 0.25
+
+
+class _Read:
+    """The approvals section as last read, what it was read from, and the per-tool answers made from it."""
+
+    __slots__ = ("home", "identity", "generation", "until", "section", "tool_rules")
+
+    def __init__(self, home: Any, identity: Any, generation: int, section: dict[str, Any]):
+        self.home, self.identity, self.generation, self.section = home, identity, generation, section
+        self.until = time.monotonic() + RECHECK_SECONDS
+        self.tool_rules: dict[str, Rule | None] = {}  # tool_rule's memo; dropped with the read
+
+
+_read: _Read | None = None
 
 
 @functools.lru_cache(maxsize=16)
 def _config_file(home_env: str | None, home: str | None) -> str:
     """``config.path()`` as a string, cached per environment (building a Path costs more than the rest)."""
-    from hermes_nb.tools.config import config_path
-
-    return str(config_path())
+    return str(config.config_path())
 
 
-def _section() -> dict[str, Any]:
-    """The ``approvals:`` section, parsed again only when the file changed (every tool call asks)."""
-    global _cache
-    from hermes_nb.tools.config import load_config
-    from hermes_nb.tools.errors import ConfigError
+def _home() -> tuple[str | None, str | None]:
+    env = os.environ.get("HERMES_NB_HOME")
+    return (env, None) if env is not None else (None, os.environ.get("HOME"))
 
-    path = _config_file(os.environ.get("HERMES_NB_HOME"), os.environ.get("HOME"))
+
+def _public_env_get(key: Any) -> Any:
+    return os.environ.get(key)
+
+
+try:  # os.environ's own table: a dict look-up notices a moved home (``os.environ.get`` decodes; 10x slower)
+    _env_get: Callable[[Any], Any] = os.environ._data.get  # type: ignore[attr-defined]
+    _HOME_ENV = os.environ.encodekey("HERMES_NB_HOME")  # type: ignore[attr-defined]
+    _USER_HOME = os.environ.encodekey("HOME")  # type: ignore[attr-defined]
+except AttributeError:  # not CPython's os.environ: the public way
+    _env_get, _HOME_ENV, _USER_HOME = _public_env_get, "HERMES_NB_HOME", "HOME"
+
+
+def _home_marker() -> Any:
+    """Something that changes whenever ``HERMES_NB_HOME`` or ``HOME`` does (``HOME`` counts only without the
+    first), as cheaply as possible."""
+    home = _env_get(_HOME_ENV)
+    return (home, None) if home is not None else (None, _env_get(_USER_HOME))
+
+
+def reread() -> None:
+    """Look at config.yaml again at the next decision (after writing it by other means than ``save_config``)."""
+    global _read
+    _read = None
+
+
+def _current() -> _Read:
+    """The current read: reused while fresh, same home and no write of ours since; else checked by stat."""
+    global _read
+    cached = _read
+    home = _home_marker()
+    if cached is not None and cached.home == home and cached.generation == config.generation \
+            and time.monotonic() < cached.until:
+        return cached
+    generation = config.generation
+    path = _config_file(*_home())
     try:
         st = os.stat(path)
         identity: Any = (path, st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError:
         identity = (path, None)
-    cached = _cache
-    if cached is not None and cached[0] == identity:
-        return cached[1]
+    if cached is not None and cached.identity == identity and cached.home == home:
+        cached.until, cached.generation = time.monotonic() + RECHECK_SECONDS, generation
+        return cached
     try:
-        section = load_config().get("approvals") if identity[1] is not None else None
+        section = config.load_config().get("approvals") if identity[1] is not None else None
     except ConfigError as exc:  # an unreadable config cannot relax anything: no rules then
         log.warning("approval rules: %s", exc)
         section = None
-    result = section if isinstance(section, dict) else {}
-    _cache = (identity, result)
-    return result
+    _read = _Read(home, identity, generation, section if isinstance(section, dict) else {})
+    return _read
+
+
+def _section() -> dict[str, Any]:
+    """The ``approvals:`` section (see ``_current`` for when the file is read again)."""
+    return _current().section
+
+
+def tool_rule(tool: str) -> Rule | None:
+    """``rule_for(tool)`` for a call with no shell command: answered once per tool per read of the file."""
+    read = _read
+    # _current()'s fast path, inline and cheapest test first: this runs on every tool call
+    if read is not None and read.generation == config.generation and _monotonic() < read.until:
+        home = _env_get(_HOME_ENV)
+        if home == read.home[0] and (home is not None or _env_get(_USER_HOME) == read.home[1]):
+            rule = read.tool_rules.get(tool, _UNSET)
+            if rule is not _UNSET:
+                return rule  # type: ignore[return-value]
+    read = _current()
+    memo = read.tool_rules
+    if tool not in memo:
+        memo[tool] = _strongest(_tool_rules(read.section, tool))
+    return memo[tool]
+
+
+_UNSET = object()
+_monotonic = time.monotonic
 
 
 def always_enabled() -> bool:
@@ -100,9 +180,7 @@ def _strongest(rules: list[Rule]) -> Rule | None:
     return max(rules, key=lambda r: _RANK[r.action]) if rules else None
 
 
-def rule_for(tool: str, command: str | None = None, simple_commands: Sequence[str] = ()) -> Rule | None:
-    """The strongest rule that matches this call (deny > ask > allow), or None."""
-    section = _section()
+def _tool_rules(section: dict[str, Any], tool: str) -> list[Rule]:
     found: list[Rule] = []
     tools = section.get("tools")
     if isinstance(tools, dict):
@@ -111,6 +189,13 @@ def rule_for(tool: str, command: str | None = None, simple_commands: Sequence[st
                 rule = _parse(value, f"tools.{pattern}")
                 if rule is not None:
                     found.append(rule)
+    return found
+
+
+def rule_for(tool: str, command: str | None = None, simple_commands: Sequence[str] = ()) -> Rule | None:
+    """The strongest rule that matches this call (deny > ask > allow), or None."""
+    section = _section()
+    found = _tool_rules(section, tool)
     commands = section.get("commands")
     if command is not None and isinstance(commands, list):
         line = command.strip()

@@ -34,13 +34,15 @@ log = logging.getLogger(__name__)
 Check = Callable[[Any, str, list[str]], Any]
 
 
-def compile_validator(parameters: dict, *, coerce: bool = True) -> Callable[[dict], dict]:
+def compile_validator(parameters: dict, *, coerce: bool = True, generated: bool = True) -> Callable[[dict], dict]:
     """Compile a JSON-schema object into ``validate(args) -> args`` raising ToolArgumentError.
 
     With ``coerce`` (the default for tool calls) a value the model sent as the wrong JSON type is
     converted where the schema says what it should be ("3" for an integer). Without it, the verdict is
     JSON Schema's (2020-12; ``1.0`` is an integer). The keywords present that no check enforces are on
-    ``validate.unenforced`` (a sorted tuple), for the registry to report once.
+    ``validate.unenforced`` (a sorted tuple), for the registry to report once. With ``generated`` (the
+    default) a flat schema of primitives, or one without properties, gets code written for it in front
+    (``tools.schema.fast_path``), which hands anything unusual to the compiled checks.
     """
     if not isinstance(parameters, dict):
         raise ToolSchemaError(f"parameters schema must be a dict, got {type(parameters).__name__}")
@@ -65,8 +67,17 @@ def compile_validator(parameters: dict, *, coerce: bool = True) -> Callable[[dic
             raise ToolArgumentError("; ".join(errors))
         return out
 
-    validate.unenforced = tuple(sorted(compiler.unenforced))  # type: ignore[attr-defined]
-    return validate
+    unenforced = tuple(sorted(compiler.unenforced))
+    validate.unenforced = unenforced  # type: ignore[attr-defined]
+    if not coerce or not generated:
+        return validate
+    from hermes_nb.tools.schema.fast_path import fast_validator  # generated code for flat schemas
+
+    fast = fast_validator(parameters, validate)
+    if fast is None:
+        return validate
+    fast.unenforced = unenforced  # type: ignore[attr-defined]
+    return fast
 
 
 _cache: dict[int, tuple[dict, Callable[[dict], dict]]] = {}
