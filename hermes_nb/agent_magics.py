@@ -12,7 +12,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from hermes_nb.tools.errors import HermesNbError
 
-__all__ = ["AgentMagics", "current_agent", "load"]
+__all__ = ["AgentMagics", "current_agent", "forget_agent", "load"]
 
 #: The kernel's agent (module state: survives ``%reload_ext``, cleared by unload).
 _agent: Any = None
@@ -111,22 +111,15 @@ def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:
     return _agent.run(prompt)
 
 
+def forget_agent() -> None:
+    """Drop the kernel's agent (the extension's unload)."""
+    global _agent
+    _agent = None
+
+
 def load(ip: Any) -> Callable[[], None]:
-    """Register the magics on ``ip``; returns the undo (idempotent)."""
-    ip.register_magics(AgentMagics)
-    done = False
+    """Register the magics on ``ip`` (the class is made on first use); returns the undo (idempotent).
+    (What ``%load_ext`` runs, ``hermes_nb.startup.agent``.)"""
+    from hermes_nb.startup import agent
 
-    def undo() -> None:
-        global _agent
-        nonlocal done
-        if done:
-            return
-        done = True
-        for kind in ("line", "cell"):
-            ip.magics_manager.magics[kind].pop("agent", None)
-        ip.magics_manager.registry.pop("AgentMagics", None)
-        # Magics.__init__ adds the instance to shell.configurables (for %config); take it back out.
-        ip.configurables[:] = [c for c in ip.configurables if not isinstance(c, AgentMagics)]
-        _agent = None
-
-    return undo
+    return agent(ip)
