@@ -12,7 +12,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from hermes_nb.tools.errors import HermesNbError
 
-__all__ = ["AgentMagics", "current_agent", "forget_agent", "load"]
+__all__ = ["AgentMagics", "current_agent", "load"]
 
 #: The kernel's agent (module state: survives ``%reload_ext``, cleared by unload).
 _agent: Any = None
@@ -91,6 +91,11 @@ class AgentMagics(Magics):
             self.shell.user_ns[args.out] = result
         return result
 
+    def forget_agent(self) -> None:
+        """Drop the kernel's agent (the extension's unload; not a magic)."""
+        global _agent
+        _agent = None
+
 
 def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:
     """Create or reconfigure the kernel's agent, then run the prompt."""
@@ -109,12 +114,6 @@ def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:
     if args.new:
         _agent.reset()
     return _agent.run(prompt)
-
-
-def forget_agent() -> None:
-    """Drop the kernel's agent (the extension's unload)."""
-    global _agent
-    _agent = None
 
 
 def load(ip: Any) -> Callable[[], None]:

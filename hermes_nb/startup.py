@@ -41,12 +41,10 @@ def agent(ip: Any) -> Callable[[], None]:
     handle = add_magics(ip, "hermes_nb.agent_magics:AgentMagics", line=("agent",), cell=("agent",))
 
     def undo() -> None:
-        used = handle.instance is not None
+        used = handle.instance
         handle.remove()
-        if used:  # only a used %%agent can have made an agent
-            from hermes_nb.agent_magics import forget_agent
-
-            forget_agent()
+        if used is not None:  # only a used %%agent can have made an agent
+            used.forget_agent()
 
     return undo
 
