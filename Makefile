@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck demo bench clean
+.PHONY: venv test lint typecheck demo bench bench-quick clean
 
 venv: $(STAMP)
 
@@ -27,7 +27,7 @@ typecheck: venv
 	cd .typecheck/hermes_nb && for d in ../../hermes_nb/*/__init__.py; do ln -s "$$(dirname $$d)" .; done
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml
 
-test: venv lint typecheck
+test: venv lint typecheck bench-quick
 	$(BIN)/python -m pytest
 
 demo: venv
@@ -35,6 +35,10 @@ demo: venv
 
 bench: venv
 	$(BIN)/python -m bench
+
+# the fast benchmarks cut down, targets at 2x: under a minute, part of `make test`
+bench-quick: venv
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts .typecheck
