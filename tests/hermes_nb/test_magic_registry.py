@@ -132,3 +132,20 @@ def test_config_before_first_use_reaches_the_deferred_configurables(ip: Any) -> 
 
     assert prompts.settings.timeout == 61.0
     assert "ToolMagics" in {type(c).__name__ for c in ip.configurables}  # %config made the real magics
+
+
+def test_hermes_bridge_starts_at_load_only_when_hermes_agent_is_findable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_nb import startup
+    from hermes_nb.hermes_tools import bridge
+
+    calls: list[str] = []
+    monkeypatch.setattr(bridge, "start", lambda **kw: calls.append("start"))
+    monkeypatch.setattr(bridge, "stop", lambda: calls.append("stop"))
+    ip = InteractiveShell.instance()
+    monkeypatch.setattr(startup, "_hermes_findable", lambda: False)
+    startup.hermes(ip)()
+    assert calls == []  # absent: not even HermesMagics is made
+    monkeypatch.setattr(startup, "_hermes_findable", lambda: True)
+    startup.hermes(ip)()
+    assert calls == ["start", "stop"]
+    assert "hermes" not in ip.magics_manager.magics["line"]
