@@ -83,9 +83,10 @@ def _peer() -> tuple[str, str, str]:
             stamp.write_text(PEER)
     if stamp.exists():
         return PEER_MODULE, str(PEER_DIR), PEER
-    folder = Path(tempfile.mkdtemp(prefix="hermes-nb-standin-"))
+    folder = REPO / ".venv-peer-standin"
+    folder.mkdir(exist_ok=True)
     (folder / "standin_ext.py").write_text(_STAND_IN)
-    return "standin_ext", str(folder), "a stand-in extension registering two magics (PyPI unreachable)"
+    return "standin_ext", str(folder), "a stand-in extension registering two magics (the peer could not be installed)"
 
 
 def _one_kernel(ext: str = "hermes_nb", extra_env: dict[str, str] = CACHED, path: str = "") -> tuple[float, float, bool]:
