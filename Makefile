@@ -27,8 +27,9 @@ typecheck: venv
 	cd .typecheck/hermes_nb && for d in ../../hermes_nb/*/__init__.py; do ln -s "$$(dirname $$d)" .; done
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml
 
-test: venv lint typecheck bench-quick
+test: venv lint typecheck
 	$(BIN)/python -m pytest
+	$(BIN)/python -m bench --quick  # = make bench-quick (after the tests, so a slow bench never hides them)
 
 demo: venv
 	$(BIN)/python -m scripts.demo
