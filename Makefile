@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck demo bench clean
+.PHONY: venv test lint typecheck demo bench bench-quick clean
 
 venv: $(STAMP)
 
@@ -29,12 +29,17 @@ typecheck: venv
 
 test: venv lint typecheck
 	$(BIN)/python -m pytest
+	$(BIN)/python -m bench --quick  # = make bench-quick (after the tests, so a slow bench never hides them)
 
 demo: venv
 	$(BIN)/python -m scripts.demo
 
 bench: venv
 	$(BIN)/python -m bench
+
+# the fast benchmarks cut down, targets at 2x: under a minute, part of `make test`
+bench-quick: venv
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts .typecheck

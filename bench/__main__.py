@@ -1,4 +1,8 @@
-"""Run every benchmark: ``python -m bench`` (or ``python -m bench registry scheduling`` for some)."""
+"""Run every benchmark: ``python -m bench`` (or ``python -m bench registry scheduling`` for some).
+
+``python -m bench --quick [names]`` runs the cut-down set of ``bench.quick`` with 2x targets (``make
+bench-quick``, part of ``make test``); it exits non-zero when one misses.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,14 @@ from bench.common import TargetMissed
 
 
 def main(argv: list[str]) -> int:
+    if "--quick" in argv:
+        from bench.quick import run
+
+        start = time.perf_counter()
+        failed = run([a for a in argv if a != "--quick"])
+        print(f"\nbench-quick: {time.perf_counter() - start:.1f} s"
+              + (f"; missed or crashed: {', '.join(failed)}" if failed else "; every target met"))
+        return 1 if failed else 0
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
     if argv:

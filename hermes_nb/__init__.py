@@ -25,24 +25,27 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Feature modules set up on load, in order: (module, function returning an undo).
+#: Feature modules set up on load, in order: (module, function returning an undo). Each is cheap: the
+#: magics are stand-ins until first used, and what only a tool call needs waits for the registry's first use.
 _FEATURES: tuple[tuple[str, str], ...] = (
-    ("hermes_nb.magics", "load"),
-    ("hermes_nb.prompts", "install"),
-    ("hermes_nb.mcp_magics", "load"),
-    ("hermes_nb.agent_magics", "load"),
-    ("hermes_nb.hermes_magics", "load"),  # %hermes; Hermes's own tools when hermes-agent is installed
+    ("hermes_nb.startup", "tool_magics"),  # %%tool, %tools, %toolsets (hermes_nb.magics, on first use)
+    ("hermes_nb.startup", "prompts"),  # inline approval and clarify prompts, before the first tool call
+    ("hermes_nb.startup", "mcp"),  # %mcp; plugins on first use; configured MCP servers in the background
+    ("hermes_nb.startup", "agent"),  # %%agent
+    ("hermes_nb.startup", "hermes"),  # %hermes; Hermes's own tools when hermes-agent is installed
 )
 
 
 def load_ipython_extension(ip: Any) -> None:
-    """Install the registry, magics and callbacks into ``ip``; prints one summary line."""
+    """Install the registry, magics and callbacks into ``ip``; prints one summary line.
+
+    Built-in tool discovery, plugins and the prompts wait for the registry's first use (a listing, a
+    look-up, a call), so the load itself stays as cheap as an extension that only adds its magics.
+    """
     if _state.undos:  # loaded before and never unloaded: start clean so nothing is doubled
         unload_ipython_extension(ip)
     from hermes_nb.tools.hermes_imports import install_fallback
-    from hermes_nb.tools.model_tools import ensure_discovered
 
-    ensure_discovered()
     _state.shell = ip
     _state.undos.append(_forget_configurables(ip))
     _state.undos.append(install_fallback())  # a cell's `import tools.registry`, when no `tools` exists
@@ -55,7 +58,7 @@ def load_ipython_extension(ip: Any) -> None:
     except BaseException:
         unload_ipython_extension(ip)
         raise
-    print(_summary())
+    print(_SUMMARY)
 
 
 def unload_ipython_extension(ip: Any) -> None:
@@ -89,20 +92,9 @@ def _forget_configurables(ip: Any) -> Any:
     return undo
 
 
-def _summary() -> str:
-    from hermes_nb.tools.registry import registry as reg
-    from hermes_nb.tools.toolsets import get_all_toolsets
-
-    total = len(reg)
-    specs = get_all_toolsets().values()  # count what %toolsets lists: plain toolsets, then composites
-    sets = sum(1 for spec in specs if not spec["includes"])
-    composites = sum(1 for spec in specs if spec["includes"])
-    also = f" (+{composites} composite{'s' if composites != 1 else ''})" if composites else ""
-    unavailable = len(reg.get_unavailable())
-    return (
-        f"hermes_nb: {total} tool{'s' if total != 1 else ''} in {sets} toolset{'s' if sets != 1 else ''}{also}, "
-        f"{unavailable} unavailable (%tools doctor says why)"
-    )
+#: One line, known without reading any tool (the count would cost built-in discovery at load).
+_SUMMARY = ("hermes_nb: %%tool, %tools, %toolsets, %%agent, %mcp, %hermes ready; tools are read on first use "
+            "(%tools lists them, %tools doctor says why one is unavailable)")
 
 
 def enable_nest_asyncio() -> None:
@@ -129,8 +121,8 @@ def __getattr__(name: str) -> Any:
         from hermes_nb.tools.schema.derive import tool
 
         return tool
-    if name == "registry":
-        from hermes_nb.tools.registry import registry as reg
+    if name == "registry":  # through model_tools: built-in discovery waits for the registry's first use
+        from hermes_nb.tools.model_tools import registry as reg
 
         return reg
     if name == "toolsets":

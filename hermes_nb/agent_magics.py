@@ -91,6 +91,11 @@ class AgentMagics(Magics):
             self.shell.user_ns[args.out] = result
         return result
 
+    def forget_agent(self) -> None:
+        """Drop the kernel's agent (the extension's unload; not a magic)."""
+        global _agent
+        _agent = None
+
 
 def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:
     """Create or reconfigure the kernel's agent, then run the prompt."""
@@ -112,21 +117,8 @@ def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:
 
 
 def load(ip: Any) -> Callable[[], None]:
-    """Register the magics on ``ip``; returns the undo (idempotent)."""
-    ip.register_magics(AgentMagics)
-    done = False
+    """Register the magics on ``ip`` (the class is made on first use); returns the undo (idempotent).
+    (What ``%load_ext`` runs, ``hermes_nb.startup.agent``.)"""
+    from hermes_nb.startup import agent
 
-    def undo() -> None:
-        global _agent
-        nonlocal done
-        if done:
-            return
-        done = True
-        for kind in ("line", "cell"):
-            ip.magics_manager.magics[kind].pop("agent", None)
-        ip.magics_manager.registry.pop("AgentMagics", None)
-        # Magics.__init__ adds the instance to shell.configurables (for %config); take it back out.
-        ip.configurables[:] = [c for c in ip.configurables if not isinstance(c, AgentMagics)]
-        _agent = None
-
-    return undo
+    return agent(ip)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool
 
-from hermes_nb.hermes_tools import BridgeStatus, bridge, hermes_installed
+if TYPE_CHECKING:
+    from hermes_nb.hermes_tools import BridgeStatus
 
 __all__ = ["HermesMagics", "load"]
 
@@ -41,6 +42,8 @@ class HermesMagics(Magics):
             %toolsets hermes-todo hermes-file
             %hermes off          # remove them; `%config HermesMagics.enabled = False` keeps them off
         """
+        from hermes_nb.hermes_tools import bridge, hermes_installed
+
         args = parse_argstring(self.hermes, line)
         if args.action != "status" and not hermes_installed():
             raise UsageError("%hermes: hermes-agent is not installed in this kernel's environment "
@@ -57,17 +60,8 @@ class HermesMagics(Magics):
 
 
 def load(ip: Any) -> Callable[[], None]:
-    """Register ``%hermes`` and start reading Hermes's tools if hermes-agent is installed; returns the undo."""
-    magics = HermesMagics(shell=ip)
-    ip.register_magics(magics)
-    if magics.enabled:
-        bridge.start()  # "absent" (two find_spec calls) when hermes-agent is not installed
+    """Register ``%hermes`` and start reading Hermes's tools if hermes-agent is installed; returns the undo.
+    (What ``%load_ext`` runs, ``hermes_nb.startup.hermes``.)"""
+    from hermes_nb.startup import hermes
 
-    def undo() -> None:
-        bridge.stop()
-        table = ip.magics_manager.magics.get("line", {})
-        if getattr(table.get("hermes"), "__self__", None) is magics:
-            del table["hermes"]
-        ip.configurables[:] = [c for c in ip.configurables if c is not magics]
-
-    return undo
+    return hermes(ip)

@@ -276,21 +276,8 @@ def _budget(content: str, name: str, call_id: str) -> str:
 
 
 def load(ip: Any) -> Callable[[], None]:
-    """Register the magics (and their config) on ``ip``; returns the undo."""
-    magics = ToolMagics(shell=ip)
-    ip.register_magics(magics)  # Magics.__init__ already put it in ip.configurables, so %config works
-    added = {kind: list(names) for kind, names in magics.magics.items()}  # what this instance provides
+    """Register the magics (and their config) on ``ip``; returns the undo. The extension's own load
+    declares them without importing this module; this is the same declaration."""
+    from hermes_nb.startup import tool_magics
 
-    def undo() -> None:
-        for kind, names in added.items():
-            table = ip.magics_manager.magics.get(kind, {})
-            for n in names:
-                # only if still ours (a later extension may have taken the name); never resolve lazy magics
-                if getattr(table.get(n), "__self__", None) is magics:
-                    del table[n]
-        registry_ = ip.magics_manager.registry
-        if registry_.get(type(magics).__name__) is magics:
-            del registry_[type(magics).__name__]
-        ip.configurables[:] = [c for c in ip.configurables if c is not magics]
-
-    return undo
+    return tool_magics(ip)

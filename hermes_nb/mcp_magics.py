@@ -7,18 +7,17 @@ server starts, on the background loop.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import shlex
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from hermes_nb.display import Table
-from hermes_nb.tools.approval import make_visible
+if TYPE_CHECKING:
+    from hermes_nb.display import Table
 
 __all__ = ["MCPMagics", "load"]
 
@@ -28,12 +27,15 @@ _ACTIONS = ("add", "remove", "reload", "approve", "show", "attachment", "serve")
 
 
 def _one_line(text: str, limit: int = 120) -> str:
+    from hermes_nb.tools.safety.visible import make_visible
+
     text = make_visible(text, keep="")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def status_table() -> Table:
     """Every server: transport, status, tool count, last error (HTML with a text fallback)."""
+    from hermes_nb.display import Table
     from hermes_nb.tools.mcp_tool import mcp_status
 
     rows = tuple(
@@ -50,6 +52,7 @@ def status_table() -> Table:
 
 def tools_table(server: str) -> Table:
     """A server's registered tools with their descriptions, hidden characters made visible."""
+    from hermes_nb.display import Table
     from hermes_nb.tools.mcp_tool import _registered
     from hermes_nb.tools.registry import registry
 
@@ -111,6 +114,9 @@ class MCPMagics(Magics):
 
         Example: %mcp add time -- python -m mcp_server_time   (its tools: mcp__time__get_current_time, ...)
         """
+        from hermes_nb.startup import wait_for_mcp_start
+
+        wait_for_mcp_start()
         head, dashes, tail = f" {line} ".partition(" -- ")
         args = parse_argstring(self.mcp, head.strip())
         command = shlex.split(tail) if dashes else []
@@ -180,6 +186,7 @@ def _add(args: Any, command: list[str]) -> Table:
 
 
 def _server_report(name: str) -> Table:
+    from hermes_nb.display import Table
     from hermes_nb.tools.load_report import failures
 
     failure = next((f for f in failures() if f.source == "mcp" and f.name == name), None)
@@ -274,45 +281,9 @@ def _attachment(attachment_id: str) -> Any:
     return f"{found.kind}: {found.mime_type}, {len(found.data)} bytes from {found.server}/{found.tool} {found.uri}".strip()
 
 
-def _start_background_discovery() -> concurrent.futures.Future[Any] | None:
-    """Start the configured servers on the background loop; None when none are configured."""
-    from hermes_nb.tools import async_bridge
-    from hermes_nb.tools.mcp_client.config import load_mcp_server_configs
-    from hermes_nb.tools.mcp_tool import adiscover_mcp_tools
-
-    configs = load_mcp_server_configs()
-    if not any(c.enabled for c in configs):
-        return None
-    future = async_bridge.submit(adiscover_mcp_tools(configs))
-
-    def report(done: concurrent.futures.Future[Any]) -> None:
-        if not done.cancelled() and done.exception() is not None:
-            log.error("hermes_nb: MCP discovery failed", exc_info=done.exception())
-
-    future.add_done_callback(report)
-    return future
-
-
 def load(ip: Any) -> Callable[[], None]:
-    """Register ``%mcp``, load plugins, start MCP servers in the background; returns the undo."""
-    from hermes_nb.tools.mcp_tool import shutdown_mcp_servers
-    from hermes_nb.tools.plugins import discover_plugins, unload_plugins
+    """Register ``%mcp``; plugins load on the registry's first use; the configured MCP servers start in
+    the background (``hermes_nb.startup.mcp``, what ``%load_ext`` runs). Returns the undo (idempotent)."""
+    from hermes_nb.startup import mcp
 
-    magics = MCPMagics(shell=ip)
-    ip.register_magics(magics)
-    discover_plugins()
-    discovery = _start_background_discovery()
-
-    def undo() -> None:
-        if discovery is not None:
-            discovery.cancel()
-        table = ip.magics_manager.magics.get("line", {})
-        if getattr(table.get("mcp"), "__self__", None) is magics:
-            del table["mcp"]
-        if ip.magics_manager.registry.get(type(magics).__name__) is magics:
-            del ip.magics_manager.registry[type(magics).__name__]
-        ip.configurables[:] = [c for c in ip.configurables if c is not magics]
-        shutdown_mcp_servers()
-        unload_plugins()
-
-    return undo
+    return mcp(ip)

@@ -1,41 +1,24 @@
 """What the model sees and how its calls are answered (Hermes's ``model_tools`` names).
 
-Importing this module runs built-in tool discovery once, as in Hermes.
+Importing this module arms built-in tool discovery: it runs once, on the registry's first use
+(``tools.first_use``), so the import itself stays cheap.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import Any
 
 from hermes_nb.tools.call_hooks import call_context
+from hermes_nb.tools.first_use import arm, defer_until_used, ensure_discovered  # discovery on first use
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.toolsets import resolve_multiple_toolsets
 
 __all__ = [
     "check_tool_availability", "check_toolset_requirements",
-    "ensure_discovered", "get_all_tool_names", "get_available_toolsets", "get_tool_definitions",
+    "defer_until_used", "ensure_discovered", "get_all_tool_names", "get_available_toolsets", "get_tool_definitions",
     "get_toolset_for_tool", "handle_function_call",
 ]
-
-_discovered = False
-_discover_lock = threading.RLock()  # a registry listener may ask for definitions mid-discovery
-
-
-def ensure_discovered() -> None:
-    """Run built-in tool discovery once per process (later calls are free)."""
-    global _discovered
-    if _discovered:
-        return
-    with _discover_lock:
-        if _discovered:
-            return
-        from hermes_nb.tools.discovery import discover_builtin_tools
-
-        discover_builtin_tools()
-        _discovered = True
-
 
 def get_tool_definitions(
     enabled_toolsets: Iterable[str] | None = None,
@@ -132,4 +115,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-ensure_discovered()
+arm()  # built-in discovery waits for the registry's first use

@@ -12,6 +12,7 @@ def test_load_undo_leaves_nothing_behind():
     before = (dict(ip.magics_manager.magics["line"]), dict(ip.magics_manager.magics["cell"]), list(ip.configurables))
     undo = agent_magics.load(ip)
     assert "agent" in ip.magics_manager.magics["cell"] and "agent" in ip.magics_manager.magics["line"]
+    ip.find_magic("agent", "cell").__doc__  # noqa: B018  (help makes the real instance)
     assert any(isinstance(c, agent_magics.AgentMagics) for c in ip.configurables)
     undo()
     undo()  # idempotent

@@ -62,11 +62,10 @@ def usage_error(k: KernelSession, code: str) -> str:
 
 def test_load_is_light_and_says_what_it_found(kernel: KernelSession) -> None:
     out = kernel.load_output  # type: ignore[attr-defined]
-    assert re.search(r"hermes_nb: \d+ tools? in \d+ toolsets?(?: \(\+\d+ composites?\))?, \d+ unavailable "
-                     r"\(%tools doctor says why\)", out)
+    assert "hermes_nb: %%tool, %tools, %toolsets, %%agent, %mcp, %hermes ready" in out
     assert "HEAVY False False" in out  # openai and mcp wait for first use
     ms = float(re.search(r"LOAD_MS ([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    print(f"%load_ext hermes_nb took {ms:.0f} ms in a fresh kernel (target 150 ms)")
+    print(f"%load_ext hermes_nb took {ms:.0f} ms in a fresh kernel (target 30 ms: bench/bench_load.py)")
 
 
 def test_tool_cell_registers_and_shows_a_card(kernel: KernelSession) -> None:
