@@ -114,6 +114,7 @@ _hermes_problem = ""
 _HERMES_SIDE = """from __future__ import annotations
 import json, sys, time
 from tools.registry import ToolRegistry
+QUICK = False  # the timer below reads bench.common's flag; here the rounds are set by min_time
 {per_call}
 schema = json.loads(sys.argv[1])
 def inc(args, **kw):
