@@ -12,6 +12,7 @@ from hermes_nb.agent import Agent, AgentResult
 from hermes_nb.live import transcript_html, transcript_text
 from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
+from tests.support.interrupts import interrupts_land
 
 OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -168,10 +169,12 @@ def test_interrupt_mid_batch_answers_every_call_and_next_run_works(tools):
               Reply(content="fresh start")]
     with FakeOpenAI(script) as srv:
         agent = _agent(srv, enabled_toolsets=["alpha", "beta"])
-        timer = threading.Thread(target=lambda: (started.wait(10), _thread.interrupt_main()))
-        timer.start()
-        result = agent.run("go")
-        timer.join()
+        # however late the slow call starts on a busy machine, the interrupt lands while it runs
+        timer = threading.Thread(target=lambda: (started.wait(240), _thread.interrupt_main()))
+        with interrupts_land():
+            timer.start()
+            result = agent.run("go")
+            timer.join()
         assert result.stopped_reason == "interrupted"
         again = agent.run("try again")
     assert again.stopped_reason == "done" and again.text == "fresh start"

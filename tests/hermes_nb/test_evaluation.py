@@ -14,6 +14,7 @@ import hermes_nb
 from hermes_nb.evaluation import EvalResult
 from hermes_nb.tools.schema.derive import tool
 from tests.support.fake_openai import Reply, call
+from tests.support.interrupts import interrupts_land
 from tests.support.routed_openai import RoutedOpenAI
 
 
@@ -130,8 +131,9 @@ def test_resume_after_an_interrupt_sends_only_unfinished_cases(tools: None, tmp_
 
     fired = threading.Event()
     with RoutedOpenAI(plan_route, on_request=interrupt_after_four) as srv:
-        first = hermes_nb.evaluate(cases, agent=_template(srv), concurrency=2, out_dir=tmp_path / "run",
-                                   display=False)
+        with interrupts_land():
+            first = hermes_nb.evaluate(cases, agent=_template(srv), concurrency=2, out_dir=tmp_path / "run",
+                                       display=False)
         assert first.summary["interrupted"] and fired.is_set()
         done_first = {r.index for r in first.rows}
         on_disk = set(map(int, json.loads(checkpoint.read_text())["completed"]))

@@ -17,6 +17,7 @@ from hermes_nb.tools.batch.scheduling import arun_tool_batch, run_tool_batch
 from hermes_nb.tools.model_tools import handle_function_call
 from hermes_nb.tools.registry import ToolRegistry, registry
 from hermes_nb.tools.safety.gate import use_approver
+from tests.support.interrupts import interrupts_land
 
 OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 WAIT = 60.0  # generous: the machine is shared
@@ -105,7 +106,7 @@ def test_interrupted_while_the_prompt_waits_then_approved_never_runs() -> None:
         answered.set()
         return "once"  # the late yes must not start the cancelled call
 
-    with use_approver(approver), pytest.raises(BatchInterrupted) as info:
+    with interrupts_land(), use_approver(approver), pytest.raises(BatchInterrupted) as info:
         run_tool_batch(_calls(1), registry=reg)
     assert info.value.results[0].interrupted
     go.set()

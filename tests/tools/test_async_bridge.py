@@ -10,6 +10,7 @@ import pytest
 
 from hermes_nb.tools import async_bridge
 from hermes_nb.tools.errors import BridgeError
+from tests.support.interrupts import interrupts_land
 
 
 def test_one_loop_per_process():
@@ -93,8 +94,8 @@ def test_keyboard_interrupt_while_waiting_cancels_and_propagates():
         started.wait(5)
         _thread.interrupt_main()  # what a kernel interrupt does to the main thread
 
-    threading.Thread(target=interrupt_when_started, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
+    with interrupts_land(), pytest.raises(KeyboardInterrupt):
+        threading.Thread(target=interrupt_when_started, daemon=True).start()
         async_bridge.run_sync(slow())
     assert cancelled.wait(5)
     # the loop is still healthy afterwards

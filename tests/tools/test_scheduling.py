@@ -27,6 +27,7 @@ from hermes_nb.tools.batch.scheduling import (
 )
 from hermes_nb.tools.errors import BridgeError
 from hermes_nb.tools.registry import ToolRegistry
+from tests.support.interrupts import interrupts_land
 
 WAIT = 10.0  # generous deadline for anything that should happen promptly
 
@@ -360,7 +361,7 @@ def test_keyboard_interrupt_mid_batch_answers_every_call(reg: ToolRegistry) -> N
     reg.register("after", "t", _schema(), lambda a, **k: ran_after.append("ran") or "after")
     batch = [call("quick", {}, "q"), call("interrupter", {}, "i"), call("after", {}, "a")]
     try:
-        with pytest.raises(BatchInterrupted) as info:
+        with interrupts_land(), pytest.raises(BatchInterrupted) as info:
             run_tool_batch(batch, registry=reg, on_event=settled)
     finally:
         release.set()
