@@ -45,6 +45,8 @@ class HermesMagics(Magics):
         from hermes_nb.hermes_tools import bridge, hermes_installed
 
         args = parse_argstring(self.hermes, line)
+        if args.action == "status" and not hermes_installed():
+            return bridge.start()  # starts nothing: the status says hermes-agent is not installed
         if args.action != "status" and not hermes_installed():
             raise UsageError("%hermes: hermes-agent is not installed in this kernel's environment "
                              "(pip install hermes-agent)")
