@@ -4,8 +4,11 @@ anyio requires a transport and a ``ClientSession`` to be entered and exited in t
 notebook cell is a different task each time. So an *owner task* on ``tools.async_bridge``'s loop opens
 the transport and the session, publishes the session, and waits for a stop event; calls from other
 tasks on the same loop use the session's methods directly (its request/response matching is
-task-safe). When the server dies, the owner's task group fails and the connection becomes ``failed``;
-the next call reconnects, no more often than the backoff allows (1 s doubling to 30 s).
+task-safe). When the server dies or closes its output, the owner sees its transport's read side end
+(or its task group fail) and the connection becomes ``failed`` at once, with no call needed; a request
+still waiting then fails with it rather than waiting out its timeout. The next call reconnects, no
+more often than the backoff allows (1 s doubling to 30 s); calls arriving meanwhile wait for that one
+start, which the owner bounds itself by ``connect_timeout``.
 
 ``mcp`` is imported only inside functions: it costs a noticeable fraction of a second.
 """
@@ -112,7 +115,7 @@ class ServerConnection:
         ready: asyncio.Future[None] = loop.create_future()
         ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if nobody waits
         self._starting = ready
-        previous, self._task = self._task, None
+        previous = self._task  # still closing after a failure, perhaps: the new owner waits for it
         self._task = loop.create_task(self._own(ready, stop, previous), name=f"mcp-owner-{self.name}")
         return ready
 
@@ -151,7 +154,7 @@ class ServerConnection:
 
         watchdog = None
         try:
-            await _join(previous, self.name, cancel=True)  # the connection this one replaces has ended
+            await _join(previous, self.name, cancel=False)  # already stopping; its shutdown is bounded
             await _import_mcp()
             from mcp import ClientSession
 
@@ -183,30 +186,35 @@ class ServerConnection:
                 await stop.wait()
         except asyncio.CancelledError:
             if timed_out:
-                self._failed(f"did not start within {self.config.connect_timeout:g} s")
+                self._owner_failed(me, f"did not start within {self.config.connect_timeout:g} s")
             else:
-                self._failed("cancelled while starting" if not ready.done() else "stopped")
+                self._owner_failed(me, "cancelled while starting" if not ready.done() else "stopped")
             if not ready.done():
                 ready.set_exception(MCPServerError(self._failure_text()))
             if not timed_out:
                 raise
         except BaseException as exc:  # boundary: whatever ended the transport becomes the server's status
             log.debug("MCP server %r ended", self.name, exc_info=True)
-            self._failed(describe_exception(exc))
+            self._owner_failed(me, describe_exception(exc))
             if not ready.done():
                 ready.set_exception(MCPServerError(self._failure_text()))
         else:
-            if self.status != "failed":
-                self.status = "stopped"
             if not ready.done():
                 ready.set_exception(MCPServerError(self._failure_text()))
         finally:
             if watchdog is not None:
                 watchdog.cancel()
-            self.session = None
-            if self.status in ("ready", "starting"):
-                self.status = "stopped"
-            self._close_errlog()
+            current = self._task is me  # not replaced by a newer owner, nor detached by close()
+            if current:
+                self.session = None
+                if self.status in ("ready", "starting"):
+                    self.status = "stopped"
+            self._close_errlog(keep_tail=current)
+
+    def _owner_failed(self, owner: asyncio.Task[None] | None, message: str) -> None:
+        """An owner's failure, recorded only while it is the current owner (a newer one owns the status)."""
+        if self._task is owner:
+            self._failed(message)
 
     def _hung_up(self, stop: asyncio.Event) -> None:
         """The owner's transport stopped delivering messages: the server exited or closed its output."""
@@ -285,10 +293,10 @@ class ServerConnection:
             return ""
         return data.decode("utf-8", "replace").strip()
 
-    def _close_errlog(self) -> None:
+    def _close_errlog(self, keep_tail: bool = True) -> None:
         if self._errlog is not None:
             tail = self._read_stderr_tail()
-            if tail:
+            if tail and keep_tail:
                 self.stderr_tail = tail
             self._errlog.close()
             self._errlog = None
