@@ -144,6 +144,14 @@ def test_a_server_that_restarts_with_a_changed_tool_needs_approval_again(tmp_pat
     assert "disabled" in registry.dispatch("mcp__dyn__echo", {"text": "hi"})
 
 
+def _ended(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def _status(name: str) -> str:
     return next(s.status for s in mcp_status() if s.name == name)
 
@@ -172,8 +180,28 @@ def test_a_server_that_closes_its_stdout_but_lives_on_is_replaced():
     wait_until(lambda: '"error"' not in registry.dispatch("mcp__hup__pid", {}), timeout=20, what="reconnect")
     assert int(registry.dispatch("mcp__hup__pid", {})) != pid
     # the old process read end-of-file on its stdin when the connection was closed, and ended
-    wait_until(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z",
-               what="the hung-up server to end")
+    wait_until(lambda: _ended(pid), what="the hung-up server to end")
+
+
+def test_a_call_whose_connection_fails_under_it_gets_an_answer_not_its_timeout():
+    # the server exits, but a child keeps its stdout open: no end-of-file, only the next write fails. mcp 1.x
+    # then fails the transport without answering the request, which waited out its timeout (600 s here).
+    add_mcp_server(
+        parse_server(
+            "hup", {"command": sys.executable, "args": [str(FIXTURES / "hangup_server.py")], "timeout": 600}
+        )
+    )
+    pid = int(registry.dispatch("mcp__hup__pid", {}))
+    keeper = int(registry.dispatch("mcp__hup__orphan", {}))
+    try:
+        wait_until(lambda: _ended(pid), what="the server to exit")
+        results: list[str] = []
+        worker = threading.Thread(target=lambda: results.append(registry.dispatch("mcp__hup__pid", {})))
+        worker.start()
+        wait_until(lambda: results, timeout=30, what="an answer to the call")
+        assert "went away" in json.loads(results[0])["error"]
+    finally:
+        os.kill(keeper, signal.SIGKILL)
 
 
 def test_concurrent_calls_during_a_reconnect_share_one_new_server():
