@@ -199,7 +199,7 @@ def test_a_call_whose_connection_fails_under_it_gets_an_answer_not_its_timeout()
         worker = threading.Thread(target=lambda: results.append(registry.dispatch("mcp__hup__pid", {})))
         worker.start()
         wait_until(lambda: results, timeout=30, what="an answer to the call")
-        assert "went away" in json.loads(results[0])["error"]
+        assert "went away" in json.loads(results[0])["error"], results
     finally:
         os.kill(keeper, signal.SIGKILL)
 
