@@ -57,6 +57,9 @@ def test_request_failures_are_classified_by_code():
     assert sdk.request_failure(_error(timeout_code)) == "timeout"
     assert sdk.request_failure(_error(-32602)) is None  # the server's own error: not ours to reword
     assert sdk.request_failure(ValueError("not an SDK error")) is None
+    import anyio
+
+    assert sdk.request_failure(anyio.BrokenResourceError()) == "closed"  # written to a broken transport
 
 
 def test_timeout_in_the_unit_the_session_expects():

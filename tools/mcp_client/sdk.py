@@ -81,8 +81,11 @@ def timeout(seconds: float) -> Any:
 def request_failure(exc: BaseException) -> Literal["closed", "timeout"] | None:
     """What an exception from a request means: the connection closed, the request timed out, or
     something else (None: not an SDK error, or an error the server sent)."""
+    import anyio
     from mcp.shared import exceptions
 
+    if isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError)):
+        return "closed"  # the request was written to a transport that had already broken
     error_class = getattr(exceptions, "MCPError", None) or getattr(exceptions, "McpError")  # noqa: B009
     if not isinstance(exc, error_class):
         return None

@@ -4,8 +4,11 @@ anyio requires a transport and a ``ClientSession`` to be entered and exited in t
 notebook cell is a different task each time. So an *owner task* on ``tools.async_bridge``'s loop opens
 the transport and the session, publishes the session, and waits for a stop event; calls from other
 tasks on the same loop use the session's methods directly (its request/response matching is
-task-safe). When the server dies, the owner's task group fails and the connection becomes ``failed``;
-the next call reconnects, no more often than the backoff allows (1 s doubling to 30 s).
+task-safe). When the server dies or closes its output, the owner sees its transport's read side end
+(or its task group fail) and the connection becomes ``failed`` at once, with no call needed; a request
+still waiting then fails with it rather than waiting out its timeout. The next call reconnects, no
+more often than the backoff allows (1 s doubling to 30 s); calls arriving meanwhile wait for that one
+start, which the owner bounds itself by ``connect_timeout``.
 
 ``mcp`` is imported only inside functions: it costs a noticeable fraction of a second.
 """
@@ -18,8 +21,9 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
-from typing import IO, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import IO, Any, TypeVar
 
 from hermes_nb.tools.errors import HermesNbError
 from hermes_nb.tools.mcp_client import sdk
@@ -28,6 +32,8 @@ from hermes_nb.tools.mcp_client.config import MCPServerConfig
 __all__ = ["MCPServerError", "ServerConnection"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
@@ -86,12 +92,17 @@ class ServerConnection:
 
         Raises ``MCPServerError`` (with the stderr tail) when the server does not come up in
         ``connect_timeout``, or when the backoff since the last failure has not passed (unless forced).
+        Callers arriving while a start is under way wait for that same start: one owner at a time.
         """
         if self.status == "ready" and self.session is not None:
             return
-        if self._starting is not None and not self._starting.done():
-            await asyncio.shield(self._starting)
-            return
+        starting = self._starting
+        if starting is None or starting.done():
+            starting = self._begin(force)
+        await asyncio.shield(starting)  # a caller that gives up (cancelled) leaves the start running
+
+    def _begin(self, force: bool) -> asyncio.Future[None]:
+        """Claim the next start, with no await before the claim: concurrent callers cannot start two."""
         loop = asyncio.get_running_loop()
         if not force and loop.time() < self._next_attempt:
             wait = self._next_attempt - loop.time()
@@ -99,93 +110,119 @@ class ServerConnection:
                 f"MCP server {self.name!r} is unavailable ({self.last_error or 'failed'}); "
                 f"next reconnect attempt in {wait:.1f} s"
             )
-        await self._join_owner()
         self.status, self.last_error, self.stderr_tail = "starting", "", ""
-        await _import_mcp()
-        self._stop = asyncio.Event()
+        self._stop = stop = asyncio.Event()
         ready: asyncio.Future[None] = loop.create_future()
-        self._starting = ready
         ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if nobody waits
-        self._task = loop.create_task(self._own(ready), name=f"mcp-owner-{self.name}")
-        try:
-            await asyncio.wait_for(asyncio.shield(ready), timeout=self.config.connect_timeout)
-        except TimeoutError:
-            await self._join_owner(cancel=True)
-            self._failed(f"did not start within {self.config.connect_timeout:g} s")
-            raise MCPServerError(self._failure_text()) from None
-        except MCPServerError:
-            self._schedule_retry()
-            raise
-        self._backoff = BACKOFF_START
-        self._next_attempt = 0.0
+        self._starting = ready
+        previous = self._task  # still closing after a failure, perhaps: the new owner waits for it
+        self._task = loop.create_task(self._own(ready, stop, previous), name=f"mcp-owner-{self.name}")
+        return ready
 
     async def close(self) -> None:
         """Stop the owner task (it closes the session and ends the process) and wait for it."""
         if self._stop is not None:
             self._stop.set()
-        await self._join_owner()
+        starting = self._starting is not None and not self._starting.done()
+        await self._join_owner(cancel=starting)  # a start in progress would not look at the stop event
         self.status = "stopped"
         self.session = None
 
     async def _join_owner(self, cancel: bool = False) -> None:
         task, self._task = self._task, None
-        if task is None or task.done():
-            return
-        if cancel:
-            task.cancel()
-        try:
-            # stdio shutdown is bounded inside the SDK (close stdin, wait, terminate, kill)
-            await asyncio.wait_for(asyncio.shield(task), timeout=15)
-        except TimeoutError:
-            task.cancel()
-            log.warning("MCP server %r: owner task did not stop in time; cancelled", self.name)
-        except BaseException:  # the owner already recorded its own failure
-            if asyncio.current_task() and asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                raise
+        await _join(task, self.name, cancel=cancel)
 
-    async def _own(self, ready: asyncio.Future[None]) -> None:
-        """The owner task: enter transport and session, serve until stopped, exit in this same task."""
+    async def _own(
+        self, ready: asyncio.Future[None], stop: asyncio.Event, previous: asyncio.Task[None] | None
+    ) -> None:
+        """The owner task: enter transport and session, serve until stopped, exit in this same task.
+
+        The owner bounds its own start (``connect_timeout``): no caller's patience, or cancellation,
+        decides whether a start is abandoned, so a start is never left without a deadline.
+        """
         from contextlib import AsyncExitStack
 
-        from mcp import ClientSession
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        timed_out = False
 
-        assert self._stop is not None
-        stop = self._stop
+        def time_out() -> None:
+            nonlocal timed_out
+            if not ready.done() and me is not None:
+                timed_out = True
+                me.cancel()
+
+        watchdog = None
         try:
+            await _join(previous, self.name, cancel=False)  # already stopping; its shutdown is bounded
+            await _import_mcp()
+            from mcp import ClientSession
+
+            watchdog = loop.call_later(self.config.connect_timeout, time_out)
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
+                # the transport's read side ends when the server exits or closes its stdout; mcp 1.x's
+                # session then answers only the requests pending at that moment, and any later request
+                # waited its whole timeout. Watching the read side ends the connection at once instead.
+                read = await stack.enter_async_context(_watch_end(read, lambda: self._hung_up(stop)))
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=self._on_message)
                 )
                 await session.initialize()
                 self.tools = await _list_all_tools(session)
+                watchdog.cancel()
                 # after a reconnect the server may offer other tools (an upgrade, a restart): the next
                 # refresh between batches registers them again, through the changed-definition guard
                 self.dirty = self._was_ready
                 self._was_ready = True
+                if stop.is_set():  # the server hung up during the start
+                    raise MCPServerError(self.last_error or "stopped while starting")
                 self.session = session
                 self.status = "ready"
+                self._backoff = BACKOFF_START
+                self._next_attempt = 0.0
                 if not ready.done():
                     ready.set_result(None)
                 await stop.wait()
         except asyncio.CancelledError:
-            self._failed("cancelled while starting" if not ready.done() else "stopped")
+            if timed_out:
+                self._owner_failed(me, f"did not start within {self.config.connect_timeout:g} s")
+            else:
+                self._owner_failed(me, "cancelled while starting" if not ready.done() else "stopped")
             if not ready.done():
                 ready.set_exception(MCPServerError(self._failure_text()))
-            raise
+            if not timed_out:
+                raise
         except BaseException as exc:  # boundary: whatever ended the transport becomes the server's status
             log.debug("MCP server %r ended", self.name, exc_info=True)
-            self._failed(describe_exception(exc))
+            self._owner_failed(me, describe_exception(exc))
             if not ready.done():
                 ready.set_exception(MCPServerError(self._failure_text()))
         else:
-            if self.status != "failed":
-                self.status = "stopped"
+            if not ready.done():
+                ready.set_exception(MCPServerError(self._failure_text()))
         finally:
-            self.session = None
-            if self.status == "ready":
-                self.status = "stopped"
-            self._close_errlog()
+            if watchdog is not None:
+                watchdog.cancel()
+            current = self._task is me  # not replaced by a newer owner, nor detached by close()
+            if current:
+                self.session = None
+                if self.status in ("ready", "starting"):
+                    self.status = "stopped"
+            self._close_errlog(keep_tail=current)
+
+    def _owner_failed(self, owner: asyncio.Task[None] | None, message: str) -> None:
+        """An owner's failure, recorded only while it is the current owner (a newer one owns the status)."""
+        if self._task is owner:
+            self._failed(message)
+
+    def _hung_up(self, stop: asyncio.Event) -> None:
+        """The owner's transport stopped delivering messages: the server exited or closed its output."""
+        if stop.is_set() or self._stop is not stop:
+            return  # a requested stop, or an owner already replaced
+        self.session = None
+        self._failed("the server closed the connection (exited or closed its stdout)")
+        stop.set()
 
     def _transport(self) -> Any:
         cfg = self.config
@@ -223,10 +260,11 @@ class ServerConnection:
 
     def _failed(self, message: str) -> None:
         self.stderr_tail = self._read_stderr_tail() or self.stderr_tail
-        if self.status != "stopped" or not self.last_error:
-            self.last_error = message
+        if self.status != "failed":  # one backoff step per failed connection, however many report it
+            self._schedule_retry()
+            if self.status != "stopped" or not self.last_error:
+                self.last_error = message
         self.status = "failed"
-        self._schedule_retry()
 
     def _schedule_retry(self) -> None:
         try:
@@ -255,10 +293,10 @@ class ServerConnection:
             return ""
         return data.decode("utf-8", "replace").strip()
 
-    def _close_errlog(self) -> None:
+    def _close_errlog(self, keep_tail: bool = True) -> None:
         if self._errlog is not None:
             tail = self._read_stderr_tail()
-            if tail:
+            if tail and keep_tail:
                 self.stderr_tail = tail
             self._errlog.close()
             self._errlog = None
@@ -278,18 +316,24 @@ class ServerConnection:
         a lost connection or a timeout, naming the server."""
         await self.connect()
         timeout = self.config.timeout if timeout is None else timeout
+        session = self.session
+        gone = MCPServerError(
+            f"MCP server {self.name!r} went away during the call to {tool!r}; the next call reconnects"
+        )
         try:
-            return await self.session.call_tool(
-                tool, arguments, read_timeout_seconds=sdk.timeout(timeout), progress_callback=progress
+            return await self._while_connected(
+                lambda s: s.call_tool(
+                    tool, arguments, read_timeout_seconds=sdk.timeout(timeout), progress_callback=progress
+                )
             )
+        except _ConnectionEnded:
+            raise gone from None
         except Exception as exc:
             failure = sdk.request_failure(exc)
             if failure == "closed":
-                self.connection_lost(f"connection closed during a call to {tool!r}")
-                raise MCPServerError(
-                    f"MCP server {self.name!r} went away during the call to {tool!r}; "
-                    f"the next call reconnects"
-                ) from None
+                if self.session is session:  # not a connection made since, by another call
+                    self.connection_lost(f"connection closed during a call to {tool!r}")
+                raise gone from None
             if failure == "timeout":
                 raise MCPServerError(
                     f"MCP server {self.name!r}: {tool!r} timed out after {timeout:g} s"
@@ -300,8 +344,78 @@ class ServerConnection:
         """List the tools again (after tools/list_changed)."""
         await self.connect()
         self.dirty = False
-        self.tools = await _list_all_tools(self.session)
+        try:
+            self.tools = await self._while_connected(_list_all_tools)
+        except _ConnectionEnded:
+            raise MCPServerError(f"MCP server {self.name!r} went away while listing its tools") from None
         return self.tools
+
+    async def _while_connected(self, request: Callable[[Any], Awaitable[T]]) -> T:
+        """``request(session)``, ended at once (``_ConnectionEnded``) if the connection ends first.
+
+        The SDK does not always answer a request whose connection is gone (mcp 1.x: one sent after
+        its reader saw the end waits out its whole timeout), so the request races the owner task."""
+        session, owner = self.session, self._task
+        if session is None or owner is None or owner.done():
+            raise _ConnectionEnded
+        call = asyncio.ensure_future(request(session))
+        try:
+            await asyncio.wait((call, owner), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the caller gave up: so does the request
+            call.cancel()
+            raise
+        if not call.done():
+            call.cancel()
+            raise _ConnectionEnded
+        return call.result()
+
+
+class _ConnectionEnded(Exception):
+    """The connection a request was sent on ended before the answer came."""
+
+
+async def _join(task: asyncio.Task[None] | None, name: str, *, cancel: bool) -> None:
+    """Wait (bounded) for an owner task to end; cancel it first if asked, or if it overruns."""
+    if task is None or task.done():
+        return
+    if cancel:
+        task.cancel()
+    try:
+        # stdio shutdown is bounded inside the SDK (close stdin, wait, terminate, kill)
+        await asyncio.wait_for(asyncio.shield(task), timeout=15)
+    except TimeoutError:
+        task.cancel()
+        log.warning("MCP server %r: owner task did not stop in time; cancelled", name)
+    except BaseException:  # the owner already recorded its own failure
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+
+
+@asynccontextmanager
+async def _watch_end(read: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """The transport's read stream, relayed: ``on_end()`` runs when the transport's side ends by itself.
+
+    Not when the session closed its end first (a stop): then the relay finds the stream closed."""
+    import anyio
+
+    send, receive = anyio.create_memory_object_stream[Any](0)  # unbuffered, as the SDK's own streams
+
+    async def relay() -> None:
+        try:
+            async with send:
+                async for item in read:
+                    await send.send(item)
+                on_end()  # before the session sees the end: a reply failed by it finds us failed
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay)
+        try:
+            yield receive
+        finally:
+            group.cancel_scope.cancel()
 
 
 async def _import_mcp() -> None:
