@@ -90,7 +90,9 @@ def test_cycle_finder_finds_a_planted_cycle() -> None:
 def test_no_import_cycles_in_our_packages() -> None:
     graph = import_graph()
     # the graph really holds the edges that used to close cycles (registry↔schema, models↔replay)
-    assert "hermes_nb.tools.schema.validation" in graph["hermes_nb.tools.registry"]
+    # (the registry reaches the schema package through function-level imports: those are edges too)
+    assert "hermes_nb.tools.schema.lint" in graph["hermes_nb.tools.registry"]
+    assert "hermes_nb.tools.schema.validation" in graph["hermes_nb.tools.entry"]
     assert "hermes_nb.models" in graph["hermes_nb.replay"]
     assert cycles(graph) == []
 
