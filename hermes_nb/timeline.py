@@ -97,8 +97,9 @@ def _batch_html(title: str, results: tuple[ToolCallResult, ...], span: float) ->
         left, width = 100 * (r.started - t0) / span, max(100 * r.duration / span, 0.5)
         outcome = _outcome(r)
         rows.append(
-            f'<div style="display:flex;align-items:center;gap:6px;height:18px;color:{colours.TEXT}">'
-            f'<code style="width:9em;overflow:hidden;text-overflow:ellipsis">{e(r.name)}</code>'
+            f'<div style="display:flex;align-items:center;gap:6px;min-height:18px;color:{colours.TEXT}">'
+            f'<span style="width:9em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;line-height:1.4;'
+            f'font-family:var(--jp-code-font-family,monospace)" title="{e(r.name)}">{e(r.name)}</span>'
             f'<span style="width:3.5em;color:{colours.MUTED};font-size:11px">seg {r.segment}</span>'
             f'<div style="position:relative;width:240px;height:10px;background:{colours.TRACK}">'
             f'<div title="{e(r.tool_call_id)}" style="position:absolute;left:{left:.1f}%;width:{width:.1f}%;'

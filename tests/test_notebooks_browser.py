@@ -15,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,7 +77,8 @@ def test_notebook_runs_in_the_browser(lab: tuple[JupyterLab, Path], times: dict[
             page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
             page.on("pageerror", lambda exc: console.append(f"page error: {exc}"))
             start = time.monotonic()
-            state = open_and_run_all(page, server, path.name, timeout=600, clicks=CLICKS.get(path.name, ()))
+            state = open_and_run_all(page, server, path.name, timeout=600, clicks=CLICKS.get(path.name, ()),
+                                     before_click=lambda page, label: _shoot_prompt(page, label, path.stem))
             times[path.name] = round(time.monotonic() - start, 1)
             errors = error_outputs(page)
             text = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea").all_inner_texts()
@@ -91,6 +93,15 @@ def test_notebook_runs_in_the_browser(lab: tuple[JupyterLab, Path], times: dict[
     assert not missing, f"not in the outputs: {missing}"
     assert cleaned in (None, "🧹 Cleaned up: hermes_nb unloaded, 0 MCP servers left"), cleaned
     assert not console, "\n".join(console)
+
+
+def _shoot_prompt(page: Any, label: str, stem: str) -> None:
+    """The prompt as the person sees it, buttons and all, before the test clicks ``label``."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    button = page.get_by_role("button", name=label, exact=True)
+    prompt = page.locator(".jp-OutputArea-output", has=button).first
+    prompt.scroll_into_view_if_needed()
+    prompt.screenshot(path=str(ARTIFACTS / f"{stem}-prompt-{label.lower().replace(' ', '-')}.png"))
 
 
 def _clean_up(page: object) -> str:

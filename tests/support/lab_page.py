@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +50,13 @@ _DONE = f"""() => {{
 }}"""
 
 
-def open_and_run_all(page: Any, lab: Any, path: str, timeout: float = 300, *, clicks: Sequence[str] = ()) -> str:
+def open_and_run_all(page: Any, lab: Any, path: str, timeout: float = 300, *, clicks: Sequence[str] = (),
+                     before_click: Callable[[Any, str], Any] | None = None) -> str:
     """Open ``path``, accept a kernel dialog, Run All, and wait; ``'done'`` or ``'error'``.
 
     ``clicks``: button labels a person would click during the run (an approval prompt's "Approve once"),
     each clicked in order once it shows; a label never shown fails the wait (TimeoutError).
+    ``before_click(page, label)`` runs while the button waits (a screenshot of the prompt, say).
     """
     # A workspace of its own, reset: JupyterLab would otherwise reopen the notebooks of earlier pages,
     # whose widgets belong to kernels stopped since
@@ -85,6 +87,8 @@ def open_and_run_all(page: Any, lab: Any, path: str, timeout: float = 300, *, cl
                        f".some(b => !b.disabled && b.textContent.trim() === {json.dumps(label)})",
                  max(1.0, deadline - time.monotonic()))
         button = page.locator(".jp-OutputArea-output").get_by_role("button", name=label, exact=True).first
+        if before_click is not None:
+            before_click(page, label)
         handle = button.element_handle()
         handle.click()
         # answered: the prompt replaced its buttons (so the next label is not found on this prompt)
