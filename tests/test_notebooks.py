@@ -1,8 +1,15 @@
-"""Every notebook under notebooks/ runs top to bottom in a real kernel, offline."""
+"""Every notebook under notebooks/ runs top to bottom in a real kernel, offline.
+
+nbclient sends cells without stdin, as nbconvert, papermill and ``make demo`` do: no person can click, so
+notebook 02's approval prompts must take the no-person path at once (a hang would hit the timeout); and
+notebook 03's Run All must leave its servers running (its clean-up is a button nobody clicks here).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -23,8 +30,61 @@ def test_notebook_runs(path: Path, hermes_home: Path, monkeypatch: pytest.Monkey
     assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks without outputs"
     monkeypatch.setenv("HERMES_NB_WORKSPACE", str(path.parent))
     client = NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    check = CHECKS.get(path.name)
+    if check is not None:
+        nb.cells.append(nbformat.v4.new_code_cell(PROBE))  # runs after the notebook, in the same kernel
     client.execute()
     errors = [
         o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
     ]
     assert errors == []
+    if check is not None:
+        check(nb)
+
+
+#: What the kernel holds once Run All is over: the extension loaded? which MCP servers run?
+PROBE = """import hermes_nb._state
+from hermes_nb.tools.mcp_tool import mcp_status
+print("PROBE", bool(hermes_nb._state.undos), [(s.name, s.status) for s in mcp_status()])"""
+
+
+def _text(cell: Any) -> str:
+    """Everything a cell showed, as text."""
+    return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", []))
+
+
+def _cell(nb: Any, needle: str) -> Any:
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and needle in c.source]
+    return cell
+
+
+def _check_safe_scheduling(nb: Any) -> None:
+    """No person: the prompt is not shown, the cell says so, and the command does not run."""
+    for needle in ('registry.dispatch("terminal", {"command": "rm -rf build"})', "check_dangerous_command(sneaky)"):
+        cell = _cell(nb, needle)
+        assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in cell.outputs), \
+            "a prompt was shown to nobody"
+        assert "hermes_nb: no one can answer a prompt in this run" in _text(cell)
+        assert "no one is available to approve it" in _text(cell)
+    assert "build/ still there: True" in _text(_cell(nb, "\"rm -rf build\"}"))
+    timeline = _cell(nb, "timeline(parallel, serial")
+    (shown,) = [o for o in timeline.outputs if o.get("output_type") == "execute_result"]
+    assert "var(--jp-" in shown["data"]["text/html"]  # bars in the theme's colours
+    assert "4 fetches (one parallel segment): 4 calls" in shown["data"]["text/plain"]
+
+
+def _check_mcp_and_plugins(nb: Any) -> None:
+    """Run All leaves the extension loaded and the time server running; the last cell is the button."""
+    assert "PROBE True [('time', 'ready')]" in _text(nb.cells[-1]), _text(nb.cells[-1])
+    clean_up = nb.cells[-2]
+    assert "CLEAN-UP" in clean_up.source
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in clean_up.outputs)
+    writes = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%writefile")]
+    assert writes == ["%%writefile {plugin}/plugin.yaml", "%%writefile {plugin}/__init__.py",
+                      "%%writefile {tools_dir}/reverse.py", "%%writefile {tools_dir}/reverse.py"]
+
+
+CHECKS: dict[str, Callable[[Any], None]] = {
+    "02-safe-scheduling.ipynb": _check_safe_scheduling,
+    "03-mcp-and-plugins.ipynb": _check_mcp_and_plugins,
+}

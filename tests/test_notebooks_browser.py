@@ -1,8 +1,10 @@
 """Every notebook under notebooks/ in JupyterLab + Chromium: Run All, as a teacher would before class.
 
-Fails on an error output or a browser console error (one known, named below); keeps a screenshot of every output under
-test-artifacts/notebooks/ and the run times in test-artifacts/notebooks/times.json. JupyterLab draws
-all cells (``windowingMode`` "none"), so every output is rendered and screenshotted.
+Where a notebook waits for a person (02's approval prompts) the test clicks the buttons, as a person
+would; 03's clean-up button is clicked after Run All. Fails on an error output or any browser console
+error; keeps a screenshot of every output under test-artifacts/notebooks/ and the run times in
+test-artifacts/notebooks/times.json. JupyterLab draws all cells (``windowingMode`` "none"), so every
+output is rendered and screenshotted.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,11 +36,13 @@ ARTIFACTS = ROOT / "test-artifacts" / "notebooks"
 
 
 
-#: Known console errors, per notebook, each with its reason. Notebook 02's scripted "Deny" answers an
-#: approval prompt in the cell that shows it; hermes_nb.prompts then replaces the prompt's children and
-#: closes its buttons, and when the front end is still drawing them ipywidgets logs this (intermittent,
-#: about one run in three here). Issue 10 replaces that cell with real buttons a person clicks.
-KNOWN: dict[str, tuple[str, ...]] = {"02-safe-scheduling.ipynb": ("Could not add child view to box",)}
+#: What a person clicks during Run All, per notebook: 02's approval prompts wait for these buttons.
+CLICKS: dict[str, tuple[str, ...]] = {"02-safe-scheduling.ipynb": ("Approve once", "Deny")}
+
+#: Text each click leaves in the outputs (the prompt's record, and what the approved command did).
+AFTER_CLICKS: dict[str, tuple[str, ...]] = {
+    "02-safe-scheduling.ipynb": ("Approved once", "build/ still there: False", "Denied", "False — BLOCKED: the person denied this"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -72,17 +77,45 @@ def test_notebook_runs_in_the_browser(lab: tuple[JupyterLab, Path], times: dict[
             page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
             page.on("pageerror", lambda exc: console.append(f"page error: {exc}"))
             start = time.monotonic()
-            state = open_and_run_all(page, server, path.name, timeout=600)
+            state = open_and_run_all(page, server, path.name, timeout=600, clicks=CLICKS.get(path.name, ()),
+                                     before_click=lambda page, label: _shoot_prompt(page, label, path.stem))
             times[path.name] = round(time.monotonic() - start, 1)
             errors = error_outputs(page)
+            text = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea").all_inner_texts()
             shots = screenshot_outputs(page, ARTIFACTS, path.stem)
+            cleaned = _clean_up(page) if path.name == "03-mcp-and-plugins.ipynb" else None
         finally:
             browser.close()
             _stop_kernels(server)
     assert state == "done" and not errors, errors
     assert shots, "no output was rendered"
-    unknown = [m for m in console if not any(k in m for k in KNOWN.get(path.name, ()))]
-    assert not unknown, "\n".join(unknown)
+    missing = [t for t in AFTER_CLICKS.get(path.name, ()) if not any(t in out for out in text)]
+    assert not missing, f"not in the outputs: {missing}"
+    assert cleaned in (None, "🧹 Cleaned up: hermes_nb unloaded, 0 MCP servers left"), cleaned
+    assert not console, "\n".join(console)
+
+
+def _shoot_prompt(page: Any, label: str, stem: str) -> None:
+    """The prompt as the person sees it, buttons and all, before the test clicks ``label``."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    button = page.get_by_role("button", name=label, exact=True)
+    prompt = page.locator(".jp-OutputArea-output", has=button).first
+    prompt.scroll_into_view_if_needed()
+    prompt.screenshot(path=str(ARTIFACTS / f"{stem}-prompt-{label.lower().replace(' ', '-')}.png"))
+
+
+def _clean_up(page: object) -> str:
+    """Notebook 03 ends with a clean-up button Run All leaves alone: still there after Run All, it then
+    unloads the extension when clicked (its label then says how many MCP servers are left)."""
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    button = page.locator(".jp-OutputArea-output .widget-button", has_text="🧹")  # its label changes on click
+    expect(button).to_be_enabled()  # Run All did not clean up
+    expect(page.get_by_text("picker closed", exact=False)).to_have_count(0)
+    button.click()
+    expect(button).to_be_disabled(timeout=120_000)
+    return button.inner_text().strip()
 
 
 def _stop_kernels(server: JupyterLab) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +50,14 @@ _DONE = f"""() => {{
 }}"""
 
 
-def open_and_run_all(page: Any, lab: Any, path: str, timeout: float = 300) -> str:
-    """Open ``path``, accept a kernel dialog, Run All, and wait; ``'done'`` or ``'error'``."""
+def open_and_run_all(page: Any, lab: Any, path: str, timeout: float = 300, *, clicks: Sequence[str] = (),
+                     before_click: Callable[[Any, str], Any] | None = None) -> str:
+    """Open ``path``, accept a kernel dialog, Run All, and wait; ``'done'`` or ``'error'``.
+
+    ``clicks``: button labels a person would click during the run (an approval prompt's "Approve once"),
+    each clicked in order once it shows; a label never shown fails the wait (TimeoutError).
+    ``before_click(page, label)`` runs while the button waits (a screenshot of the prompt, say).
+    """
     # A workspace of its own, reset: JupyterLab would otherwise reopen the notebooks of earlier pages,
     # whose widgets belong to kernels stopped since
     workspace = "".join(ch if ch.isalnum() else "-" for ch in path)
@@ -67,12 +75,26 @@ def open_and_run_all(page: Any, lab: Any, path: str, timeout: float = 300) -> st
         if time.monotonic() > deadline:
             raise TimeoutError(f"{path}: the notebook and its kernel were not ready in 180 s")
         page.wait_for_timeout(200)  # polling with a deadline, not a fixed sleep
-    page.evaluate("window.jupyterapp.commands.execute('runmenu:run-all')")
+    # not awaited: Run All's promise settles only when every cell ran, which may wait for ``clicks``
+    page.evaluate("() => { window.jupyterapp.commands.execute('runmenu:run-all'); }")
     # started: a cell has run or is running
     wait_for(page, f"() => {_PANEL}.content.widgets.some(c => c.model.type === 'code'"
                    " && (c.model.executionCount !== null || c.node.querySelector('.jp-InputPrompt')"
                    "?.textContent.includes('*')))", 300)
-    return str(wait_for(page, _DONE, timeout))
+    deadline = time.monotonic() + timeout
+    for label in clicks:  # a cell waits for each click; Run All cannot be done before the last one
+        wait_for(page, "() => [...document.querySelectorAll('.jp-OutputArea-output .widget-button')]"
+                       f".some(b => !b.disabled && b.textContent.trim() === {json.dumps(label)})",
+                 max(1.0, deadline - time.monotonic()))
+        button = page.locator(".jp-OutputArea-output").get_by_role("button", name=label, exact=True).first
+        if before_click is not None:
+            before_click(page, label)
+        handle = button.element_handle()
+        handle.click()
+        # answered: the prompt replaced its buttons (so the next label is not found on this prompt)
+        page.wait_for_function("b => !b.isConnected", arg=handle,
+                               timeout=max(1.0, deadline - time.monotonic()) * 1000)
+    return str(wait_for(page, _DONE, max(1.0, deadline - time.monotonic())))
 
 
 def error_outputs(page: Any) -> list[str]:
