@@ -1,23 +1,29 @@
 """Interrupting the main thread in a test (``_thread.interrupt_main()``, what a kernel interrupt does).
 
-CPython drops a ``KeyboardInterrupt`` that is raised while a finalizer (``__del__``, a weakref callback) runs
-on the main thread: it is printed as "Exception ignored" and the interrupted code never hears of it. The
-garbage of earlier tests (an openai client's ``__del__`` closes its connections) is collected on whichever
-thread allocates next, so now and then an interrupt landed in such a finalizer and the run under test waited
-forever (seen once in a loaded ``make test``: the interrupt mid-batch test hung for its whole timeout). A
-person whose ■ lands there presses it again; a test sends one, so while it does, nothing is collected.
+Two things can make such an interrupt vanish, and each made the interrupt mid-batch test wait for its
+whole timeout in a loaded ``make test``:
+
+- **SIGINT ignored.** A shell starts a background job (``make test &``, ``nohup … &``) with SIGINT ignored;
+  Python then leaves it ignored instead of installing ``default_int_handler``, and ``interrupt_main()``
+  does nothing at all. A kernel always handles SIGINT, so while a test interrupts, it is handled.
+- **A finalizer on the main thread.** CPython drops a ``KeyboardInterrupt`` raised while a ``__del__`` or
+  a weakref callback runs there ("Exception ignored"); the garbage of earlier tests is collected on
+  whichever thread allocates next. A person whose ■ lands there presses it again; a test sends one, so
+  while it does, nothing is collected.
 """
 
 from __future__ import annotations
 
 import gc
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 
 @contextmanager
 def interrupts_land() -> Iterator[None]:
-    """Collect earlier garbage now, then keep the cyclic collector off until the block ends."""
+    """SIGINT raises ``KeyboardInterrupt`` and the cyclic collector is off until the block ends."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     gc.collect()
     enabled = gc.isenabled()
     gc.disable()
@@ -26,3 +32,4 @@ def interrupts_land() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+        signal.signal(signal.SIGINT, previous)
