@@ -45,7 +45,11 @@ def run_remote(todo: list[Case], template: Mapping[str, Any], client: Any,
     blob = _notebook_tools(template)
     if not todo:
         return False
-    shipped = client.scatter(blob, broadcast=True, hash=False)
+    # The tools travel inside each task, not scattered once: scattered data is a dependency no worker can
+    # compute again, so a worker dying with the only copy (the other may not have joined when it was
+    # scattered) cancelled every case still waiting ("FutureCancelledError ... already forgotten").
+    # The blob is a few KB of pickled functions, so a task per case carries it cheaply.
+    shipped = blob
     run_id = hashlib.sha256(blob).hexdigest()[:8] + "-" + str(id(todo))
     by_key: dict[str, Case] = {}
     futures = []
