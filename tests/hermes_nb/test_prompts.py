@@ -361,3 +361,33 @@ def test_a_kernel_that_cannot_deliver_clicks_gets_the_text_prompt(monkeypatch: p
     assert approval_prompt("rm x", "rm", "d") == "session"
     monkeypatch.setattr("builtins.input", lambda _prompt: "2")
     assert clarify_prompt("Which?", ["a", "b"]) == "b"
+
+
+def test_a_batch_that_asks_nothing_says_nothing_about_no_one_to_ask(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under nbclient the "no one can answer" line belongs under a cell whose call asks, not every batch."""
+    from types import SimpleNamespace
+
+    from hermes_nb.tools.batch.scheduling import run_tool_batch
+    from hermes_nb.tools.registry import ToolRegistry
+
+    monkeypatch.setattr(prompts, "_get_ipython", lambda: SimpleNamespace(kernel=_HeadlessKernel()))
+    monkeypatch.setattr(prompts, "_widgets_available", lambda: True)
+    monkeypatch.setattr(prompts, "_told", set())
+    reg = ToolRegistry()
+    reg.register("echo", "t", {"name": "echo", "description": "Echo.", "parameters": {
+        "type": "object", "properties": {"s": {"type": "string"}}}}, lambda a, **k: a.get("s", ""), read_only=True)
+    reg.register("risky", "t", {"name": "risky", "description": "Asks first.", "parameters": {
+        "type": "object", "properties": {}}}, lambda a, **k: "ran", needs_approval=True)
+    undo = install(None)
+    try:
+        [quiet] = run_tool_batch([{"id": "1", "type": "function", "function": {"name": "echo", "arguments": '{"s": "hi"}'}}],
+                                 registry=reg)
+        assert quiet.content == "hi"
+        assert capsys.readouterr().out == ""  # nothing asked: nothing said
+        [asked] = run_tool_batch([{"id": "2", "type": "function", "function": {"name": "risky", "arguments": "{}"}}],
+                                 registry=reg)
+    finally:
+        undo()
+    assert "ran" not in asked.content
+    assert capsys.readouterr().out.startswith("hermes_nb: no one can answer")

@@ -22,7 +22,7 @@ from hermes_nb.tools.call_hooks import call_context
 from hermes_nb.tools.registry import ToolEntry, ToolRegistry, tool_error
 from hermes_nb.tools.results import execution_failed
 from hermes_nb.tools.safety import gate
-from hermes_nb.tools.safety.gate import current_approver
+from hermes_nb.tools.safety.gate import run_approver
 
 log = logging.getLogger("hermes_nb.tools.batch.scheduling")  # one logger name for the whole batch machinery
 
@@ -116,8 +116,9 @@ class Batch:
         # an explicit timeout bounds the whole batch; a tool's own metadata timeout bounds its call
         self.deadline = self.begun + timeout if timeout is not None else None
         self.cond = threading.Condition()
-        # The approver of the run that made this batch (worker threads do not inherit context variables).
-        self.approver = current_approver()
+        # The approver of the run that made this batch (worker threads do not inherit context variables);
+        # the process-wide ones are looked up when a call asks.
+        self.approver = run_approver()
         self.ask_lock = _PromptClock(self)  # one approval prompt at a time; the batch's clocks stop meanwhile
         self.plan = plan_tool_batch(tool_calls, registry=registry)
         calls = [unpack_call(c, i) for i, c in enumerate(tool_calls)]

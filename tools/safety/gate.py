@@ -32,7 +32,7 @@ from typing import Any, Literal, overload
 from hermes_nb.tools.interaction import CallbackStack
 from hermes_nb.tools.safety import remembered, rules
 
-__all__ = ["COMMAND_PARAM_KEY", "JUDGE_KEY", "ApprovalCallback", "Ask", "Decision", "current_approver", "decide",
+__all__ = ["COMMAND_PARAM_KEY", "JUDGE_KEY", "ApprovalCallback", "Ask", "Decision", "current_approver", "decide", "run_approver",
            "decide_ask", "decide_without_asking", "default_approvers", "judge", "use_approver"]
 
 log = logging.getLogger("hermes_nb.tools.approval")
@@ -87,6 +87,13 @@ def use_approver(callback: ApprovalCallback | None) -> Iterator[None]:
 
 def current_approver(explicit: ApprovalCallback | None = None) -> ApprovalCallback | None:
     return explicit or _run_approver.get() or _default.current()
+
+
+def run_approver() -> ApprovalCallback | None:
+    """The approver ``use_approver`` set for this run (a context variable), without the process-wide
+    fallbacks: those are looked up only when a call really asks (the prompt's ``available()`` tells the
+    person once that no one can answer, which a batch that asks nothing must not print)."""
+    return _run_approver.get()
 
 
 # -- judging ----------------------------------------------------------------------------------------
