@@ -18,6 +18,7 @@ __all__ = [
     "evaluate",
     "load_ipython_extension",
     "registry",
+    "timeline",
     "tool",
     "toolsets",
     "unload_ipython_extension",
@@ -131,6 +132,10 @@ def __getattr__(name: str) -> Any:
         from hermes_nb.evaluation import evaluate
 
         return evaluate
+    if name == "timeline":  # batch timelines, one line in a cell
+        from hermes_nb.timeline import timeline
+
+        return timeline
     if name == "Agent":
         from hermes_nb.agent import Agent
 
