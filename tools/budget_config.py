@@ -7,6 +7,7 @@ arguments without importing the registry back.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,15 +25,15 @@ _config_cache: tuple[tuple[str, int, int], Mapping[str, Any]] | None = None
 def budget_config() -> Mapping[str, Any]:
     """The ``budget:`` block of config.yaml, re-read only when the file changes (one stat per call)."""
     global _config_cache
-    from hermes_nb.tools.config import config_path, load_config
+    from hermes_nb.tools.config import config_file, load_config
     from hermes_nb.tools.errors import ConfigError
 
-    path = config_path()
+    path = config_file()
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return {}
-    key = (str(path), st.st_mtime_ns, st.st_size)
+    key = (path, st.st_mtime_ns, st.st_size)
     cached = _config_cache
     if cached is not None and cached[0] == key:
         return cached[1]

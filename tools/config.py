@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -43,6 +44,18 @@ def using_home(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 def config_path() -> Path:
     return hermes_home() / "config.yaml"
+
+
+def config_file() -> str:
+    """``config_path()`` as a string, built once per ``HERMES_NB_HOME``/``HOME`` (a Path costs microseconds,
+    and the budget asks for it several times per call)."""
+    env = os.environ.get("HERMES_NB_HOME")
+    return _config_file(env, None if env else os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=16)
+def _config_file(home_env: str | None, home: str | None) -> str:
+    return str(config_path())
 
 
 def expand_vars(value: Any) -> Any:
