@@ -7,12 +7,12 @@ bars anywhere else (a terminal, ``print``, a saved notebook without HTML).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hermes_nb import colours
+from hermes_nb.escaping import escape_html
 from hermes_nb.tools.batch.records import ToolCallResult
 
 __all__ = ["Timeline", "timeline"]
@@ -87,7 +87,7 @@ def _swatch(colour: str) -> str:
 
 
 def _batch_html(title: str, results: tuple[ToolCallResult, ...], span: float) -> str:
-    e = html.escape
+    e = escape_html
     head = (f'<div style="color:{colours.TEXT}"><b>{e(title)}</b> '
             f'<span style="color:{colours.MUTED}">{len(results)} calls, {_elapsed(results) * 1000:.0f} ms in all'
             f'</span></div>')
