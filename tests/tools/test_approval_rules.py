@@ -169,3 +169,17 @@ def test_unreadable_config_fails_closed_for_tools_that_ask(hermes_home: Path) ->
     reg = ToolRegistry()
     reg.register("asks", "t", {"parameters": OBJ}, lambda args, **kw: "ran", needs_approval=True)
     assert "BLOCKED" in reg.dispatch("asks", {"n": 1})
+
+
+def test_a_command_rule_written_by_hand_counts_for_the_very_next_check(hermes_home: Path) -> None:
+    """What notebook 02 does: write a deny for ``git push*`` with ``write_text`` and check a push at once.
+    Looking only every RECHECK_SECONDS, the push was asked instead of refused (and in the browser the
+    prompt waited five minutes for a click)."""
+    _rules(hermes_home, {})
+    assert check_dangerous_command("git status", approval_callback=never_asked)["approved"]  # rules read, kept
+    for action, reason in (("deny", "pushing is done by a person"), ("allow", "")):
+        _rules(hermes_home, {"commands": [{"pattern": "git push*", "action": action, "reason": reason}]})
+        verdict = check_dangerous_command("git push origin main", approval_callback=never_asked)
+        assert verdict["approved"] is (action == "allow"), verdict
+        if action == "deny":
+            assert reason in verdict["message"]

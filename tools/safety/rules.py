@@ -15,10 +15,11 @@ Deny wins over ask, ask over allow. A command ``deny``/``ask`` pattern matches t
 command in it; an ``allow`` pattern only a line that is one plain command (no ``;``, pipes, substitutions,
 redirections), so ``pytest*`` never allows ``pytest; rm -rf ~``.
 
-Every tool call asks for the rules, so the parsed section is kept: the file is looked at again (``stat``:
-identity, size, mtime) at most every ``RECHECK_SECONDS``, at once when hermes_nb itself wrote it
-(``config.save_config``) or when the home folder changed, and ``reread()`` forces it. An edit made in an
-editor therefore applies within ``RECHECK_SECONDS`` (a person cannot save and start a call faster).
+Every tool call asks for its tool's rule, so the parsed section is kept: for that question the file is
+looked at again (``stat``: identity, size, mtime) at most every ``RECHECK_SECONDS``, at once when hermes_nb
+itself wrote it (``config.save_config``) or when the home folder changed, and ``reread()`` forces it.
+Command rules and full decisions (``rule_for``, ``always_enabled``) look every time: a cell that writes a
+``deny`` for ``git push*`` and then checks a push must see it (a stat is cheap next to parsing a command).
 """
 
 from __future__ import annotations
@@ -107,12 +108,14 @@ def reread() -> None:
     _read = None
 
 
-def _current() -> _Read:
-    """The current read: reused while fresh, same home and no write of ours since; else checked by stat."""
+def _current(*, look: bool = False) -> _Read:
+    """The current read: reused while fresh, same home and no write of ours since; else checked by stat.
+    ``look``: check by stat now (a decision that is about to ask or refuse, where a stat is cheap next to
+    the rest and a rule written a moment ago must count)."""
     global _read
     cached = _read
     home = _home_marker()
-    if cached is not None and cached.home == home and cached.generation == config.generation \
+    if not look and cached is not None and cached.home == home and cached.generation == config.generation \
             and time.monotonic() < cached.until:
         return cached
     generation = config.generation
@@ -135,8 +138,9 @@ def _current() -> _Read:
 
 
 def _section() -> dict[str, Any]:
-    """The ``approvals:`` section (see ``_current`` for when the file is read again)."""
-    return _current().section
+    """The ``approvals:`` section as the file says now: commands and full decisions look every time (only
+    ``tool_rule``, on every tool call, trusts a look for ``RECHECK_SECONDS``)."""
+    return _current(look=True).section
 
 
 def tool_rule(tool: str) -> Rule | None:
