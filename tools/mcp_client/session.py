@@ -161,29 +161,36 @@ class ServerConnection:
             watchdog = loop.call_later(self.config.connect_timeout, time_out)
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
-                # the transport's read side ends when the server exits or closes its stdout; mcp 1.x's
-                # session then answers only the requests pending at that moment, and any later request
-                # waited its whole timeout. Watching the read side ends the connection at once instead.
-                read = await stack.enter_async_context(_watch_end(read, lambda: self._hung_up(stop)))
-                session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._on_message)
-                )
-                await session.initialize()
-                self.tools = await _list_all_tools(session)
-                watchdog.cancel()
-                # after a reconnect the server may offer other tools (an upgrade, a restart): the next
-                # refresh between batches registers them again, through the changed-definition guard
-                self.dirty = self._was_ready
-                self._was_ready = True
-                if stop.is_set():  # the server hung up during the start
-                    raise MCPServerError(self.last_error or "stopped while starting")
-                self.session = session
-                self.status = "ready"
-                self._backoff = BACKOFF_START
-                self._next_attempt = 0.0
-                if not ready.done():
-                    ready.set_result(None)
-                await stop.wait()
+                try:
+                    # the transport's read side ends when the server exits or closes its stdout; mcp 1.x's
+                    # session then answers only the requests pending at that moment, and any later request
+                    # waited its whole timeout. Watching the read side ends the connection at once instead.
+                    read = await stack.enter_async_context(_watch_end(read, lambda: self._hung_up(stop)))
+                    session = await stack.enter_async_context(
+                        ClientSession(read, write, message_handler=self._on_message)
+                    )
+                    await session.initialize()
+                    self.tools = await _list_all_tools(session)
+                    watchdog.cancel()
+                    # after a reconnect the server may offer other tools (an upgrade, a restart): the next
+                    # refresh between batches registers them again, through the changed-definition guard
+                    self.dirty = self._was_ready
+                    self._was_ready = True
+                    if stop.is_set():  # the server hung up during the start
+                        raise MCPServerError(self.last_error or "stopped while starting")
+                    self.session = session
+                    self.status = "ready"
+                    self._backoff = BACKOFF_START
+                    self._next_attempt = 0.0
+                    if not ready.done():
+                        ready.set_result(None)
+                    await stop.wait()
+                finally:
+                    # Served and now ended without a stop being asked for (the transport failed a write, its
+                    # task group cancelled us): say so now. Leaving the transport can still wait long, e.g.
+                    # for a pipe a child of the server keeps open, and callers must not wait with it.
+                    if ready.done():
+                        self._hung_up(stop)
         except asyncio.CancelledError:
             if timed_out:
                 self._owner_failed(me, f"did not start within {self.config.connect_timeout:g} s")
@@ -355,15 +362,18 @@ class ServerConnection:
 
         The SDK does not always answer a request whose connection is gone (mcp 1.x: one sent after
         its reader saw the end waits out its whole timeout), so the request races the owner task."""
-        session, owner = self.session, self._task
-        if session is None or owner is None or owner.done():
+        session, owner, stop = self.session, self._task, self._stop
+        if session is None or owner is None or owner.done() or stop is None or stop.is_set():
             raise _ConnectionEnded
         call = asyncio.ensure_future(request(session))
+        ended = asyncio.ensure_future(stop.wait())  # set as the connection ends, before the owner has left it
         try:
-            await asyncio.wait((call, owner), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((call, owner, ended), return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # the caller gave up: so does the request
             call.cancel()
             raise
+        finally:
+            ended.cancel()
         if not call.done():
             call.cancel()
             raise _ConnectionEnded
