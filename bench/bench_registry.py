@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+from bench import common
 from bench.common import fmt, limit, per_call, require, verdict
 from hermes_nb.tools.registry import ToolRegistry
 
@@ -27,6 +28,7 @@ HERMES_VERSION = "0.19.0"
 #: each side's rounds is compared), so a 1.1 margin tells noise from a real loss.
 HERMES_NOISE = 1.1
 DISPATCH_TARGET = 4.0  # x the seed sketch (issue 15; was 8)
+QUICK_HERMES = 3.0  # `make bench-quick`: twice today's ratio to Hermes's dispatch
 
 
 class BaselineRegistry:
@@ -188,7 +190,10 @@ def main(quick: bool = False) -> None:
 
     o, b, h = _dispatch_side_by_side(ours, base, args, rounds=3 if quick else 9)
     ratio = o / b
-    dispatch_target, hermes_target = limit(DISPATCH_TARGET), limit(HERMES_NOISE)  # 2x both under --quick
+    # under --quick: 2x the seed target, and twice today's ratio to Hermes (1.34-1.42x, above its 1.1x target):
+    # a quick pass catches a 2x regression; 2x the 1.1 target sat within noise of today's figure
+    dispatch_target = limit(DISPATCH_TARGET)
+    hermes_target = QUICK_HERMES if common.QUICK else HERMES_NOISE
     print(f"{'dispatch, one integer, validated':<38} ours {fmt(o):>10}  baseline {fmt(b):>10}  ratio {ratio:5.2f}x "
           f"(target ≤ {dispatch_target:g}x: {verdict(ratio <= dispatch_target)})")
     if ratio > dispatch_target:
