@@ -38,12 +38,8 @@ def call_handler(hooks: Sequence[CallHook], entry: ToolEntry, call_args: dict[st
     if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
         try:
             result = async_bridge.run_sync(_call(entry.handler, call_args, kwargs))
-        except _HandlerExit as wrapped:
-            if isinstance(wrapped.exc, KeyboardInterrupt):
-                raise wrapped.exc from None
-            return failed(wrapped.exc)
         except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
-            return failed(exc)
+            return _raised(exc)
         return settle_result(result)
     try:
         result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
@@ -61,12 +57,8 @@ def settle_returned(result: Any) -> Settled:
     elif inspect.isawaitable(result):
         try:
             result = async_bridge.run_sync(_await(result))
-        except _HandlerExit as wrapped:
-            if isinstance(wrapped.exc, KeyboardInterrupt):
-                raise wrapped.exc from None
-            return failed(wrapped.exc)
         except (Exception, SystemExit) as exc:
-            return failed(exc)
+            return _raised(exc)
     return settle_result(result)
 
 
@@ -87,13 +79,19 @@ async def acall_handler(hooks: Sequence[CallHook], entry: ToolEntry, call_args: 
                 return failed(result.exc)  # into every frame at once (PEP 380), past our handlers
             if inspect.isawaitable(result):
                 result = await _await(result)
-    except _HandlerExit as wrapped:
-        if isinstance(wrapped.exc, KeyboardInterrupt):
-            raise wrapped.exc from None
-        return failed(wrapped.exc)
     except (Exception, SystemExit) as exc:
-        return failed(exc)
+        return _raised(exc)
     return settle_result(result)
+
+
+def _raised(exc: Exception | SystemExit) -> Settled:
+    """What a handler raised, as an error result; a ``KeyboardInterrupt`` it carried out of the background
+    loop (``_HandlerExit``) goes on up instead (the person's ■)."""
+    if isinstance(exc, _HandlerExit):
+        if isinstance(exc.exc, KeyboardInterrupt):
+            raise exc.exc from None
+        return failed(exc.exc)
+    return failed(exc)
 
 
 def settled(fn: Callable[..., Settled], *args: Any) -> Settled:
