@@ -37,6 +37,8 @@ T = TypeVar("T")
 
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
+PROBE_FIRST = 1.0  # a stdio request unanswered this long gets a ping behind it, then at doubling intervals
+PROBE_MAX = 30.0
 STDERR_TAIL = 2000
 
 
@@ -361,12 +363,16 @@ class ServerConnection:
         """``request(session)``, ended at once (``_ConnectionEnded``) if the connection ends first.
 
         The SDK does not always answer a request whose connection is gone (mcp 1.x: one sent after
-        its reader saw the end waits out its whole timeout), so the request races the owner task."""
+        its reader saw the end waits out its whole timeout), so the request races the owner task.
+        And a stdio write into a server that has just exited can succeed as far as asyncio tells its
+        writer (the broken pipe is noticed one step later, by nobody): both SDK majors fail the transport
+        only at the *next* write. So a stdio request that waits gets a ping behind it (``_probe``)."""
         session, owner, stop = self.session, self._task, self._stop
         if session is None or owner is None or owner.done() or stop is None or stop.is_set():
             raise _ConnectionEnded
         call = asyncio.ensure_future(request(session))
         ended = asyncio.ensure_future(stop.wait())  # set as the connection ends, before the owner has left it
+        probe = _Probe(session, stop) if self.config.transport != "http" else None
         try:
             await asyncio.wait((call, owner, ended), return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # the caller gave up: so does the request
@@ -374,10 +380,50 @@ class ServerConnection:
             raise
         finally:
             ended.cancel()
+            if probe is not None:
+                probe.cancel()
         if not call.done():
             call.cancel()
             raise _ConnectionEnded
         return call.result()
+
+
+class _Probe:
+    """Pings behind a waiting stdio request, 1 s after it and then at doubling intervals (to 30 s).
+
+    A ping is only a second write: if the server is gone, that write fails and the transport ends, which
+    the owner (mcp 1.x: the task group cancels it) or the read relay (mcp 2.x: the writer closes the read
+    stream) turns into the connection's end, and the request into "went away". The ping's own answer, or
+    its lack (a server busy in a blocking tool answers late), decides nothing. Costs one timer per request
+    that ends within a second; nothing is sent for those."""
+
+    __slots__ = ("_delay", "_handle", "_session", "_stop", "_task")
+
+    def __init__(self, session: Any, stop: asyncio.Event) -> None:
+        self._session, self._stop = session, stop
+        self._delay = PROBE_FIRST
+        self._task: asyncio.Task[None] | None = None
+        self._handle: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(self._delay, self._start)
+
+    def _start(self) -> None:
+        self._handle = None
+        if not self._stop.is_set():
+            self._task = asyncio.get_running_loop().create_task(self._pings(), name="mcp-probe")
+
+    async def _pings(self) -> None:
+        while not self._stop.is_set():
+            try:
+                await asyncio.wait_for(self._session.send_ping(), timeout=self._delay)
+            except Exception:  # late, refused or failed: the transport's end, if any, is seen elsewhere
+                log.debug("MCP ping unanswered", exc_info=True)
+            self._delay = min(self._delay * 2, PROBE_MAX)
+            await asyncio.sleep(self._delay)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        if self._task is not None:
+            self._task.cancel()
 
 
 class _ConnectionEnded(Exception):
