@@ -467,13 +467,17 @@ def test_a_change_arriving_during_a_batch_applies_only_after_it():
 
 
 @pytest.mark.mcp
-def test_a_tool_removed_by_list_changed_finishes_its_call_in_flight():
+def test_a_tool_removed_by_list_changed_finishes_its_call_in_flight(tmp_path):
     import threading
 
     add_mcp_server(dynamic_config())
     results: list[str] = []
+    release = tmp_path / "release"  # the call runs until the test says so (it slept 1 s: run alone, a fresh
+    # process's first refresh could take longer, the call ended first, and the removal was rightly not deferred)
     worker = threading.Thread(
-        target=lambda: results.append(registry.dispatch("mcp__dyn__slow", {"seconds": 1.0}))
+        target=lambda: results.append(
+            registry.dispatch("mcp__dyn__slow", {"seconds": 120, "until": str(release)})
+        )
     )
     worker.start()
     wait_until(lambda: mcp_tool._in_flight.get("mcp__dyn__slow"), what="call in flight")
@@ -481,8 +485,9 @@ def test_a_tool_removed_by_list_changed_finishes_its_call_in_flight():
     _changed()
     refresh_pending_mcp_servers()  # another thread's batch boundary while 'slow' still runs
     assert "mcp__dyn__slow" in registry
-    worker.join(10)
-    assert results == ["slept 1.0"]
+    release.touch()
+    worker.join(30)
+    assert results == ["released"]
     assert mcp_tool._needs_refresh()  # the deferred removal is still pending, so the next boundary applies it
     refresh_pending_mcp_servers()
     assert "mcp__dyn__slow" not in registry
