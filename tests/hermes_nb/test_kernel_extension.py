@@ -37,6 +37,8 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelSession]:
             "print('HEAVY', 'openai' in sys.modules, 'mcp' in sys.modules)"
         )
         k.load_output = load.stdout  # type: ignore[attr-defined]
+        # every test may say ``registry``, whichever runs first (alone, with -k, none has imported it before)
+        k.run("from hermes_nb import registry")
         yield k
 
 
@@ -104,8 +106,7 @@ def test_default_toolset_is_configurable(kernel: KernelSession) -> None:
     kernel.run('%config ToolMagics.default_toolset = "scratch"')
     try:
         kernel.run("%%tool\ndef ping() -> str:\n    return 'pong'")
-        out = kernel.run("from hermes_nb import registry\nprint(registry.get_toolset_for_tool('ping'))").stdout
-        assert out.strip() == "scratch"  # imports its own name: alone (-k), no earlier test has put it there
+        assert kernel.run("print(registry.get_toolset_for_tool('ping'))").stdout.strip() == "scratch"
     finally:
         kernel.run('%config ToolMagics.default_toolset = "notebook"')
 
@@ -198,11 +199,7 @@ def _interrupt_during(kernel: KernelSession, code: str) -> CellResult:
 def test_interrupt_stops_a_long_async_tool(kernel: KernelSession) -> None:
     kernel.run("%%tool\nimport asyncio\nasync def nap() -> str:\n    await asyncio.sleep(30)\n    return 'woke'")
     start = time.monotonic()
-    # imports its own name: run alone (-k), no earlier test has put ``registry`` in the namespace, and a
-    # NameError whose traceback the interrupt cuts short reads as a cell that succeeded
-    r = _interrupt_during(
-        kernel, "from hermes_nb.tools.registry import registry\nprint('go', flush=True)\nregistry.dispatch('nap', {})"
-    )
+    r = _interrupt_during(kernel, "print('go', flush=True)\nregistry.dispatch('nap', {})")
     assert r.error is not None and r.error["ename"] == "KeyboardInterrupt"
     assert time.monotonic() - start < 20
     assert kernel.run("print('after')").stdout.strip() == "after"

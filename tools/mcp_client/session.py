@@ -366,7 +366,7 @@ class ServerConnection:
         its reader saw the end waits out its whole timeout), so the request races the owner task.
         And a stdio write into a server that has just exited can succeed as far as asyncio tells its
         writer (the broken pipe is noticed one step later, by nobody): both SDK majors fail the transport
-        only at the *next* write. So a stdio request that waits gets a ping behind it (``_probe``)."""
+        only at the *next* write. So a stdio request that waits gets a ping behind it (``_Probe``)."""
         session, owner, stop = self.session, self._task, self._stop
         if session is None or owner is None or owner.done() or stop is None or stop.is_set():
             raise _ConnectionEnded
