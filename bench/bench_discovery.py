@@ -67,8 +67,8 @@ def _best(fn, repeat: int) -> float:
 
 
 def main() -> None:
-    from hermes_nb.tools.discovery import discover_tool_files, scan_file
     from hermes_nb.tools.registry import registry
+    from hermes_nb.tools.sources.discovery import discover_tool_files, scan_file
 
     with tempfile.TemporaryDirectory(prefix="bench_discovery_") as tmp, using_home(Path(tmp, "home")):
         folder = Path(tmp, "tools")

@@ -30,7 +30,7 @@ def _ms(line):
 _base = _ms("autoreload")
 _t0 = time.perf_counter()
 _load = _ms("hermes_nb")
-from hermes_nb.hermes_tools import bridge
+from hermes_nb.interop.hermes_tools import bridge
 _status = bridge.wait(300)
 _ready = (time.perf_counter() - _t0) * 1000
 print("RESULT", _base, _load, _ready, _status.state, _status.tools)

@@ -175,8 +175,7 @@ def _client_process(url: str, token: str, floor_url: str) -> dict[str, float]:
 
 def main() -> None:
     """Print the figures; raise when a target is missed (python -m bench counts it as a failure)."""
-    from hermes_nb import mcp_serve
-
+    from hermes_nb.serve import server as mcp_serve
     with tempfile.TemporaryDirectory() as home, using_home(home):
         _register()
         server = mcp_serve.start_serving(mcp_serve.ServeOptions(toolsets=("bench_serve",)))

@@ -10,7 +10,7 @@ import importlib
 import logging
 from typing import Any
 
-from hermes_nb import _state
+from hermes_nb import _moved, _state
 
 __all__ = [
     "Agent",
@@ -26,10 +26,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_moved.install()  # old module paths (hermes_nb.replay, hermes_nb.tools.plugins, ...) keep importing
+
 #: Feature modules set up on load, in order: (module, function returning an undo). Each is cheap: the
 #: magics are stand-ins until first used, and what only a tool call needs waits for the registry's first use.
 _FEATURES: tuple[tuple[str, str], ...] = (
-    ("hermes_nb.startup", "tool_magics"),  # %%tool, %tools, %toolsets (hermes_nb.magics, on first use)
+    ("hermes_nb.startup", "tool_magics"),  # %%tool, %tools, %toolsets (hermes_nb.magics.tools, on first use)
     ("hermes_nb.startup", "prompts"),  # inline approval and clarify prompts, before the first tool call
     ("hermes_nb.startup", "mcp"),  # %mcp; plugins on first use; configured MCP servers in the background
     ("hermes_nb.startup", "agent"),  # %%agent
@@ -45,7 +47,7 @@ def load_ipython_extension(ip: Any) -> None:
     """
     if _state.undos:  # loaded before and never unloaded: start clean so nothing is doubled
         unload_ipython_extension(ip)
-    from hermes_nb.tools.hermes_imports import install_fallback
+    from hermes_nb.tools.sources.hermes_imports import install_fallback
 
     _state.shell = ip
     _state.undos.append(_forget_configurables(ip))
@@ -133,11 +135,11 @@ def __getattr__(name: str) -> Any:
 
         return evaluate
     if name == "timeline":  # batch timelines, one line in a cell
-        from hermes_nb.timeline import timeline
+        from hermes_nb.display.timeline import timeline
 
         return timeline
     if name == "Agent":
-        from hermes_nb.agent import Agent
+        from hermes_nb.agent.loop import Agent
 
         return Agent
     raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")

@@ -146,7 +146,7 @@ def _scratch_env(workdir: Path) -> Iterator[None]:
 
 def record_scene(scene: Scene, out_dir: Path, workdir: Path, *, live: bool = False) -> Path:
     """Run ``scene`` through ``Agent(record=...)`` (tools registered already); returns the cassette path."""
-    from hermes_nb.agent import Agent
+    from hermes_nb.agent.loop import Agent
 
     target = out_dir.resolve() / scene.cassette
     shutil.rmtree(workdir, ignore_errors=True)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 import tomllib
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 #: Installed package name → folder in the repository (setuptools package-dir).
@@ -92,8 +96,8 @@ def test_no_import_cycles_in_our_packages() -> None:
     # the graph really holds the edges that used to close cycles (registry↔schema, models↔replay)
     # (the registry reaches the schema package through function-level imports: those are edges too)
     assert "hermes_nb.tools.schema.lint" in graph["hermes_nb.tools.registry"]
-    assert "hermes_nb.tools.schema.validation" in graph["hermes_nb.tools.entry"]
-    assert "hermes_nb.models" in graph["hermes_nb.replay"]
+    assert "hermes_nb.tools.schema.validation" in graph["hermes_nb.tools.calls.entry"]
+    assert "hermes_nb.agent.models" in graph["hermes_nb.agent.replay"]
     assert cycles(graph) == []
 
 
@@ -105,3 +109,115 @@ def test_every_core_subpackage_is_in_the_wheel_list() -> None:
         for init in root.rglob("__init__.py")
     }
     assert on_disk == listed
+
+
+#: The folders of hermes_nb in dependency order: a module may import its own layer or any later one.
+#: entry → magics → agent / serve / evaluation / interop → display → the few shared modules → core.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("hermes_nb", "hermes_nb.startup"),
+    ("hermes_nb.magics",),
+    ("hermes_nb.agent", "hermes_nb.serve", "hermes_nb.evaluation", "hermes_nb.interop"),
+    ("hermes_nb.display",),
+    ("hermes_nb._state", "hermes_nb._moved", "hermes_nb.selection", "hermes_nb.call_args", "hermes_nb.toolsets"),
+    ("hermes_nb.tools",),
+)
+#: The one contract read the wrong way: the display renders the agent's typed events (and their usage record).
+CONTRACTS = {("hermes_nb.display", "hermes_nb.agent.events"), ("hermes_nb.display", "hermes_nb.agent.models")}
+
+
+def layer_of(module: str) -> int:
+    """The layer a module belongs to: the longest folder prefix in ``LAYERS`` that names it."""
+    best, rank = "", -1
+    for i, folders in enumerate(LAYERS):
+        for folder in folders:
+            if (module == folder or module.startswith(folder + ".")) and len(folder) > len(best):
+                best, rank = folder, i
+    assert rank >= 0, f"{module} is in no layer: add its folder to LAYERS"
+    return rank
+
+
+def wrong_way(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, imported in graph.items():
+        for target in imported:
+            if layer_of(target) >= layer_of(module):
+                continue
+            if any(module.startswith(src) and target == dst for src, dst in CONTRACTS):
+                continue
+            found.append(f"{module} → {target}")
+    return sorted(found)
+
+
+def test_layer_check_finds_a_planted_wrong_way_import() -> None:
+    graph = {"hermes_nb.display.cards": {"hermes_nb.magics.tools"}, "hermes_nb.magics.tools": {"hermes_nb.tools.registry"}}
+    assert wrong_way(graph) == ["hermes_nb.display.cards → hermes_nb.magics.tools"]
+
+
+def test_folders_depend_one_way() -> None:
+    graph = import_graph()
+    assert "hermes_nb.display.live.state" in graph and "hermes_nb.magics.tools" in graph  # the tree is the new one
+    assert wrong_way(graph) == []
+
+
+REACH_BACK = re.compile(r"sys\.modules(?:\.get\(|\[)\s*[\"'](hermes_nb[\w.]*)")
+#: Where sys.modules is written on purpose: the import aliases and loaders of tool sources.
+ALIASING = {"hermes_nb.toolsets", "hermes_nb.tools.sources.hermes_imports", "hermes_nb.tools.sources.discovery",
+            "hermes_nb.tools.sources.plugin_files", "hermes_nb.tools.sources.plugins"}
+
+
+def test_no_stage_looks_another_up_in_sys_modules() -> None:
+    """A later stage reaches an earlier one only through the registry's hooks (e.g. ``%tools call`` runs
+    ``registry.before_batch()``), never by looking a module up in ``sys.modules``."""
+    found = []
+    for module, path in _modules().items():
+        for match in REACH_BACK.finditer(path.read_text(encoding="utf-8")):
+            found.append(f"{module}: sys.modules lookup of {match.group(1)}")
+    assert found == []
+    planted = 'mcp = sys.modules.get("hermes_nb.tools.mcp_tool")'
+    assert REACH_BACK.search(planted)  # the scan sees the form %tools call used to have
+
+
+def _tracked() -> list[str]:
+    out = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip("not a git checkout")  # a wheel or sdist unpacked elsewhere has no index to read
+    return out.stdout.splitlines()
+
+
+#: The owner's layout, plus the build and tooling entries beside it; dotfiles are free.
+TOP_LEVEL = {"pyproject.toml", "hermes_nb", "tools", "notebooks", "tests", "README.md", "Makefile", "bench",
+             "scripts"}
+
+
+def test_top_level_holds_only_the_layout_and_no_file_is_empty() -> None:
+    tracked = _tracked()
+    top = {path.split("/")[0] for path in tracked if not path.startswith(".")}
+    assert top - TOP_LEVEL == set(), "unexpected top-level entries"
+    empty = [path for path in tracked if (REPO / path).is_file() and (REPO / path).stat().st_size == 0
+             and not path.endswith("__init__.py") and not path.endswith(".gitkeep")]
+    assert empty == []
+
+
+def test_folders_stay_small_enough_to_read() -> None:
+    modules = _modules()
+    top_nb = [m for m in modules if m.count(".") == 1 and not m.startswith("hermes_nb.tools")]
+    top_tools = [m for m in modules if m.startswith("hermes_nb.tools.") and m.count(".") == 2]
+    assert len(top_nb) <= 12, sorted(top_nb)
+    assert len(top_tools) <= 24, sorted(top_tools)
+    long = {m: n for m, p in modules.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}
+
+
+def test_old_module_paths_import_the_moved_modules() -> None:
+    """Issue 20 moved modules, not names: ``hermes_nb.replay``, ``hermes_nb.tools.plugins``, ... are the new
+    modules themselves (one object, so patching either patches both)."""
+    import importlib
+
+    from hermes_nb._moved import MOVED
+
+    assert len(MOVED) >= 40
+    for old, new in MOVED.items():
+        assert importlib.import_module(old) is importlib.import_module(new), old
+    from hermes_nb.agent import Agent, ToolCallRecord  # noqa: F401  (the old module's names, from the package)
+    from hermes_nb.display import Table  # noqa: F401
+    from hermes_nb.magics import ToolMagics  # noqa: F401

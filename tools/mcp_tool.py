@@ -23,12 +23,12 @@ from typing import Any
 
 from hermes_nb.tools import async_bridge
 from hermes_nb.tools.config import hermes_home
-from hermes_nb.tools.load_report import clear_failures, record_failure
 from hermes_nb.tools.mcp_client import sdk
 from hermes_nb.tools.mcp_client.config import MCPServerConfig, load_mcp_server_configs
 from hermes_nb.tools.mcp_client.results import MCPAttachment, convert_result, get_mcp_attachment
 from hermes_nb.tools.mcp_client.session import MCPServerError, ServerConnection, describe_exception
 from hermes_nb.tools.registry import registry, tool_error
+from hermes_nb.tools.sources.load_report import clear_failures, record_failure
 
 __all__ = [
     "MCPAttachment",

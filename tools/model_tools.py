@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hermes_nb.tools.call_hooks import call_context
-from hermes_nb.tools.first_use import arm, defer_until_used, ensure_discovered  # discovery on first use
+from hermes_nb.tools.calls.call_hooks import call_context
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources.first_use import (  # discovery on first use
+    arm,
+    defer_until_used,
+    ensure_discovered,
+)
 from hermes_nb.tools.toolsets import resolve_multiple_toolsets
 
 __all__ = [

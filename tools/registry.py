@@ -19,8 +19,8 @@ from dataclasses import replace
 from time import perf_counter
 from typing import Any
 
-from hermes_nb.tools.call_hooks import CallHook
-from hermes_nb.tools.calling import (
+from hermes_nb.tools.calls.call_hooks import CallHook
+from hermes_nb.tools.calls.calling import (
     acall_handler,
     call_handler,
     failed,
@@ -28,7 +28,7 @@ from hermes_nb.tools.calling import (
     settled,
     settled_async,
 )
-from hermes_nb.tools.entry import (
+from hermes_nb.tools.calls.entry import (
     SOURCES,
     Availability,
     ChecksRun,
@@ -43,8 +43,17 @@ from hermes_nb.tools.entry import (
     is_available,
     validator_for,
 )
+from hermes_nb.tools.calls.outcome import Outcome, Settled
+from hermes_nb.tools.calls.results import (
+    execution_failed,
+    parse_arguments,
+    serialize_result,
+    tool_error,
+    tool_result,
+)
 from hermes_nb.tools.errors import ToolArgumentError
-from hermes_nb.tools.hermes_compat import (
+from hermes_nb.tools.safety.gate import decide, decide_without_asking
+from hermes_nb.tools.sources.hermes_compat import (
     HermesQueries,
     discover_builtin_tools,
     invalidate_check_fn_cache,
@@ -52,15 +61,6 @@ from hermes_nb.tools.hermes_compat import (
     keep_existing,
     no_cache_check_fn,
 )
-from hermes_nb.tools.outcome import Outcome, Settled
-from hermes_nb.tools.results import (
-    execution_failed,
-    parse_arguments,
-    serialize_result,
-    tool_error,
-    tool_result,
-)
-from hermes_nb.tools.safety.gate import decide, decide_without_asking
 
 __all__ = [
     "SOURCES", "Availability", "Outcome", "Source", "ToolEntry", "ToolRegistry", "discover_builtin_tools",

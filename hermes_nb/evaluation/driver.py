@@ -35,7 +35,7 @@ def evaluate(cases: Any, agent: Mapping[str, Any] | None = None, concurrency: in
     ``distributed.Client`` to run the cases on Dask workers. ``record=DIR`` writes one cassette per
     case; ``replay=DIR`` replays them offline (no model, no network).
     """
-    from hermes_nb.progress import Progress
+    from hermes_nb.display.progress import Progress
 
     if concurrency < 1:
         raise ValueError("evaluate: concurrency must be at least 1")

@@ -140,7 +140,7 @@ def _install(blob: bytes) -> None:
         return
     ensure_discovered()
     if not _installed:
-        from hermes_nb.tools.plugins import discover_plugins
+        from hermes_nb.tools.sources.plugins import discover_plugins
 
         discover_plugins()
     for raw in pickle.loads(blob):

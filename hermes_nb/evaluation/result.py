@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_nb.escaping import escape_html
+from hermes_nb.display.escaping import escape_html
 from hermes_nb.evaluation.cases import Case, Outcome, score
 
 __all__ = ["EvalResult", "EvalRow", "build_result"]
@@ -98,12 +98,12 @@ class EvalResult:
         return line
 
     def __str__(self) -> str:
-        from hermes_nb.display import Table
+        from hermes_nb.display.cards import Table
 
         return self._summary_text() + "\n" + Table(headers=_HEADERS, rows=tuple(_cells(r) for r in self.rows)).text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from hermes_nb.display import Table
+        from hermes_nb.display.cards import Table
 
         table = Table(headers=_HEADERS, rows=tuple(_cells(r) for r in self.rows)).html()
         body = (f'<div class="hermes-nb-eval"><p><strong>{escape_html(self._summary_text())}</strong></p>'

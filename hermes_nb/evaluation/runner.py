@@ -29,7 +29,7 @@ _NOT_TEMPLATE = frozenset({"display", "record"})
 
 def agent_template(agent: Mapping[str, Any] | None) -> dict[str, Any]:
     """The template as a dict of ``Agent`` keyword arguments; TypeError naming an unknown key."""
-    from hermes_nb.agent import Agent
+    from hermes_nb.agent.loop import Agent
 
     if agent is None:
         return {"stream": False}
@@ -46,7 +46,7 @@ def agent_template(agent: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def check_model(template: Mapping[str, Any]) -> None:
     """A configuration mistake (no key) is one error now, not one per case."""
-    from hermes_nb.model_choice import resolve_model
+    from hermes_nb.agent.model_choice import resolve_model
 
     model = resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"))
     check = getattr(model, "check_config", None)
@@ -69,7 +69,7 @@ def cassette_path(folder: Path, case: Case) -> Path:
 async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None,
                    cassettes: tuple[str, Path] | None = None) -> Outcome:
     """Run one case in a fresh conversation on the running loop; never raises for the case's failures."""
-    from hermes_nb.agent import Agent
+    from hermes_nb.agent.loop import Agent
 
     started = time.monotonic()
     kwargs = dict(template)
@@ -80,7 +80,7 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
     try:
         agent = Agent(**kwargs, display=False)
         if cassettes is not None and cassettes[0] == "record":
-            from hermes_nb.replay import RecordingModel
+            from hermes_nb.agent.replay import RecordingModel
 
             agent.model = RecordingModel(agent.model, cassette_path(cassettes[1], case))
         offered = offered_tools(template)
@@ -122,7 +122,7 @@ def _decode(arguments: str) -> Any:
 def shared_model(template: Mapping[str, Any], *, aiohttp: bool = False) -> Any:
     """The model of the template, built once and shared by every case (one client, one connection pool);
     ``aiohttp``: through openai's aiohttp transport when installed (the caller then closes it: ``aclose``)."""
-    from hermes_nb.model_choice import resolve_model
+    from hermes_nb.agent.model_choice import resolve_model
 
     options = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries", "turn_timeout")
     extra = {"aiohttp": True} if aiohttp else {}

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from hermes_nb.agent import Agent, AgentResult
-from hermes_nb.live import transcript_html, transcript_text
+from hermes_nb.agent.loop import Agent, AgentResult
+from hermes_nb.display.live import transcript_html, transcript_text
 from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 from tests.support.interrupts import interrupts_land

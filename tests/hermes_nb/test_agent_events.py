@@ -12,9 +12,8 @@ import typing
 
 import pytest
 
-from hermes_nb import agent_events
-from hermes_nb.agent import Agent
-from hermes_nb.agent_events import (
+from hermes_nb.agent import events as agent_events
+from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
     BatchDone,
@@ -27,7 +26,8 @@ from hermes_nb.agent_events import (
     UsageUpdate,
     tool_event,
 )
-from hermes_nb.live import HtmlView, NullView, TextView, Transcript, View, transcript_text
+from hermes_nb.agent.loop import Agent
+from hermes_nb.display.live import HtmlView, NullView, TextView, Transcript, View, transcript_text
 from hermes_nb.tools.batch.records import BatchEvent
 from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
@@ -138,8 +138,7 @@ def test_agent_emits_no_untyped_event() -> None:
     """No `emit((kind, data))` tuple is left in the agent: every emission names its record."""
     import inspect
 
-    from hermes_nb import agent
-
+    from hermes_nb.agent import loop as agent
     source = inspect.getsource(agent)
     assert 'emit(("' not in source and '"tool_" +' not in source
     assert agent_events.__all__ and all(hasattr(agent_events, n) for n in agent_events.__all__)

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from hermes_nb.agent import Agent
+from hermes_nb.agent.loop import Agent
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 SCHEMA: dict[str, Any] = {"description": "t", "parameters": {"type": "object", "properties": {}}}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hermes_nb.agent import Agent
+from hermes_nb.agent.loop import Agent
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 TURNS = 1000

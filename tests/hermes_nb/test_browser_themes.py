@@ -18,7 +18,7 @@ from tests.support.jupyterlab import ROOT, JupyterLab
 from tests.support.lab_page import ARGS, CHROMIUM, contrast, error_outputs, open_and_run_all, require_chromium
 
 ARTIFACTS = ROOT / "test-artifacts" / "themes"
-HTML_MODULES = ["display.py", "live/render.py", "picker.py", "prompts.py", "markdown.py"]
+HTML_MODULES = ["display/cards.py", "display/live/render.py", "display/picker.py", "display/prompts.py", "display/markdown.py"]
 
 CELLS = [
     "%load_ext hermes_nb",

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from hermes_nb.display import ToolCard
+from hermes_nb.display.cards import ToolCard
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.schema.lint import did_you_mean, lint_function
 

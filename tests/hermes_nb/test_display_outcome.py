@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_nb.display import render_result
+from hermes_nb.display.cards import render_result
 
 NO_ARGS = {"description": "test tool", "parameters": {"type": "object", "properties": {}}}
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_nb.escaping import escape_html
+from hermes_nb.display.escaping import escape_html
 
 REPO = Path(__file__).resolve().parents[2]
-HELPER = REPO / "hermes_nb" / "escaping.py"
+HELPER = REPO / "hermes_nb" / "display" / "escaping.py"
 
 #: Ways a module could escape HTML on its own, each with why it is refused.
 _OWN_ESCAPING = [
@@ -73,4 +73,4 @@ def test_no_module_escapes_html_but_the_helper() -> None:
     assert HELPER in sources and len(sources) > 50
     found = {str(p.relative_to(REPO)): why for p in sources if p != HELPER
              if (why := _offences(p.read_text(encoding="utf-8")))}
-    assert found == {}, f"escape HTML with hermes_nb.escaping.escape_html: {found}"
+    assert found == {}, f"escape HTML with hermes_nb.display.escaping.escape_html: {found}"

@@ -239,7 +239,7 @@ def test_accuracy_per_tool_plots_with_matplotlib_or_as_svg(tools: None, monkeypa
 def test_agent_runs_on_the_background_loop_for_code_already_there(tools: None) -> None:
     """``Agent.run_on_loop``, the public entry evaluate's cases use: a whole conversation on the loop,
     nothing displayed; called from another thread it says what to call instead."""
-    from hermes_nb.agent import Agent
+    from hermes_nb.agent.loop import Agent
     from hermes_nb.tools import async_bridge
     from hermes_nb.tools.errors import BridgeError
 
@@ -264,7 +264,7 @@ def test_cases_share_one_aiohttp_client_closed_when_the_run_ends(tools: None, mo
     end; without openai's aiohttp extra it falls back to httpx and still runs."""
     import openai
 
-    from hermes_nb.models import OpenAIModel
+    from hermes_nb.agent.models import OpenAIModel
 
     aiohttp_client = openai.DefaultAioHttpClient
     made: list[Any] = []

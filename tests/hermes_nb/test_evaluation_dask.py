@@ -147,7 +147,7 @@ def test_a_call_that_would_ask_is_denied_on_the_worker_with_the_reason(
 
 def test_tool_files_are_loaded_on_the_workers(client: Any, cluster_home: Path, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_nb.tools.plugins import discover_plugins, unload_plugins
+    from hermes_nb.tools.sources.plugins import discover_plugins, unload_plugins
 
     monkeypatch.setenv("HERMES_NB_HOME", str(cluster_home))
     discover_plugins()  # this kernel offers the tool too, so the model sees it in the definitions

@@ -154,9 +154,9 @@ print(json.dumps({
 _BACK_IN_HERMES_NB = '''
 import json, sys
 from hermes_nb.tools.model_tools import ensure_discovered
-from hermes_nb.tools.plugins import discover_plugins
+from hermes_nb.tools.sources.plugins import discover_plugins
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.load_report import failures
+from hermes_nb.tools.sources.load_report import failures
 ensure_discovered()
 discover_plugins()
 calls = json.loads(sys.argv[1])

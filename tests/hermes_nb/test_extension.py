@@ -89,7 +89,7 @@ def test_an_import_error_inside_a_feature_module_is_not_swallowed(
 
 
 def test_missing_feature_module_is_an_error_and_loads_nothing(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hermes_nb, "_FEATURES", (("hermes_nb.magics", "load"), ("hermes_nb.not_written_yet", "load")))
+    monkeypatch.setattr(hermes_nb, "_FEATURES", (("hermes_nb.startup", "tool_magics"), ("hermes_nb.not_written_yet", "load")))
     with pytest.raises(ModuleNotFoundError, match="not_written_yet"):
         hermes_nb.load_ipython_extension(ip)
     assert "tools" not in ip.magics_manager.magics["line"]  # the magics loaded before it were undone

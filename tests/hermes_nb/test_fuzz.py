@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from hermes_nb.fuzz import FuzzReport, fuzz_tool
+from hermes_nb.evaluation.fuzz import FuzzReport, fuzz_tool
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.schema.derive import tool
 
@@ -109,7 +109,7 @@ def test_load_ext_imports_no_fuzz_or_scale_library() -> None:
     code = ("import sys; from IPython.core.interactiveshell import InteractiveShell; "
             "ip = InteractiveShell.instance(); ip.run_line_magic('load_ext', 'hermes_nb'); "
             "import hermes_nb; hermes_nb.evaluate; "
-            "print([m in sys.modules for m in ('hypothesis', 'hermes_nb.fuzz', 'pandas', 'distributed', 'dask', "
+            "print([m in sys.modules for m in ('hypothesis', 'hermes_nb.evaluation.fuzz', 'pandas', 'distributed', 'dask', "
             "'matplotlib')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == str([False] * 6)

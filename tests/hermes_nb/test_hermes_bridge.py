@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import hermes_tools
+from hermes_nb.interop import hermes_tools
 from hermes_nb.tools.registry import ToolRegistry
 
 
@@ -41,7 +41,7 @@ def test_stop_during_discovery_discards_it(held_import: tuple[threading.Event, t
         t.join(30)
     status = bridge.status()
     assert (status.state, status.tools) == ("off", 0)
-    from hermes_nb.tools.load_report import failures
+    from hermes_nb.tools.sources.load_report import failures
 
     assert not [f for f in failures() if f.source == "hermes"]
 

@@ -91,7 +91,7 @@ def test_agent_run_calls_hermes_todo_and_read_file(hermes_kernel):
 @pytest.mark.slow
 def test_toolsets_are_named_for_hermes_with_its_reasons(hermes_kernel):
     k, _ = hermes_kernel
-    rows = k.run("from hermes_nb.picker import toolset_rows\n"
+    rows = k.run("from hermes_nb.display.picker import toolset_rows\n"
                  "for r in toolset_rows():\n    print('ROW', r.name, len(r.tools), r.reason or '-')").stdout
     names = {line.split()[1] for line in rows.splitlines() if line.startswith("ROW")}
     assert {"hermes-todo", "hermes-file", "hermes-terminal", "hermes-discord"} <= names
@@ -171,7 +171,7 @@ def test_off_on_and_unload_leave_nothing_behind(tmp_path):
         count = "from hermes_nb import registry\nprint(sum(e.source == 'hermes' for e in registry.entries()))"
         assert k.run(count).stdout.strip() == "0"
         # a picker made before Hermes's tools arrive shows them once they do (registry events)
-        k.run("from hermes_nb.picker import ToolsetPicker\npicker = ToolsetPicker()")
+        k.run("from hermes_nb.display.picker import ToolsetPicker\npicker = ToolsetPicker()")
         assert "hermes-todo" not in k.run("print([r.name for r in picker.rows])").stdout
         k.run("%hermes on")
         assert "toolsets named hermes-<toolset>" in k.run("%hermes wait").text

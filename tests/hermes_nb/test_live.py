@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
-from hermes_nb import live
-from hermes_nb.agent_events import BatchDone, TextDelta, ToolCallQueued, ToolEnded, ToolStarted, UsageUpdate
-from hermes_nb.live import views
+from hermes_nb.agent.events import BatchDone, TextDelta, ToolCallQueued, ToolEnded, ToolStarted, UsageUpdate
+from hermes_nb.display import live
+from hermes_nb.display.live import views
 from hermes_nb.tools.batch.scheduling import ToolCallResult
 
 
@@ -20,7 +20,7 @@ def _result(call_id: str, name: str, content: str, started: float, ended: float,
 
 
 def _record(r: ToolCallResult, content: str | None = None):
-    from hermes_nb.agent import ToolCallRecord
+    from hermes_nb.agent.loop import ToolCallRecord
 
     return ToolCallRecord(id=r.tool_call_id, name=r.name, arguments="{}", content=content or r.content, iteration=1,
                           started=r.started, ended=r.ended, duration=r.duration, is_error=r.is_error, parallel=True)
@@ -102,7 +102,7 @@ def test_spill_path_under_home_reads_as_tilde(tmp_path, monkeypatch):
     ("[docs](https://example.org/a_b_c)", 'href="https://example.org/a_b_c"'),
 ])
 def test_answer_markdown_subset(markdown, expected):
-    from hermes_nb.markdown import to_html
+    from hermes_nb.display.markdown import to_html
 
     assert expected in to_html(markdown)
 
@@ -123,7 +123,7 @@ def test_answer_markdown_subset(markdown, expected):
     "<details open ontoggle=alert(1)>",
 ])
 def test_answer_markdown_never_passes_raw_html(hostile):
-    from hermes_nb.markdown import to_html
+    from hermes_nb.display.markdown import to_html
 
     _assert_safe(to_html(hostile))
 
@@ -136,7 +136,7 @@ def _assert_safe(out: str) -> None:
     """Every tag in ``out`` is one we emit, with only our attributes, links only http(s)/mailto."""
     from html.parser import HTMLParser
 
-    from hermes_nb.markdown import CODE_STYLE
+    from hermes_nb.display.markdown import CODE_STYLE
 
     class Check(HTMLParser):
         def handle_starttag(self, tag, attrs):
@@ -158,13 +158,13 @@ def _assert_safe(out: str) -> None:
                                                                        "<script>", "data:", "]("]),
                 max_size=40).map("".join))
 def test_hostile_markdown_never_yields_a_tag_or_attribute_of_its_own(text):
-    from hermes_nb.markdown import to_html
+    from hermes_nb.display.markdown import to_html
 
     _assert_safe(to_html(text))
 
 
 def test_final_answer_is_markdown_in_html_and_plain_in_text():
-    from hermes_nb.agent import AgentResult
+    from hermes_nb.agent.loop import AgentResult
 
     result = AgentResult(text="- **Paris:** sunny\n- <i>Oslo</i>", messages=[], tool_calls=[],
                          usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, iterations=1,
@@ -227,10 +227,9 @@ def shell():
 
 
 def test_agent_magics_load_unload_load(shell):
-    from hermes_nb import agent_magics
-
+    from hermes_nb import startup
     for _ in range(2):
-        undo = agent_magics.load(shell)
+        undo = startup.agent(shell)
         assert "agent" in shell.magics_manager.magics["cell"] and "agent" in shell.magics_manager.magics["line"]
         undo()
         undo()  # idempotent
@@ -239,9 +238,9 @@ def test_agent_magics_load_unload_load(shell):
 
 
 def test_agent_magic_usage_errors(shell):
-    from hermes_nb import agent_magics
-
-    undo = agent_magics.load(shell)
+    from hermes_nb import startup
+    from hermes_nb.magics import agent as agent_magics
+    undo = startup.agent(shell)
     try:
         with pytest.raises(UsageError, match="cell is empty"):
             shell.run_cell_magic("agent", "", "   ")
@@ -260,13 +259,13 @@ def test_agent_magic_usage_errors(shell):
 def test_agent_magic_replay_with_out(shell, tmp_path):
     import json
 
-    from hermes_nb import agent_magics
-
+    from hermes_nb import startup
+    from hermes_nb.magics import agent as agent_magics
     cassette = tmp_path / "c.json"
     cassette.write_text(json.dumps({"version": 1, "model": "m", "turns": [
         {"request": {}, "response": {"content": "one", "tool_calls": [], "usage": {}}},
         {"request": {}, "response": {"content": "two", "tool_calls": [], "usage": {}}}]}))
-    undo = agent_magics.load(shell)
+    undo = startup.agent(shell)
     try:
         first = shell.run_cell_magic("agent", f"--model replay:{cassette} --out got", "hello")
         assert first.text == "one" and shell.user_ns["got"] is first
@@ -281,9 +280,8 @@ def test_agent_magic_replay_with_out(shell, tmp_path):
 
 
 def test_agent_magic_reports_missing_model_in_one_line(shell, tmp_path):
-    from hermes_nb import agent_magics
-
-    undo = agent_magics.load(shell)
+    from hermes_nb import startup
+    undo = startup.agent(shell)
     try:
         with pytest.raises(UsageError, match="no model configured"):
             shell.run_cell_magic("agent", "--model some-model", "hi")
@@ -297,8 +295,8 @@ def test_a_result_shown_live_does_not_repeat_its_answer():
     """%%agent: the live transcript already holds the answer; the cell's value adds only the stats."""
     from types import SimpleNamespace
 
-    from hermes_nb.agent import AgentResult
-    from hermes_nb.models import empty_usage
+    from hermes_nb.agent.loop import AgentResult
+    from hermes_nb.agent.models import empty_usage
 
     base = dict(text="The answer is 42.", messages=[], tool_calls=[], usage=empty_usage(), iterations=1,
                 stopped_reason="done")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from hermes_nb.magic_registry import LazyMagic, add_magics
+from hermes_nb.magics.registry import LazyMagic, add_magics
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,15 +35,15 @@ def _env() -> dict[str, str]:
 def test_load_imports_no_magics_module_registry_or_yaml_and_first_use_finds_the_built_ins(tmp_path: Path) -> None:
     out = _fresh("""
         ip.run_line_magic("load_ext", "hermes_nb")
-        heavy = ["hermes_nb.magics", "hermes_nb.mcp_magics", "hermes_nb.agent_magics", "hermes_nb.hermes_magics",
-                 "hermes_nb.prompts", "hermes_nb.tools.registry", "hermes_nb.tools.discovery", "yaml", "argparse"]
+        heavy = ["hermes_nb.magics.tools", "hermes_nb.magics.mcp", "hermes_nb.magics.agent", "hermes_nb.magics.hermes",
+                 "hermes_nb.display.prompts", "hermes_nb.tools.registry", "hermes_nb.tools.sources.discovery", "yaml", "argparse"]
         after_load = [m for m in heavy if m in sys.modules and m != "argparse"]
         table = ip.run_line_magic("tools", "")
         names = [row[1] for row in table.rows]
         from hermes_nb.tools.model_tools import get_tool_definitions
         defined = [d["function"]["name"] for d in get_tool_definitions(["terminal"])]
         print(json.dumps({"after_load": after_load, "names": names, "defined": defined,
-                          "prompts": "hermes_nb.prompts" in sys.modules}))
+                          "prompts": "hermes_nb.display.prompts" in sys.modules}))
     """, tmp_path)
     assert out["after_load"] == []
     assert {"terminal", "read_file", "clarify"} <= set(out["names"])  # %tools sees the built-ins
@@ -112,7 +112,7 @@ def test_another_extension_owning_agent_keeps_it_after_unload() -> None:
 
 def test_a_name_taken_after_the_real_magics_were_made_is_left_alone() -> None:
     ip = InteractiveShell.instance()
-    handle = add_magics(ip, "hermes_nb.agent_magics:AgentMagics", line=("agent",), cell=("agent",))
+    handle = add_magics(ip, "hermes_nb.magics.agent:AgentMagics", line=("agent",), cell=("agent",))
     handle.resolve()
     ip.register_magic_function(lambda line, cell: "theirs", "cell", "agent")
     try:
@@ -128,15 +128,14 @@ def test_a_name_taken_after_the_real_magics_were_made_is_left_alone() -> None:
 
 def test_config_before_first_use_reaches_the_deferred_configurables(ip: Any) -> None:
     ip.run_line_magic("config", "Prompts.timeout = 61.0")
-    from hermes_nb import prompts
-
+    from hermes_nb.display import prompts
     assert prompts.settings.timeout == 61.0
     assert "ToolMagics" in {type(c).__name__ for c in ip.configurables}  # %config made the real magics
 
 
 def test_hermes_bridge_starts_at_load_only_when_hermes_agent_is_findable(monkeypatch: pytest.MonkeyPatch) -> None:
     from hermes_nb import startup
-    from hermes_nb.hermes_tools import bridge
+    from hermes_nb.interop.hermes_tools import bridge
 
     calls: list[str] = []
     monkeypatch.setattr(bridge, "start", lambda **kw: calls.append("start"))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from hermes_nb.magics import parse_call_args
+from hermes_nb.magics.tools import parse_call_args
 from hermes_nb.tools.registry import registry
 
 
@@ -119,7 +119,7 @@ def test_tools_call_spills_large_results(ip: Any) -> None:
 
 
 def test_doctor_lists_unavailable_tools_and_load_failures(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_nb.tools.load_report import clear_failures, record_failure
+    from hermes_nb.tools.sources.load_report import clear_failures, record_failure
 
     monkeypatch.setenv("SECRET_FOR_DOCTOR", "")
     cell(ip, "--requires-env SECRET_FOR_DOCTOR", "def s() -> str:\n    return ''")
@@ -154,7 +154,7 @@ def test_toolsets_in_terminal_prints_text(ip: Any, capsys: pytest.CaptureFixture
 
 
 def test_tool_magic_documents_its_options() -> None:
-    from hermes_nb.magics import ToolMagics
+    from hermes_nb.magics.tools import ToolMagics
 
     doc = ToolMagics.tool.__doc__ or ""
     for option in ("--name", "--toolset", "--emoji", "--description", "--requires-env", "--check",

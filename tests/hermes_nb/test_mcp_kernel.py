@@ -11,8 +11,8 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from hermes_nb.tools.load_report import clear_failures
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources.load_report import clear_failures
 from tests.tools.test_mcp_tool import TIME_SERVER, descendants, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def shell():
-    from hermes_nb.tools import plugins
     from hermes_nb.tools.mcp_tool import shutdown_mcp_servers
+    from hermes_nb.tools.sources import plugins
 
     before = descendants(os.getpid())
     ip = InteractiveShell.instance()
@@ -33,8 +33,7 @@ def shell():
 
 
 def test_load_unload_load_mirrors(shell, hermes_home):
-    from hermes_nb import mcp_magics
-
+    from hermes_nb import startup
     plugin = hermes_home / "plugins" / "hi"
     plugin.mkdir(parents=True)
     (plugin / "__init__.py").write_text(
@@ -47,7 +46,7 @@ def test_load_unload_load_mirrors(shell, hermes_home):
         )
     )
     for _ in range(2):
-        undo = mcp_magics.load(shell)
+        undo = startup.mcp(shell)
         assert "mcp" in shell.magics_manager.magics["line"]
         assert "hi_tool" in registry  # plugins load synchronously
         undo()
@@ -58,9 +57,9 @@ def test_load_unload_load_mirrors(shell, hermes_home):
 
 
 def test_usage_errors_are_one_line(shell):
-    from hermes_nb import mcp_magics
-
-    undo = mcp_magics.load(shell)
+    from hermes_nb import startup
+    from hermes_nb.magics import mcp as mcp_magics
+    undo = startup.mcp(shell)
     try:
         for line, fragment in [
             ("frobnicate", "unknown action"),
@@ -83,7 +82,7 @@ def test_usage_errors_are_one_line(shell):
 def test_importing_the_extension_modules_does_not_import_mcp():
     import subprocess
 
-    code = "import sys, hermes_nb.mcp_magics, hermes_nb.tools.mcp_tool, hermes_nb.tools.plugins; print('mcp' in sys.modules)"
+    code = "import sys, hermes_nb.magics.mcp, hermes_nb.tools.mcp_tool, hermes_nb.tools.sources.plugins; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
 
@@ -94,7 +93,7 @@ def test_attachment_magic_shows_an_image(shell):
     from IPython.display import Image
     from mcp import types as t
 
-    from hermes_nb import mcp_magics
+    from hermes_nb import startup
     from hermes_nb.tools.mcp_client.results import convert_result
 
     png = base64.b64decode(
@@ -107,7 +106,7 @@ def test_attachment_magic_shows_an_image(shell):
         server="s",
         tool="x",
     )
-    undo = mcp_magics.load(shell)
+    undo = startup.mcp(shell)
     try:
         shown = shell.run_line_magic("mcp", f"attachment {text.rsplit('id=', 1)[1][:-1]}")
         assert isinstance(shown, Image) and shown.data == png
@@ -119,10 +118,10 @@ def test_attachment_magic_shows_an_image(shell):
 
 @pytest.mark.mcp
 def test_add_show_approve_remove_and_save(shell, hermes_home):
-    from hermes_nb import mcp_magics
+    from hermes_nb import startup
     from hermes_nb.tools.config import load_config
 
-    undo = mcp_magics.load(shell)
+    undo = startup.mcp(shell)
     try:
         table = shell.run_line_magic(
             "mcp", f"add time --save --timeout 30 -- {TIME_SERVER} --local-timezone UTC"
@@ -145,7 +144,7 @@ def test_add_show_approve_remove_and_save(shell, hermes_home):
 
 @pytest.mark.mcp
 def test_descriptions_shown_with_hidden_characters_visible(shell):
-    from hermes_nb.mcp_magics import tools_table
+    from hermes_nb.magics.mcp import tools_table
     from hermes_nb.tools import mcp_tool
 
     mcp_tool._registered["fake"] = {"mcp__fake__t": "t"}
@@ -163,9 +162,8 @@ def test_descriptions_shown_with_hidden_characters_visible(shell):
 
 @pytest.mark.mcp
 def test_failed_add_shows_the_error_and_stderr(shell):
-    from hermes_nb import mcp_magics
-
-    undo = mcp_magics.load(shell)
+    from hermes_nb import startup
+    undo = startup.mcp(shell)
     try:
         report = shell.run_line_magic(
             "mcp", f"add broken -- {sys.executable} -c 'import sys; sys.exit(\"no luck\")'"
@@ -224,8 +222,7 @@ def test_configured_servers_start_in_the_background_on_load(tmp_path):
 
 
 def test_mcp_reload_reruns_edited_tool_files_and_drops_deleted_ones(shell, hermes_home):
-    from hermes_nb import mcp_magics
-
+    from hermes_nb import startup
     folder = hermes_home / "tools"
     folder.mkdir()
     tool_file = textwrap.dedent(
@@ -241,7 +238,7 @@ def test_mcp_reload_reruns_edited_tool_files_and_drops_deleted_ones(shell, herme
     )
     (folder / "edited.py").write_text(tool_file.format(name="home_edit", answer="before"))
     (folder / "deleted.py").write_text(tool_file.format(name="home_gone", answer="x"))
-    undo = mcp_magics.load(shell)
+    undo = startup.mcp(shell)
     try:
         assert registry.dispatch("home_edit", {}) == "before" and "home_gone" in registry
         (folder / "edited.py").write_text(tool_file.format(name="home_edit", answer="after!"))
@@ -256,8 +253,8 @@ def test_mcp_reload_reruns_edited_tool_files_and_drops_deleted_ones(shell, herme
 
 @pytest.mark.mcp
 def test_a_bad_server_in_config_is_one_error_and_spares_the_others_and_the_extension(shell, hermes_home, monkeypatch):
-    from hermes_nb import mcp_magics
-    from hermes_nb.magics import _doctor
+    from hermes_nb import startup
+    from hermes_nb.magics.tools import _doctor
     from hermes_nb.tools.mcp_tool import mcp_status
 
     monkeypatch.delenv("HERMES_TEST_TZ", raising=False)
@@ -268,7 +265,7 @@ def test_a_bad_server_in_config_is_one_error_and_spares_the_others_and_the_exten
         "mcpServers:\n"
         f"  paused: {{command: {TIME_SERVER}, disabled: true}}\n"
     )
-    undo = mcp_magics.load(shell)
+    undo = startup.mcp(shell)
     try:
         wait_until(lambda: "mcp__time__get_current_time" in registry, timeout=30, what="time server")
         status = {s.name: s.status for s in mcp_status()}

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from hermes_nb import mcp_serve
+from hermes_nb.serve import server as mcp_serve
 from hermes_nb.tools.registry import registry
 from tests.support.mcp_clients import connect
 
@@ -413,8 +413,8 @@ def test_a_non_loopback_host_warns(shell, tools, capsys):
 def test_load_ext_does_not_import_the_server_side():
     code = ("import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
             "ip = InteractiveShell.instance()\nip.run_line_magic('load_ext', 'hermes_nb')\n"
-            "heavy = ['mcp', 'mcp.server', 'uvicorn', 'starlette', 'hermes_nb.mcp_serve', 'hermes_nb.mcp_serve_app',"
-            " 'hermes_nb.mcp_serve_panel', 'hermes_nb.mcp_serve_magic']\n"
+            "heavy = ['mcp', 'mcp.server', 'uvicorn', 'starlette', 'hermes_nb.serve.server', 'hermes_nb.serve.app',"
+            " 'hermes_nb.serve.panel', 'hermes_nb.magics.serve']\n"
             "print([m for m in heavy if m in sys.modules])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
                           env={**os.environ, "HERMES_NB_HOME": str(Path(os.environ["HERMES_NB_HOME"]))})

@@ -150,7 +150,7 @@ def test_an_approval_shows_in_the_serving_cell_naming_the_client(kernel, tmp_pat
             deadline = time.monotonic() + 60
             while True:  # the prompt appears in the serving cell; the person clicks "Approve once"
                 out = await asyncio.to_thread(kernel.run, textwrap.dedent("""
-                    from hermes_nb import mcp_serve
+                    from hermes_nb.serve import server as mcp_serve
                     prompts = mcp_serve.current().approver.__self__.prompts
                     if prompts:
                         print(prompts[0].description)

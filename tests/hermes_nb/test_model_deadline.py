@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hermes_nb.agent import Agent, AgentResult
-from hermes_nb.models import DEFAULT_TURN_TIMEOUT, OpenAIModel
+from hermes_nb.agent.loop import Agent, AgentResult
+from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, OpenAIModel
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 WAIT = 60.0  # far above every deadline below: only a missing deadline reaches it

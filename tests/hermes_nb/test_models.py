@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from hermes_nb.agent import Agent
-from hermes_nb.model_choice import resolve_model
-from hermes_nb.models import ModelConfigError, OpenAIModel
+from hermes_nb.agent.loop import Agent
+from hermes_nb.agent.model_choice import resolve_model
+from hermes_nb.agent.models import ModelConfigError, OpenAIModel
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 
 

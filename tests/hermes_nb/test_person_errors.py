@@ -10,10 +10,10 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from hermes_nb import asides
-from hermes_nb.agent_events import BatchDone, ToolCallQueued
-from hermes_nb.live import Card, Transcript, transcript_html
-from hermes_nb.magics import parse_call_args
+from hermes_nb.agent.events import BatchDone, ToolCallQueued
+from hermes_nb.display import asides
+from hermes_nb.display.live import Card, Transcript, transcript_html
+from hermes_nb.magics.tools import parse_call_args
 from hermes_nb.tools.registry import registry
 
 
@@ -119,7 +119,7 @@ def test_missing_key_is_shown_without_library_frames(ip: Any, monkeypatch: pytes
     shown = capsys.readouterr()
     text = shown.out + shown.err
     assert "ModelConfigError: no model configured" in text
-    assert "agent.py" not in text and "Traceback" not in text and "File " not in text
+    assert "loop.py" not in text and "agent.py" not in text and "Traceback" not in text and "File " not in text
 
 
 def test_result_view_says_what_the_model_got_for_a_dataframe(ip: Any) -> None:
@@ -133,7 +133,7 @@ def test_result_view_says_what_the_model_got_for_a_dataframe(ip: Any) -> None:
 
 
 def test_agent_run_shows_the_person_the_traceback_and_the_model_one_line(ip: Any) -> None:
-    from hermes_nb.agent import Agent
+    from hermes_nb.agent.loop import Agent
     from tests.support.fake_openai import FakeOpenAI, Reply, call
 
     ip.run_cell_magic("tool", "--toolset person_errors", RAISES)
@@ -148,7 +148,7 @@ def test_agent_run_shows_the_person_the_traceback_and_the_model_one_line(ip: Any
 
 
 def test_text_view_prints_the_traceback_for_the_person(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_nb.agent import Agent
+    from hermes_nb.agent.loop import Agent
     from tests.support.fake_openai import FakeOpenAI, Reply, call
 
     ip.run_cell_magic("tool", "--toolset person_errors", RAISES)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from hermes_nb.picker import SelectionSummary, ToolsetPicker, covered_by, toolset_rows
+from hermes_nb.display.picker import SelectionSummary, ToolsetPicker, covered_by, toolset_rows
 from hermes_nb.selection import Selection
 
 CORE_MEMBERS = ("file", "terminal", "code", "clarify")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import prompts
-from hermes_nb.prompts import ApprovalPrompt, ClarifyPrompt, approval_prompt, clarify_prompt, install
+from hermes_nb.display import prompts
+from hermes_nb.display.prompts import ApprovalPrompt, ClarifyPrompt, approval_prompt, clarify_prompt, install
 from hermes_nb.tools.approval import check_dangerous_command, reset_session_approvals
 
 
@@ -186,7 +186,7 @@ def test_click_reaches_a_blocked_sync_cell_in_a_real_kernel() -> None:
     from tests.support.kernel import KernelSession
 
     code = (
-        "from hermes_nb.prompts import ApprovalPrompt, _widgets_available\n"
+        "from hermes_nb.display.prompts import ApprovalPrompt, _widgets_available\n"
         "p = ApprovalPrompt('rm -rf build', 'rm', 'd', timeout=60)\n"
         "p.show()\n"
         "print('MODEL', p.buttons['session'].model_id, _widgets_available(), flush=True)\n"

@@ -1,5 +1,5 @@
 """The prompt kernel tests again on ipykernel 6.29, whose blocked cells get clicks through
-``jupyter_ui_poll`` (ipykernel 7 is read through its shell socket instead: see ``hermes_nb.prompts``).
+``jupyter_ui_poll`` (ipykernel 7 is read through its shell socket instead: see ``hermes_nb.display.prompts``).
 
 A cached venv (``.venv-ipykernel629``: this checkout installed editable, ipykernel 6.29) runs just the
 prompt kernel tests; its kernels are that venv's Python, so every click and ■ there meets ipykernel 6.29.

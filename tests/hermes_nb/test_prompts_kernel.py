@@ -41,7 +41,7 @@ def test_cells_queued_behind_a_prompt_run_in_order(tmp_path: Path) -> None:
     with KernelSession(cwd=tmp_path, env={"HERMES_NB_HOME": str(tmp_path / "home")}) as ks:
         ks.run("%load_ext hermes_nb\norder = []")
         ks.kc.execute(f"import pathlib, time\nwhile not pathlib.Path({str(gate)!r}).exists(): time.sleep(0.02)")
-        ks.kc.execute("from hermes_nb.prompts import approval_prompt\n"
+        ks.kc.execute("from hermes_nb.display.prompts import approval_prompt\n"
                       "order.append(approval_prompt('rm x', 'rm', 'deletes files'))")
         for i in range(1, 5):
             ks.kc.execute(f"order.append({i})")

@@ -1,4 +1,4 @@
-"""hermes_nb.timeline: batches of tool-call results drawn on one time scale, as HTML bars or text bars."""
+"""hermes_nb.display.timeline: batches of tool-call results drawn on one time scale, as HTML bars or text bars."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hermes_nb import colours
-from hermes_nb.timeline import TEXT_WIDTH, Timeline, timeline
+from hermes_nb.display import colours
+from hermes_nb.display.timeline import TEXT_WIDTH, Timeline, timeline
 from hermes_nb.tools.batch.records import ToolCallResult
 from hermes_nb.tools.batch.scheduling import run_tool_batch
 from hermes_nb.tools.registry import ToolRegistry

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from hermes_nb.tool_examples import ExampleReport, parse_example
+from hermes_nb.evaluation.examples import ExampleReport, parse_example
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.schema.derive import tool
 
@@ -86,6 +86,6 @@ def lambda_tool(x: int) -> dict[str, int]:
 
 
 def _run(names: list[str]) -> ExampleReport:
-    from hermes_nb.tool_examples import run_examples
+    from hermes_nb.evaluation.examples import run_examples
 
     return run_examples(names, registry)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from hermes_nb import _state
-from hermes_nb.picker import SelectionSummary, ToolsetPicker, toolset_rows
+from hermes_nb.display.picker import SelectionSummary, ToolsetPicker, toolset_rows
 from hermes_nb.selection import Selection
 from hermes_nb.tools.registry import registry
 
@@ -195,7 +195,7 @@ def test_a_new_toolsets_picker_closes_the_earlier_one() -> None:
         def update(self, obj: SelectionSummary) -> None:
             self.shown.append(obj)
 
-    import hermes_nb.picker as widgets
+    import hermes_nb.display.picker as widgets
 
     ip = InteractiveShell.instance()
     listeners = len(registry._listeners)

@@ -200,7 +200,7 @@ def test_two_concurrent_runs_get_their_own_answers() -> None:
 
 
 def test_two_concurrent_agent_runs_get_their_own_answers(tmp_path, monkeypatch) -> None:
-    from hermes_nb.agent import Agent
+    from hermes_nb.agent.loop import Agent
     from tests.support.fake_openai import FakeOpenAI, Reply, call
 
     monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
@@ -214,8 +214,9 @@ def test_two_concurrent_agent_runs_get_their_own_answers(tmp_path, monkeypatch) 
             return answer
         return approver
 
-    def script(name: str):
-        return [Reply(tool_calls=(call("terminal", {"command": f"touch {name}"}, "t"),)), Reply(content="ok")]
+    def script(name: str):  # an absolute path: whatever the workspace, never a file in the folder pytest runs in
+        return [Reply(tool_calls=(call("terminal", {"command": f"touch {tmp_path / name}"}, "t"),)),
+                Reply(content="ok")]
 
     async def main(srv_a, srv_b):
         a = Agent(model="fake", base_url=srv_a.base_url, display=False, enabled_toolsets=["terminal"],
@@ -226,7 +227,7 @@ def test_two_concurrent_agent_runs_get_their_own_answers(tmp_path, monkeypatch) 
 
     with FakeOpenAI(script("made_a")) as srv_a, FakeOpenAI(script("made_b")) as srv_b:
         ra, rb = asyncio.run(main(srv_a, srv_b))
-    assert asked == {"a": ["touch made_a"], "b": ["touch made_b"]}
+    assert asked == {"a": [f"touch {tmp_path / 'made_a'}"], "b": [f"touch {tmp_path / 'made_b'}"]}
     assert json.loads(ra.tool_calls[0].content)["exit_code"] == 0
     assert json.loads(rb.tool_calls[0].content)["blocked"] is True
     assert (tmp_path / "made_a").exists() and not (tmp_path / "made_b").exists()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.tools import discovery
-from hermes_nb.tools.discovery import discover_builtin_tools, discover_tool_files, scan_file
-from hermes_nb.tools.load_report import failures
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources import discovery
+from hermes_nb.tools.sources.discovery import discover_builtin_tools, discover_tool_files, scan_file
+from hermes_nb.tools.sources.load_report import failures
 
 _prefixes = itertools.count()
 

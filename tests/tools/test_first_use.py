@@ -23,16 +23,16 @@ def _fresh(code: str, home: Path) -> dict[str, object]:
 def test_importing_model_tools_discovers_nothing_until_the_registry_is_used(tmp_path: Path) -> None:
     out = _fresh("""
         import hermes_nb.tools.model_tools as mt
-        before = "hermes_nb.tools.discovery" in sys.modules
+        before = "hermes_nb.tools.sources.discovery" in sys.modules
         count = len(mt.registry)
-        print(json.dumps({"before": before, "count": count, "after": "hermes_nb.tools.discovery" in sys.modules}))
+        print(json.dumps({"before": before, "count": count, "after": "hermes_nb.tools.sources.discovery" in sys.modules}))
     """, tmp_path)
     assert out == {"before": False, "count": out["count"], "after": True} and out["count"] >= 5
 
 
 def test_deferred_set_up_runs_once_on_first_use_even_when_the_registry_is_imported_later(tmp_path: Path) -> None:
     out = _fresh("""
-        from hermes_nb.tools.first_use import defer_until_used
+        from hermes_nb.tools.sources.first_use import defer_until_used
         ran = []
         defer_until_used(lambda: ran.append(len(sys.modules["hermes_nb.tools.registry"].registry)))
         cancelled = []
@@ -54,6 +54,6 @@ def test_deferred_set_up_runs_once_on_first_use_even_when_the_registry_is_import
 def test_a_plain_registry_import_is_not_armed(tmp_path: Path) -> None:
     out = _fresh("""
         from hermes_nb.tools.registry import registry
-        print(json.dumps({"count": len(registry), "discovery": "hermes_nb.tools.discovery" in sys.modules}))
+        print(json.dumps({"count": len(registry), "discovery": "hermes_nb.tools.sources.discovery" in sys.modules}))
     """, tmp_path)
     assert out == {"count": 0, "discovery": False}  # as before: only model_tools (or the extension) arms it

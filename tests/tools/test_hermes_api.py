@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 
 from hermes_nb.tools import toolsets
-from hermes_nb.tools.discovery import discover_tool_files
+from hermes_nb.tools.calls.results import MultimodalResult
 from hermes_nb.tools.errors import UnknownToolsetError
 from hermes_nb.tools.registry import ToolRegistry, registry
-from hermes_nb.tools.results import MultimodalResult
+from hermes_nb.tools.sources.discovery import discover_tool_files
 
 WAIT = 30  # generous: the machine is shared
 

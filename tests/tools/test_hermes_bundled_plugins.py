@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.tools import plugins
-from hermes_nb.tools.load_report import clear_failures, failures
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources import plugins
+from hermes_nb.tools.sources.load_report import clear_failures, failures
 from tests.support.venvs import cached_venv
 
 pytestmark = [pytest.mark.hermes, pytest.mark.slow]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.tools.discovery import discover_tool_files
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources.discovery import discover_tool_files
 
 HERMES_TOOL = '''
 import json
@@ -108,7 +108,7 @@ registry.register(name="after_the_clash", toolset="mine", schema={"description":
 
 def test_a_hermes_file_taking_a_name_keeps_the_existing_tool_and_goes_on(tmp_path: Path, caplog) -> None:
     """As Hermes: the clash is logged, the existing tool kept, the rest of the file loads; doctor says so."""
-    from hermes_nb.tools.load_report import clear_failures, failures
+    from hermes_nb.tools.sources.load_report import clear_failures, failures
 
     before = registry.get_entry("read_file")
     (tmp_path / "clash.py").write_text(textwrap.dedent(TAKES_A_BUILTIN_NAME))

@@ -71,9 +71,9 @@ def test_person_tools_package_and_hermes_style_files_live_side_by_side(tmp_path:
         import json, sys
         import tools, model_tools, toolsets
         from tools import helpers
-        from hermes_nb.tools.plugins import discover_plugins
+        from hermes_nb.tools.sources.plugins import discover_plugins
         from hermes_nb.tools.registry import registry
-        from hermes_nb.tools.load_report import failures
+        from hermes_nb.tools.sources.load_report import failures
         loaded = discover_plugins()
         print(json.dumps({
             "owners": [tools.OWNER, model_tools.OWNER, toolsets.OWNER, helpers.shout("ok")],
@@ -99,7 +99,7 @@ def test_discovered_tool_folder_gets_the_alias_while_the_person_keeps_tools(tmp_
     result = _run(
         f"""
         import json, tools
-        from hermes_nb.tools.discovery import discover_builtin_tools
+        from hermes_nb.tools.sources.discovery import discover_builtin_tools
         from hermes_nb.tools.registry import registry
         loaded = discover_builtin_tools({str(extra)!r})
         print(json.dumps({{"loaded": loaded, "owner": tools.OWNER,
@@ -121,8 +121,8 @@ def test_a_hermes_module_we_do_not_provide_is_a_clear_import_error(tmp_path: Pat
     result = _run(
         f"""
         import json
-        from hermes_nb.tools.discovery import discover_builtin_tools
-        from hermes_nb.tools.load_report import failures
+        from hermes_nb.tools.sources.discovery import discover_builtin_tools
+        from hermes_nb.tools.sources.load_report import failures
         discover_builtin_tools({str(extra)!r})
         print(json.dumps([f.message for f in failures()]))
         """,
@@ -140,7 +140,7 @@ def test_fallback_for_cells_only_when_no_tools_package_exists(tmp_path: Path, pe
         """
         import json, sys
         import hermes_nb.tools.registry as ours
-        from hermes_nb.tools.hermes_imports import install_fallback
+        from hermes_nb.tools.sources.hermes_imports import install_fallback
         undo = install_fallback()
         import tools.registry
         from model_tools import get_tool_definitions
@@ -150,7 +150,7 @@ def test_fallback_for_cells_only_when_no_tools_package_exists(tmp_path: Path, pe
                           "left": sorted(n for n in sys.modules if n == "tools" or n.startswith("tools."))}))
         """ if not person_has_tools else """
         import json, sys
-        from hermes_nb.tools.hermes_imports import install_fallback
+        from hermes_nb.tools.sources.hermes_imports import install_fallback
         undo = install_fallback()
         import tools, tools.helpers
         undo()
@@ -169,7 +169,7 @@ def test_fallback_never_loads_a_second_copy_of_a_core_module(tmp_path: Path) -> 
         """
         import json, sys
         import hermes_nb.tools
-        from hermes_nb.tools.hermes_imports import install_fallback
+        from hermes_nb.tools.sources.hermes_imports import install_fallback
         undo = install_fallback()
         import tools.budget, tools.batch.plan
         import hermes_nb.tools.budget, hermes_nb.tools.batch.plan

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermes_nb.agent import Agent
+from hermes_nb.agent.loop import Agent
 from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 

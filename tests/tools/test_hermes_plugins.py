@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.tools import plugin_hooks, plugins
-from hermes_nb.tools.load_report import clear_failures, failures
 from hermes_nb.tools.model_tools import handle_function_call
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources import plugin_hooks, plugins
+from hermes_nb.tools.sources.load_report import clear_failures, failures
 
 MANIFEST = """
 name: guard
@@ -199,7 +199,7 @@ def test_unloading_the_plugin_removes_its_hooks(guard):
 
 
 def test_hooks_run_for_the_agent_loops_calls(guard):
-    from hermes_nb.agent import Agent
+    from hermes_nb.agent.loop import Agent
     from tests.support.fake_openai import FakeOpenAI, Reply, call
 
     script = [Reply(tool_calls=(call("guard_echo", {"text": "from the model"}, "c1"),)), Reply(content="done")]
@@ -216,7 +216,7 @@ def test_ctx_dispatch_tool_calls_a_tool_as_the_model_would(guard):
 
 
 def test_hooks_see_a_multimodal_result_as_hermes_envelope_and_it_stays_multimodal(guard):
-    from hermes_nb.tools.results import MultimodalResult
+    from hermes_nb.tools.calls.results import MultimodalResult
 
     parts = [{"type": "text", "text": "pixels"}]
     registry.register("shot", "guard2", {"description": "d"},

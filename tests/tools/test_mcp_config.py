@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from hermes_nb.tools.errors import ConfigError
-from hermes_nb.tools.load_report import clear_failures, failures
 from hermes_nb.tools.mcp_client.config import (
     MCPServerConfig,
     load_mcp_server_configs,
     parse_mcp_servers,
     parse_server,
 )
+from hermes_nb.tools.sources.load_report import clear_failures, failures
 
 
 @pytest.fixture(autouse=True)

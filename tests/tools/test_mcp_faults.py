@@ -13,10 +13,10 @@ import threading
 import pytest
 
 from hermes_nb.tools import mcp_tool
-from hermes_nb.tools.load_report import clear_failures, failures
 from hermes_nb.tools.mcp_client.config import parse_server
 from hermes_nb.tools.mcp_tool import add_mcp_server, discover_mcp_tools, mcp_status, shutdown_mcp_servers
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources.load_report import clear_failures, failures
 from tests.tools.test_mcp_tool import FIXTURES, TIME_SERVER, descendants, dynamic_config, wait_until
 
 pytestmark = pytest.mark.mcp

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from hermes_nb.tools import mcp_tool
-from hermes_nb.tools.load_report import clear_failures, failures
 from hermes_nb.tools.mcp_client.config import parse_server
 from hermes_nb.tools.mcp_tool import (
     add_mcp_server,
@@ -30,6 +29,7 @@ from hermes_nb.tools.mcp_tool import (
     shutdown_mcp_servers,
 )
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources.load_report import clear_failures, failures
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "mcp_servers"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_nb.tools import plugins
-from hermes_nb.tools.load_report import clear_failures, failures
-from hermes_nb.tools.plugins import discover_plugins, loaded_plugins
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources import plugins
+from hermes_nb.tools.sources.load_report import clear_failures, failures
+from hermes_nb.tools.sources.plugins import discover_plugins, loaded_plugins
 
 
 @pytest.fixture(autouse=True)

@@ -69,7 +69,7 @@ def test_a_normal_call_runs_after_eight_hung_ones(hung: ToolRegistry) -> None:
 
 
 def test_doctor_lists_the_stuck_calls(hung: ToolRegistry) -> None:
-    from hermes_nb.magics import _doctor
+    from hermes_nb.magics.tools import _doctor
 
     _in_thread(lambda: run_tool_batch([call("hang", "stuck_1"), call("hang", "stuck_2")], registry=hung, timeout=HANG))
     assert {s.tool_call_id for s in state.stuck_calls()} >= {"stuck_1", "stuck_2"}

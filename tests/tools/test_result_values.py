@@ -1,4 +1,4 @@
-"""Results as Python users return them: the conversion table of ``hermes_nb.tools.result_values``."""
+"""Results as Python users return them: the conversion table of ``hermes_nb.tools.calls.result_values``."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import pandas as pd
 import pydantic
 import pytest
 
+from hermes_nb.tools.calls.result_values import MAX_ITEMS, MAX_ROWS, conversion_note
+from hermes_nb.tools.calls.results import serialize_result
 from hermes_nb.tools.registry import ToolRegistry
-from hermes_nb.tools.result_values import MAX_ITEMS, MAX_ROWS, conversion_note
-from hermes_nb.tools.results import serialize_result
 
 
 @dataclasses.dataclass
@@ -101,8 +101,8 @@ def test_dispatch_returns_converted_values() -> None:
 
 
 def test_loading_the_module_imports_neither_pandas_nor_numpy() -> None:
-    code = ("import sys, json; from hermes_nb.tools.results import serialize_result; "
-            "serialize_result({'a': 1}); import hermes_nb.tools.result_values; "
+    code = ("import sys, json; from hermes_nb.tools.calls.results import serialize_result; "
+            "serialize_result({'a': 1}); import hermes_nb.tools.calls.result_values; "
             "print('pandas' in sys.modules, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

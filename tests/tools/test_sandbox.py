@@ -174,7 +174,7 @@ def test_status_names_the_mechanism() -> None:
 
 
 def test_tools_doctor_names_the_sandbox() -> None:
-    from hermes_nb.magics import _doctor
+    from hermes_nb.magics.tools import _doctor
 
     rows = [r for r in _doctor().rows if r[1] == "sandbox"]
     assert rows and rows[0][3] == sandbox.status().detail

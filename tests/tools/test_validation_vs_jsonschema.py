@@ -132,7 +132,7 @@ def test_unenforced_keywords_are_listed_not_silently_ignored() -> None:
 
 
 def test_registry_reports_unenforced_keywords_once_for_doctor(fresh_registry) -> None:
-    from hermes_nb.tools.load_report import clear_failures, failures
+    from hermes_nb.tools.sources.load_report import clear_failures, failures
 
     schema = {"name": "when", "description": "d", "parameters": {
         "type": "object", "properties": {"at": {"type": "string", "format": "date"}}}}

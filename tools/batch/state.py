@@ -18,9 +18,9 @@ from typing import Any, Literal
 from hermes_nb.tools.batch.plan import BatchSegment, CallView, plan_tool_batch, unpack_call
 from hermes_nb.tools.batch.pool import StuckCall, ToolPool
 from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
-from hermes_nb.tools.call_hooks import call_context
+from hermes_nb.tools.calls.call_hooks import call_context
+from hermes_nb.tools.calls.results import execution_failed
 from hermes_nb.tools.registry import ToolEntry, ToolRegistry, tool_error
-from hermes_nb.tools.results import execution_failed
 from hermes_nb.tools.safety import gate
 from hermes_nb.tools.safety.gate import run_approver
 

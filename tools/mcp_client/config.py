@@ -186,7 +186,7 @@ def load_mcp_server_configs(
 
     Each bad entry is recorded with ``record_failure("mcp", server, ...)`` and left out.
     """
-    from hermes_nb.tools.load_report import record_failure
+    from hermes_nb.tools.sources.load_report import record_failure
 
     if config is None:
         from hermes_nb.tools.config import load_config

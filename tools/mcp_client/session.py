@@ -21,13 +21,14 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import IO, Any, TypeVar
 
 from hermes_nb.tools.errors import HermesNbError
 from hermes_nb.tools.mcp_client import sdk
 from hermes_nb.tools.mcp_client.config import MCPServerConfig
+from hermes_nb.tools.mcp_client.watch import Probe, watch_end
 
 __all__ = ["MCPServerError", "ServerConnection"]
 
@@ -37,8 +38,6 @@ T = TypeVar("T")
 
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
-PROBE_FIRST = 1.0  # a stdio request unanswered this long gets a ping behind it, then at doubling intervals
-PROBE_MAX = 30.0
 STDERR_TAIL = 2000
 
 
@@ -167,7 +166,7 @@ class ServerConnection:
                     # the transport's read side ends when the server exits or closes its stdout; mcp 1.x's
                     # session then answers only the requests pending at that moment, and any later request
                     # waited its whole timeout. Watching the read side ends the connection at once instead.
-                    read = await stack.enter_async_context(_watch_end(read, lambda: self._hung_up(stop)))
+                    read = await stack.enter_async_context(watch_end(read, lambda: self._hung_up(stop)))
                     session = await stack.enter_async_context(
                         ClientSession(read, write, message_handler=self._on_message)
                     )
@@ -366,13 +365,13 @@ class ServerConnection:
         its reader saw the end waits out its whole timeout), so the request races the owner task.
         And a stdio write into a server that has just exited can succeed as far as asyncio tells its
         writer (the broken pipe is noticed one step later, by nobody): both SDK majors fail the transport
-        only at the *next* write. So a stdio request that waits gets a ping behind it (``_Probe``)."""
+        only at the *next* write. So a stdio request that waits gets a ping behind it (``watch.Probe``)."""
         session, owner, stop = self.session, self._task, self._stop
         if session is None or owner is None or owner.done() or stop is None or stop.is_set():
             raise _ConnectionEnded
         call = asyncio.ensure_future(request(session))
         ended = asyncio.ensure_future(stop.wait())  # set as the connection ends, before the owner has left it
-        probe = _Probe(session, stop) if self.config.transport != "http" else None
+        probe = Probe(session, stop) if self.config.transport != "http" else None
         try:
             await asyncio.wait((call, owner, ended), return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # the caller gave up: so does the request
@@ -386,44 +385,6 @@ class ServerConnection:
             call.cancel()
             raise _ConnectionEnded
         return call.result()
-
-
-class _Probe:
-    """Pings behind a waiting stdio request, 1 s after it and then at doubling intervals (to 30 s).
-
-    A ping is only a second write: if the server is gone, that write fails and the transport ends, which
-    the owner (mcp 1.x: the task group cancels it) or the read relay (mcp 2.x: the writer closes the read
-    stream) turns into the connection's end, and the request into "went away". The ping's own answer, or
-    its lack (a server busy in a blocking tool answers late), decides nothing. Costs one timer per request
-    that ends within a second; nothing is sent for those."""
-
-    __slots__ = ("_delay", "_handle", "_session", "_stop", "_task")
-
-    def __init__(self, session: Any, stop: asyncio.Event) -> None:
-        self._session, self._stop = session, stop
-        self._delay = PROBE_FIRST
-        self._task: asyncio.Task[None] | None = None
-        self._handle: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(self._delay, self._start)
-
-    def _start(self) -> None:
-        self._handle = None
-        if not self._stop.is_set():
-            self._task = asyncio.get_running_loop().create_task(self._pings(), name="mcp-probe")
-
-    async def _pings(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await asyncio.wait_for(self._session.send_ping(), timeout=self._delay)
-            except Exception:  # late, refused or failed: the transport's end, if any, is seen elsewhere
-                log.debug("MCP ping unanswered", exc_info=True)
-            self._delay = min(self._delay * 2, PROBE_MAX)
-            await asyncio.sleep(self._delay)
-
-    def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-        if self._task is not None:
-            self._task.cancel()
 
 
 class _ConnectionEnded(Exception):
@@ -446,32 +407,6 @@ async def _join(task: asyncio.Task[None] | None, name: str, *, cancel: bool) -> 
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
-
-
-@asynccontextmanager
-async def _watch_end(read: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
-    """The transport's read stream, relayed: ``on_end()`` runs when the transport's side ends by itself.
-
-    Not when the session closed its end first (a stop): then the relay finds the stream closed."""
-    import anyio
-
-    send, receive = anyio.create_memory_object_stream[Any](0)  # unbuffered, as the SDK's own streams
-
-    async def relay() -> None:
-        try:
-            async with send:
-                async for item in read:
-                    await send.send(item)
-                on_end()  # before the session sees the end: a reply failed by it finds us failed
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(relay)
-        try:
-            yield receive
-        finally:
-            group.cancel_scope.cancel()
 
 
 async def _import_mcp() -> None:
@@ -505,7 +440,6 @@ async def _list_all_tools(session: Any) -> list[Any]:
 
 def _http_transport(factory: Any, url: str, client: Any) -> Any:
     """The streamable HTTP transport with its own httpx client, closed with it."""
-    from contextlib import asynccontextmanager
 
     @asynccontextmanager
     async def transport() -> Any:

@@ -17,6 +17,14 @@ from typing import Any
 from hermes_nb.tools.errors import ToolArgumentError, ToolSchemaError
 
 # The message helpers keep their private names here: `items` and `key` are also local names below.
+from hermes_nb.tools.schema.keywords import (
+    ANNOTATIONS,
+    ARRAY_WORDS,
+    ENFORCED_KEYWORDS,
+    NUMBER_WORDS,
+    OBJECT_WORDS,
+    check_keyword_values,
+)
 from hermes_nb.tools.schema.messages import ARTICLE as _ARTICLE
 from hermes_nb.tools.schema.messages import branch_kinds as _branch_kinds
 from hermes_nb.tools.schema.messages import describe as _describe
@@ -27,7 +35,7 @@ from hermes_nb.tools.schema.messages import key as _key
 from hermes_nb.tools.schema.messages import where as _where
 from hermes_nb.tools.schema.value_checks import enum_check, number_check, object_size_check, string_check
 
-__all__ = ["ENFORCED_KEYWORDS", "compile_validator", "validate_arguments"]
+__all__ = ["ANNOTATIONS", "ENFORCED_KEYWORDS", "compile_validator", "validate_arguments"]
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +200,7 @@ class _Compiler:
         self.unenforced.update(k for k in schema if k not in ENFORCED_KEYWORDS and k not in ANNOTATIONS)
         if "$ref" in schema:
             steps.append(self._ref(schema["$ref"], coerce))
-        _check_keyword_values(schema)
+        check_keyword_values(schema)
         kinds = schema.get("type")
         if kinds is not None:
             kinds = [kinds] if isinstance(kinds, str) else list(kinds)
@@ -201,11 +209,11 @@ class _Compiler:
                 raise ToolSchemaError(f"unknown JSON schema type {unknown[0]!r}")
         if "enum" in schema or "const" in schema:
             steps.append(enum_check(schema))
-        if any(k in schema for k in _NUMBER_WORDS):
+        if any(k in schema for k in NUMBER_WORDS):
             steps.append(number_check(schema))
         if any(k in schema for k in ("minLength", "maxLength", "pattern")):
             steps.append(string_check(schema))
-        if any(k in schema for k in _ARRAY_WORDS):
+        if any(k in schema for k in ARRAY_WORDS):
             steps.append(self._array_check(schema, coerce))
         if "anyOf" in schema:
             steps.append(self._any_of(schema["anyOf"], coerce, exactly_one=False))
@@ -220,7 +228,7 @@ class _Compiler:
         if "minProperties" in schema or "maxProperties" in schema:
             steps.append(object_size_check(schema))
         obj = None
-        if any(k in schema for k in _OBJECT_WORDS):
+        if any(k in schema for k in OBJECT_WORDS):
             obj = self._object_check(schema, coerce, own_type=kinds == ["object"])
             if kinds == ["object"] and not steps:
                 return obj  # the hot path: the object check does its own type check
@@ -430,48 +438,6 @@ class _Compiler:
             return v
 
         return check_any
-
-
-_NUMBER_WORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
-_ARRAY_WORDS = ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains")
-_OBJECT_WORDS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
-                 "dependentRequired")
-#: Every keyword a compiled check enforces (``then``/``else`` with ``if``; ``min/maxContains`` with ``contains``).
-ENFORCED_KEYWORDS = frozenset({
-    "$ref", "type", "enum", "const", "minLength", "maxLength", "pattern", "allOf", "anyOf", "oneOf", "not",
-    "if", "then", "else", "minProperties", "maxProperties", "additionalItems", "minContains", "maxContains",
-    *_NUMBER_WORDS, *_ARRAY_WORDS, *_OBJECT_WORDS,
-})
-#: Keywords that only describe (nothing to enforce).
-ANNOTATIONS = frozenset({
-    "title", "description", "default", "examples", "$schema", "$id", "$comment", "$anchor", "$defs",
-    "definitions", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
-})
-
-_COUNTS = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties", "minContains",
-           "maxContains")
-_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-
-
-def _check_keyword_values(schema: dict) -> None:
-    """Keyword values the checks rely on, checked once here so that no check can fail at call time."""
-    for word in _COUNTS + _BOUNDS:
-        value = schema.get(word)
-        wanted = int if word in _COUNTS else int | float
-        if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
-            raise ToolSchemaError(f"schema keyword {word!r} must be a number, got {value!r}")
-    required = schema.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        raise ToolSchemaError(f"schema keyword 'required' must be a list of names, got {required!r}")
-    for word in ("enum", "anyOf", "oneOf", "allOf", "prefixItems"):
-        if word in schema and not isinstance(schema[word], list):
-            raise ToolSchemaError(f"schema keyword {word!r} must be a list, got {schema[word]!r}")
-    step = schema.get("multipleOf")
-    if step is not None and (isinstance(step, bool) or not isinstance(step, int | float) or step <= 0):
-        raise ToolSchemaError(f"schema keyword 'multipleOf' must be a number > 0, got {step!r}")
-    for word in ("properties", "$defs", "definitions", "patternProperties", "dependentRequired"):
-        if word in schema and not isinstance(schema[word], dict):
-            raise ToolSchemaError(f"schema keyword {word!r} must be an object, got {schema[word]!r}")
 
 
 _PLAIN = frozenset({"type", "description", "title", "default", "examples"})

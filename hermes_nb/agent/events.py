@@ -1,0 +1,128 @@
+"""What an agent run tells its view, one record type per kind of event.
+
+The run's core (on the background loop, and tool workers) emits these into a queue; the calling thread
+drains the queue into a view (``hermes_nb.display.live``), so a view never sees a string it has to parse and
+mypy checks every producer and consumer against the same fields. ``AgentEvent`` is the union of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+
+if TYPE_CHECKING:
+    from hermes_nb.agent.models import Usage
+    from hermes_nb.tools.batch.records import BatchEvent, ToolCallResult
+
+__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "Emit", "Notice", "NoticeLevel", "TextDelta",
+           "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnStarted", "UsageUpdate",
+           "tool_event"]
+
+#: How a notice reads: "retry" is a model retry, "approval"/"denied" an approval's answer.
+NoticeLevel = Literal["info", "warning", "error", "retry", "approval", "denied"]
+
+
+class ToolRecord(Protocol):
+    """The fields of a finished call a view shows (``hermes_nb.agent.loop.ToolCallRecord`` has them)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def content(self) -> str: ...  # after the result budget: what the model saw
+    @property
+    def is_error(self) -> bool: ...
+    @property
+    def started(self) -> float: ...
+    @property
+    def ended(self) -> float: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStarted:
+    """A model turn begins (1-based)."""
+
+    iteration: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta:
+    """A piece of the model's streamed text."""
+
+    delta: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageUpdate:
+    """The run's token counts so far, after each model turn."""
+
+    usage: Usage  # a copy: the run keeps adding to its own
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallQueued:
+    """The model asked for a call; it waits for its batch to start it."""
+
+    index: int
+    id: str
+    name: str
+    arguments: str  # the raw JSON text the model sent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStarted:
+    """A call's clock started (after its approval, if it asked one)."""
+
+    tool_call_id: str
+    time: float
+    parallel: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolEnded:
+    """A call finished; ``result`` is its outcome before the result budget."""
+
+    tool_call_id: str
+    time: float
+    parallel: bool = False
+    result: ToolCallResult | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchDone:
+    """A batch's calls as the model receives them, in call order (also the answers after an interrupt)."""
+
+    records: tuple[ToolRecord, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalAnswered:
+    """A run's own approval callback answered for ``command`` (shown with the call that asked)."""
+
+    command: str
+    choice: str
+    message: str
+    level: NoticeLevel = "approval"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice:
+    """A line for the person: a retry, a limit reached, an interrupt, an error."""
+
+    message: str
+    level: NoticeLevel = "info"
+
+
+AgentEvent: TypeAlias = (TurnStarted | TextDelta | UsageUpdate | ToolCallQueued | ToolStarted | ToolEnded | BatchDone
+              | ApprovalAnswered | Notice)
+#: Where the core puts its events (a queue's ``put_nowait``; the evaluation ignores them).
+Emit: TypeAlias = Callable[[AgentEvent], None]
+
+
+def tool_event(event: BatchEvent) -> ToolStarted | ToolEnded:
+    """The scheduler's start/end event as the agent's own."""
+    if event.kind == "start":
+        return ToolStarted(tool_call_id=event.tool_call_id, time=event.time, parallel=event.parallel)
+    return ToolEnded(tool_call_id=event.tool_call_id, time=event.time, parallel=event.parallel, result=event.result)

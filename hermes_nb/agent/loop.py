@@ -1,0 +1,499 @@
+"""The agent loop: model turn → tool batch (scheduler) → result budget → tool messages → model turn...
+
+The loop's core is a coroutine on the one background loop (``tools.async_bridge``), where the async
+OpenAI client and MCP sessions live. The calling thread (a cell, or plain Python) waits for it and
+drains its events into the display, so output only ever comes from the calling thread (ARCHITECTURE,
+rule 6).
+
+Interrupts: a kernel interrupt (``KeyboardInterrupt``) cancels the core; before it stops, every tool
+call the model made gets an answer in the history (finished results are kept, the rest say
+"interrupted by the user"). ``run`` then *returns* ``AgentResult(stopped_reason="interrupted")`` rather
+than re-raising, so the cell shows the transcript so far and the next ``run`` continues a valid
+conversation. Model failures after retries return ``stopped_reason="error"``; configuration mistakes
+(no key) and replay drift raise, because no amount of waiting fixes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from hermes_nb.agent.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    BatchDone,
+    Emit,
+    Notice,
+    TextDelta,
+    ToolCallQueued,
+    TurnStarted,
+    UsageUpdate,
+    tool_event,
+)
+from hermes_nb.agent.model_choice import resolve_model
+from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
+from hermes_nb.tools import async_bridge, interaction
+from hermes_nb.tools.calls.results import clean_text
+from hermes_nb.tools.errors import BridgeError
+from hermes_nb.tools.registry import registry
+
+if TYPE_CHECKING:
+    from hermes_nb.display.live import View
+
+__all__ = ["Agent", "AgentResult", "ToolCallRecord"]
+
+StoppedReason = Literal["done", "max_iterations", "interrupted", "error"]
+INTERRUPTED = "interrupted by the user"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRecord:
+    """One tool call of a run: what the model asked, what it got back (after the budget), and when."""
+
+    id: str
+    name: str
+    arguments: str
+    content: str
+    iteration: int
+    started: float = 0.0
+    ended: float = 0.0
+    duration: float = 0.0
+    is_error: bool = False
+    timed_out: bool = False
+    interrupted: bool = False
+    parallel: bool = False
+    segment: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResult:
+    """The outcome of ``Agent.run``; displays as the run's HTML transcript (text in a terminal)."""
+
+    text: str
+    messages: list[dict[str, Any]]
+    tool_calls: list[ToolCallRecord]
+    usage: Usage
+    iterations: int
+    stopped_reason: StoppedReason
+    error: str | None = None
+    model: str = ""
+    transcript: Any = field(default=None, repr=False, compare=False)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from hermes_nb.display import live
+        return {"text/html": live.result_html(self), "text/plain": live.result_text(self)}
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Agent:
+    """A conversation with an OpenAI-compatible model that can call the registry's tools."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        enabled_toolsets: list[str] | None = None,
+        disabled_toolsets: list[str] | None = None,
+        system_prompt: str | None = None,
+        max_iterations: int = 20,
+        stream: bool = True,
+        record: str | None = None,
+        temperature: float | None = None,
+        parallel_tool_calls: bool = True,
+        timeout: float | None = None,
+        max_retries: int = 3,
+        display: bool | str | None = None,
+        approval_callback: Callable[[str, str, str], str] | None = None,
+        tool_timeout: float | None = None,
+        max_workers: int = 8,
+        turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
+    ) -> None:
+        self.model: Model = resolve_model(
+            model, base_url, api_key, stream=stream, temperature=temperature,
+            parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries,
+            turn_timeout=turn_timeout)
+        if record is not None:
+            from hermes_nb.agent.replay import RecordingModel
+
+            self.model = RecordingModel(self.model, record)
+        self.enabled_toolsets = enabled_toolsets
+        self.disabled_toolsets = disabled_toolsets
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+        self.display = display
+        self.approval_callback = approval_callback
+        self.tool_timeout = tool_timeout
+        self.max_workers = max_workers
+        self.messages: list[dict[str, Any]] = []
+        self._task: asyncio.Task[Any] | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new conversation (a replay model starts again from its first turn)."""
+        self.messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        rewind = getattr(self.model, "rewind", None)
+        if rewind is not None:
+            rewind()
+
+    def __repr__(self) -> str:
+        return f"Agent(model={self.model.name!r}, messages={len(self.messages)})"
+
+    # -- entry points -----------------------------------------------------------------------------
+
+    def run(self, prompt: str) -> AgentResult:
+        """Run until the model answers without tool calls; safe in a cell and in plain Python."""
+        if async_bridge.in_loop_thread():
+            raise BridgeError("Agent.run() was called on the hermes_nb background loop; await agent.arun() instead")
+        self._check_config()
+        events: queue.Queue[AgentEvent] = queue.Queue()
+        view = self._make_view(prompt)
+        future = async_bridge.submit(self._core(prompt, events.put_nowait))
+        try:
+            # Approval and clarify prompts asked by tools in worker threads are shown from here, the
+            # main thread, which is the only one that can receive a widget click while the cell runs.
+            with interaction.main_thread_waiting():
+                while True:
+                    try:
+                        try:
+                            result = future.result(timeout=async_bridge.WAIT_SLICE)
+                            break
+                        except TimeoutError:
+                            _drain(events, view)
+                            interaction.service()  # ■ while a prompt waits raises here
+                    except KeyboardInterrupt:  # stopped inside the wait: the prompt's asker hears after
+                        result = self._stop(future, events, view)
+                        break
+        except Exception as exc:  # replay drift, an unknown toolset...: the display says so, then it raises
+            _drain(events, view)
+            view.abort(f"{type(exc).__name__}: {exc}")
+            raise
+        return self._finish(result, events, view)
+
+    async def arun(self, prompt: str) -> AgentResult:
+        """``run`` for top-level ``await`` in a cell (or any event loop)."""
+        self._check_config()
+        events: queue.Queue[AgentEvent] = queue.Queue()
+        view = self._make_view(prompt)
+        future = async_bridge.submit(self._core(prompt, events.put_nowait))
+        waiter = asyncio.wrap_future(future)
+        try:
+            # As in run(): prompts asked by tools in worker threads are shown from here, in the cell's
+            # own context, so they (and their records) land under this cell.
+            with interaction.main_thread_waiting():
+                try:
+                    while not waiter.done():
+                        await asyncio.wait({waiter}, timeout=async_bridge.WAIT_SLICE)
+                        _drain(events, view)
+                        interaction.service()  # ■ while a prompt waits raises here
+                    result = waiter.result()
+                except (KeyboardInterrupt, asyncio.CancelledError):  # stopped inside the wait, as in run()
+                    result = self._stop(future, events, view)
+        except Exception as exc:
+            _drain(events, view)
+            view.abort(f"{type(exc).__name__}: {exc}")
+            raise
+        return self._finish(result, events, view)
+
+    # -- entry point for code already on the background loop (issue 13: evaluate's cases) ----------
+
+    async def run_on_loop(self, prompt: str) -> AgentResult:
+        """``run`` for a coroutine already on hermes_nb's background loop (``tools.async_bridge``), such as
+        ``hermes_nb.evaluate``'s cases: nothing is displayed; cancelling the awaiting task returns
+        ``stopped_reason="interrupted"`` with every tool call answered. From a cell: ``run`` or ``await arun``."""
+        if not async_bridge.in_loop_thread():
+            raise BridgeError("Agent.run_on_loop() runs on the hermes_nb background loop; "
+                              "call agent.run() or await agent.arun() instead")
+        self._check_config()
+        return await self._core(prompt, lambda event: None)
+
+    # -- plumbing between the calling thread and the core -----------------------------------------
+
+    def _check_config(self) -> None:
+        check = getattr(self.model, "check_config", None)
+        if check is not None:
+            check()
+
+    def _make_view(self, prompt: str) -> View:
+        from hermes_nb.display import live
+        return live.make_view(self.display, prompt=prompt, model=self.model.name)
+
+    def _stop(self, future: Any, events: queue.Queue[AgentEvent], view: View) -> AgentResult:
+        """Cancel the core and wait for it to answer every open tool call; interrupts here are ignored."""
+        task = self._task
+        if task is not None:
+            async_bridge.get_loop().call_soon_threadsafe(task.cancel)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                return future.result(timeout=async_bridge.WAIT_SLICE)
+            except TimeoutError:
+                _drain(events, view)
+                if time.monotonic() > deadline:
+                    raise
+            except KeyboardInterrupt:  # a second interrupt while the history is being fixed
+                continue
+
+    def _finish(self, result: AgentResult, events: queue.Queue[AgentEvent], view: View) -> AgentResult:
+        _drain(events, view)
+        result = replace(result, transcript=view.transcript)
+        view.finish(result)
+        return result
+
+    # -- the core, on the background loop ---------------------------------------------------------
+
+    async def _core(self, prompt: str, emit: Emit) -> AgentResult:
+        self._task = asyncio.current_task()
+        self.messages.append({"role": "user", "content": clean_text(prompt)})
+        records: list[ToolCallRecord] = []
+        usage = empty_usage()
+        iterations, text, reason, error = 0, "", "done", None
+        pending: tuple[ToolCallSpec, ...] = ()
+        finished: dict[str, Any] = {}
+        undo = self._install_approval(emit)
+        try:
+            while True:
+                if iterations >= self.max_iterations:
+                    reason = "max_iterations"
+                    text = (f"Stopped after {iterations} model turns (max_iterations={self.max_iterations}) "
+                            "before the model gave a final answer; run again to continue.")
+                    emit(Notice(message=text, level="warning"))
+                    break
+                iterations += 1
+                emit(TurnStarted(iteration=iterations))
+                await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
+                tools = self._definitions()
+                turn = await self._complete(tools, emit)
+                for key in usage:
+                    usage[key] += turn.usage[key]  # type: ignore[literal-required]
+                emit(UsageUpdate(usage=usage.copy()))
+                calls = _unique_ids(turn.tool_calls, self.messages)
+                self.messages.append(_assistant_message(turn.content, calls))
+                if not calls:
+                    text = turn.content
+                    break
+                pending, finished = calls, {}
+                records += await self._run_batch(pending, finished, iterations, emit)
+                pending = ()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            reason, text = "interrupted", "Interrupted by the user."
+            records += self._answer_pending(pending, finished, iterations, emit)
+            emit(Notice(message="Interrupted: every tool call has an answer in the history; "
+                               "the next run continues the conversation.", level="warning"))
+        except ModelError as exc:
+            reason, error, text = "error", str(exc), f"Model error: {exc}"
+            emit(Notice(message=text, level="error"))
+        finally:
+            undo()
+            self._task = None
+        return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
+                           iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
+                           model=self.model.name)
+
+    async def _complete(self, tools: list[dict[str, Any]],
+                        emit: Emit) -> Any:
+        """One model turn; text that cannot be sent (a lone surrogate, a non-JSON value) never escapes."""
+        for attempt in (1, 2):
+            try:
+                return await self.model.complete(
+                    list(self.messages), tools,
+                    on_text=lambda d: emit(TextDelta(delta=d)),
+                    on_retry=lambda m: emit(Notice(message=m, level="retry")))
+            except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+                if _repair_history(self.messages):
+                    raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
+                                     f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
+                                     f"run continues") from exc
+                if attempt == 2 or not _repair_history(tools):
+                    raise
+                # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
+                emit(Notice(message=f"a tool definition held text that could not be sent ({exc}); "
+                                    "sent with U+FFFD in its place", level="warning"))
+        raise AssertionError("unreachable")
+
+    def _definitions(self) -> list[dict[str, Any]]:
+        from hermes_nb.tools.model_tools import get_tool_definitions
+
+        enabled = self.enabled_toolsets
+        if enabled is None:
+            from hermes_nb.selection import enabled_toolsets
+
+            enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
+        return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
+
+    def _install_approval(self, emit: Emit) -> Callable[[], None]:
+        """Make this agent's approval callback the approver of this run only (a context variable of the
+        run's task, so concurrent runs keep their own); its answers show in the transcript."""
+        callback = self.approval_callback
+        if callback is None:
+            return lambda: None  # the default (the inline prompt) shows its own record
+        from hermes_nb.tools.safety.gate import use_approver
+
+        def answer(command: str, key: str, description: str) -> str:
+            choice = callback(command, key, description)
+            # Its own event kind, so the display puts it with the call that asked, before the result.
+            emit(ApprovalAnswered(command=command, choice=choice,
+                                  message=f"approval asked for `{command}` ({description.rstrip('.')}) → {choice}",
+                                  level="approval" if choice in ("once", "session", "always") else "denied"))
+            return choice
+
+        scope = use_approver(answer)
+        scope.__enter__()
+
+        def undo() -> None:
+            scope.__exit__(None, None, None)
+
+        return undo
+
+    async def _run_batch(self, calls: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
+                         emit: Emit) -> list[ToolCallRecord]:
+        from hermes_nb.tools.batch.scheduling import BatchEvent, arun_tool_batch
+        from hermes_nb.tools.budget import enforce_turn_budget, maybe_persist_tool_result
+
+        def on_event(event: BatchEvent) -> None:  # worker threads: only queue it
+            if event.kind == "end" and event.result is not None:
+                finished[event.tool_call_id] = event.result
+            emit(tool_event(event))
+
+        for i, call in enumerate(calls):
+            emit(ToolCallQueued(index=i, id=call.id, name=call.name, arguments=call.arguments))
+        batch = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                 for c in calls]
+        results = await arun_tool_batch(batch, max_workers=self.max_workers, timeout=self.tool_timeout,
+                                        on_event=on_event)
+        messages = [
+            {**r.to_message(), "content": maybe_persist_tool_result(r.content, r.name, r.tool_call_id)}
+            for r in results
+        ]
+        messages = enforce_turn_budget(messages)
+        self.messages.extend(map(_with_parts, messages))
+        records = [_record(r, m["content"], iteration) for r, m in zip(results, messages, strict=True)]
+        emit(BatchDone(records=tuple(records)))
+        return records
+
+    def _answer_pending(self, pending: tuple[ToolCallSpec, ...], finished: dict[str, Any], iteration: int,
+                        emit: Emit) -> list[ToolCallRecord]:
+        """After an interrupt: one tool message per open call, finished results kept, in call order."""
+        answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
+        records = []
+        for call in pending:
+            if call.id in answered:
+                continue
+            result = finished.get(call.id)
+            if result is not None and not result.interrupted:
+                content = result.content
+                records.append(_record(result, content, iteration))
+            else:
+                content = json.dumps({"error": f"Tool {call.name} was {INTERRUPTED} before it finished"})
+                records.append(ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments,
+                                              content=content, iteration=iteration, is_error=True,
+                                              interrupted=True))
+            self.messages.append(_with_parts({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                              "content": content}))
+        if records:
+            emit(BatchDone(records=tuple(records)))
+        return records
+
+
+def _repair_history(messages: list[dict[str, Any]]) -> bool:
+    """Make every message sendable in place (text cleaned, non-JSON values as their text); False when
+    there was nothing to repair (the failure had another cause)."""
+    try:
+        json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
+        return False
+    except (TypeError, ValueError, RecursionError):
+        messages[:] = [_sendable(m) for m in messages]
+        return True
+
+
+def _sendable(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if depth > 50:
+        return "<nested too deeply>"
+    if isinstance(value, dict):
+        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_sendable(v, depth + 1) for v in value]
+    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    try:
+        return clean_text(str(value))
+    except Exception:  # a broken __str__ must not stop the repair
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:
+    """The calls with ids unique in this turn and the history: a model's empty or repeated id would give
+    two tool answers one id. Renamed ids get a suffix; the assistant message and the answers both use them."""
+    if not calls:
+        return calls
+    used = {tc.get("id") for m in history if m.get("role") == "assistant" for tc in m.get("tool_calls") or ()}
+    out = []
+    for i, call in enumerate(calls):
+        base = call.id or f"call_{i}"
+        new, n = base, 1
+        while new in used:
+            n += 1
+            new = f"{base}_{n}"
+        used.add(new)
+        out.append(call if new == call.id else replace(call, id=new))
+    return tuple(out)
+
+
+def _assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if calls:
+        from hermes_nb.tools.budget import argument_limit
+
+        limit = argument_limit()
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _kept(c.arguments, limit)}}
+            for c in calls
+        ]
+    return message
+
+
+def _with_parts(message: dict[str, Any]) -> dict[str, Any]:
+    """A multimodal result (Hermes's envelope) goes to the model as content parts, not as its text view."""
+    from hermes_nb.tools.calls.results import MultimodalResult
+
+    content = message["content"]
+    return {**message, "content": list(content.parts)} if isinstance(content, MultimodalResult) else message
+
+
+def _kept(arguments: str, limit: float) -> str:
+    """Arguments as the history keeps them: oversized ones (refused by dispatch) are not resent every turn."""
+    if len(arguments) <= limit:
+        return arguments
+    return json.dumps({"omitted": f"{len(arguments):,} chars of arguments, over the limit of {limit:,.0f}; "
+                                  "the call was refused"})
+
+
+def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
+    args = result.arguments
+    return ToolCallRecord(
+        id=result.tool_call_id, name=result.name,
+        arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+        content=content, iteration=iteration, started=result.started, ended=result.ended,
+        duration=result.duration, is_error=result.is_error, timed_out=result.timed_out,
+        interrupted=result.interrupted, parallel=result.parallel, segment=result.segment)
+
+
+def _drain(events: queue.Queue[AgentEvent], view: View) -> None:
+    while True:
+        try:
+            event = events.get_nowait()
+        except queue.Empty:
+            break
+        view.handle(event)
+    view.tick()
+

@@ -1,0 +1,37 @@
+"""Which ``Model`` an ``Agent`` gets: ``replay:PATH`` (offline) or an OpenAI-compatible endpoint.
+
+Kept apart from ``models`` (the adapters) and ``replay`` (the cassettes) so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hermes_nb.agent.models import OpenAIModel, is_local_url
+from hermes_nb.agent.replay import ReplayModel
+
+__all__ = ["resolve_model"]
+
+
+def resolve_model(
+    model: Any,
+    base_url: str | None,
+    api_key: str | None,
+    **options: Any,
+) -> Any:
+    """The ``Model`` for these arguments, with defaults from the environment (read now).
+
+    ``replay:PATH`` gives the offline ``ReplayModel``. A base URL on 127.0.0.1 or localhost needs no key
+    (a dummy one is sent). A missing key is reported when the run starts, not here.
+    """
+    if model is not None and not isinstance(model, str):
+        return model  # a Model object, e.g. ReplayModel(path, on_drift="stop")
+    model = model or os.environ.get("HERMES_NB_MODEL") or "gpt-4o-mini"
+    if model.startswith("replay:"):
+        return ReplayModel(model.removeprefix("replay:"), stream=bool(options.get("stream", True)))
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if not api_key and is_local_url(base_url):
+        api_key = "not-needed"
+    return OpenAIModel(model=model, base_url=base_url, api_key=api_key, **options)

@@ -1,0 +1,434 @@
+"""The model seam: one turn of an OpenAI-compatible chat model, with our own retry loop.
+
+``Model`` is the protocol the agent loop calls; ``OpenAIModel`` speaks chat completions to OpenAI,
+OpenRouter, Ollama, vLLM or LM Studio (configuration only); ``hermes_nb.agent.replay`` provides the offline
+twin. The openai client's own retries are off (``max_retries=0``) so that this loop can say
+"retrying in N s", honour ``Retry-After`` and report the last failure clearly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict
+from urllib.parse import urlparse
+
+from hermes_nb.tools.calls.results import clean_text
+from hermes_nb.tools.errors import HermesNbError
+
+__all__ = [
+    "is_local_url",
+    "Model",
+    "ModelConfigError",
+    "ModelError",
+    "ModelTurn",
+    "OpenAIModel",
+    "ToolCallSpec",
+    "Usage",
+]
+
+#: Callbacks the loop passes in: streamed text, and "retrying in N s" notices.
+TextCallback = Callable[[str], None]
+RetryCallback = Callable[[str], None]
+
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_MAX_DELAY = 60.0
+
+#: One model turn, retries included, ends by then: a server trickling keep-alives resets no read
+#: timeout but cannot pass this. Ten minutes: long answers from slow local models still fit.
+DEFAULT_TURN_TIMEOUT = 600.0
+#: Silence (no chunk) this long is shown as "waiting for the model", once per silence.
+WAIT_NOTICE_AFTER = 15.0
+
+
+class ModelError(HermesNbError, RuntimeError):
+    """The model could not answer (after retries); the message says why and what to check."""
+
+
+class ModelConfigError(HermesNbError, ValueError):
+    """The model is not configured (no key, no base URL); raised when a run starts."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback: a setup step to take, not frames of the library
+        return [f"{type(self).__name__}: {self}"]
+
+
+class Usage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallSpec:
+    """One tool call as the model emitted it (arguments stay the raw JSON text)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTurn:
+    """What one model call returned."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    usage: Usage = field(default_factory=lambda: Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0))
+    finish_reason: str | None = None
+
+
+class Model(Protocol):
+    """A chat model the agent loop can call; ``complete`` runs on the background loop."""
+
+    name: str
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextCallback | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> ModelTurn: ...
+
+
+def empty_usage() -> Usage:
+    return Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+
+
+def usage_from(raw: Any) -> Usage:
+    """Usage from an openai object or a dict (missing fields are 0)."""
+    if raw is None:
+        return empty_usage()
+    get = raw.get if isinstance(raw, dict) else lambda k, d=None: getattr(raw, k, d)
+    p, c = int(get("prompt_tokens", 0) or 0), int(get("completion_tokens", 0) or 0)
+    return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=int(get("total_tokens", 0) or (p + c)))
+
+
+class OpenAIModel:
+    """Chat completions through ``openai.AsyncOpenAI`` (created lazily on the loop that calls it)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        stream: bool = True,
+        temperature: float | None = None,
+        parallel_tool_calls: bool = True,
+        timeout: float | None = None,
+        max_retries: int = 3,
+        turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
+        aiohttp: bool = False,
+    ) -> None:
+        self.name = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.stream = stream
+        self.temperature = temperature
+        self.parallel_tool_calls = parallel_tool_calls
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.turn_timeout = turn_timeout  # the whole turn, retries included; the client's timeout is per read
+        self.wait_notice_after = WAIT_NOTICE_AFTER
+        # openai's aiohttp transport, when its extra is installed: about a third less CPU per request than
+        # httpx, and CPU is what bounds many conversations at once in one process (evaluate's cases)
+        self.aiohttp = aiohttp
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def check_config(self) -> None:
+        """Raise ``ModelConfigError`` when a real model cannot be reached as configured."""
+        if not self.api_key and not self.base_url:
+            raise ModelConfigError(
+                "no model configured: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, HERMES_NB_MODEL), "
+                "pass Agent(api_key=..., base_url=...), or replay a recording with Agent(model='replay:PATH')"
+            )
+        if not self.api_key:
+            raise ModelConfigError(
+                f"no API key for {self.base_url}: set OPENAI_API_KEY or pass Agent(api_key=...) "
+                "(a key is only optional for servers on 127.0.0.1/localhost)"
+            )
+
+    def _get_client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            from openai import AsyncOpenAI
+
+            self.check_config()
+            self._client = AsyncOpenAI(
+                api_key=self.api_key,
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.timeout if self.timeout is not None else 600.0,
+                **self._http_client(),
+            )
+            self._client_loop = loop
+        return self._client
+
+    def _http_client(self) -> dict[str, Any]:
+        if not self.aiohttp:
+            return {}
+        try:
+            from openai import DefaultAioHttpClient
+
+            return {"http_client": DefaultAioHttpClient()}
+        except (ImportError, RuntimeError):  # openai without its aiohttp extra: httpx, as everywhere else
+            return {}
+
+    async def aclose(self) -> None:
+        """Close the client and its connections, on the loop that used it; a later turn opens a new one."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextCallback | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> ModelTurn:
+        """One model turn, retrying connection failures, 408/409/429 and 5xx with backoff."""
+        import openai
+
+        client = self._get_client()
+        kwargs: dict[str, Any] = {"model": self.name, "messages": [_wire(m) for m in messages]}
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["parallel_tool_calls"] = self.parallel_tool_calls
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        loop = asyncio.get_running_loop()
+        deadline = None if self.turn_timeout is None else loop.time() + self.turn_timeout
+        attempt = 0
+        while True:
+            try:
+                return await self._attempt(client, kwargs, on_text, on_retry, deadline)
+            except _TurnDeadline:
+                raise ModelError(self._deadline_message(attempt)) from None
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                if status not in _RETRY_STATUS or attempt >= self.max_retries:
+                    raise ModelError(self._describe(exc, attempt)) from exc
+                delay = _retry_after(exc) or _backoff(attempt)
+                reason = f"HTTP {status}"
+            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                if attempt >= self.max_retries:
+                    raise ModelError(self._describe(exc, attempt)) from exc
+                delay, reason = _backoff(attempt), type(exc).__name__
+            except UnicodeDecodeError as exc:  # bytes that are not UTF-8 in the answer: retrying would not help
+                raise ModelError(f"the model server at {self.base_url or 'https://api.openai.com/v1'} sent text "
+                                 f"that is not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
+            if deadline is not None and loop.time() + delay >= deadline:
+                raise ModelError(f"{self._deadline_message(attempt)}; the last attempt failed with {reason}")
+            attempt += 1
+            if on_retry is not None:
+                on_retry(f"{reason} from the model; retrying in {delay:.1f} s (attempt {attempt + 1} "
+                         f"of {self.max_retries + 1})")
+            await asyncio.sleep(delay)
+
+    async def _attempt(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
+                       on_retry: RetryCallback | None, deadline: float | None) -> ModelTurn:
+        """One request, given up at the turn's deadline; a silence is shown once as "waiting"."""
+        loop = asyncio.get_running_loop()
+        heard = [loop.time()]  # when the last chunk came (a keep-alive comment is no chunk)
+        work = asyncio.ensure_future(self._streamed(client, kwargs, on_text, heard) if self.stream
+                                     else self._whole(client, kwargs, on_text))
+        noted = None  # the silence already shown
+        try:
+            while True:
+                now = loop.time()
+                if deadline is not None and now >= deadline:
+                    raise _TurnDeadline
+                quiet_until = heard[0] + self.wait_notice_after
+                if quiet_until <= now and noted != heard[0] and on_retry is not None:
+                    noted = heard[0]
+                    limit = f"; this turn gives up after {self.turn_timeout:g} s" if self.turn_timeout else ""
+                    on_retry(f"waiting for the model: nothing for {now - heard[0]:.0f} s{limit}")
+                wake = [t for t in (deadline, quiet_until if quiet_until > now else None) if t is not None]
+                await asyncio.wait({work}, timeout=min(wake) - now if wake else None)
+                if work.done():
+                    return work.result()
+        finally:
+            if not work.done():
+                work.cancel()  # closes the stream (its finally), so the connection is not left open
+                await asyncio.gather(work, return_exceptions=True)
+
+    def _deadline_message(self, attempt: int) -> str:
+        tries = f" ({attempt + 1} attempts)" if attempt else ""
+        return (f"the model server at {self.base_url or 'https://api.openai.com/v1'} did not finish this turn "
+                f"within {self.turn_timeout:g} s{tries}: it stalled or only trickled keep-alives "
+                f"(Agent(turn_timeout=...) sets the limit)")
+
+    async def _whole(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None) -> ModelTurn:
+        # The body as text, parsed here: building openai's typed ChatCompletion costs more CPU than the rest
+        # of the turn's own work, which caps how many conversations one process can keep going at once.
+        data = _json_object(await _post(client, kwargs, stream=False, as_text=True), self.base_url)
+        choices = data.get("choices")
+        choice: dict[str, Any] = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        msg: dict[str, Any] = message if isinstance(message, dict) else {}
+        calls = tuple(
+            ToolCallSpec(id=clean_text(str(tc.get("id") or f"call_{i}")),
+                         name=clean_text(str((tc.get("function") or {}).get("name") or "")),
+                         arguments=clean_text(str((tc.get("function") or {}).get("arguments") or "")))
+            for i, tc in enumerate(msg.get("tool_calls") or ()) if isinstance(tc, dict)
+        )
+        content = clean_text(str(msg.get("content") or ""))
+        if content and on_text is not None:
+            on_text(content)
+        usage = data.get("usage")
+        return ModelTurn(content=content, tool_calls=calls, usage=usage_from(usage if isinstance(usage, dict) else None),
+                         finish_reason=choice.get("finish_reason"))
+
+    async def _streamed(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
+                        heard: list[float]) -> ModelTurn:
+        # Raw stream=True: openai 3.x's .stream() helper drops chunks without "object" set.
+        stream = await _post(client, {**kwargs, "stream": True, "stream_options": {"include_usage": True}},
+                             stream=True)
+        try:
+            return await self._assemble(stream, on_text, heard)
+        finally:
+            await stream.close()
+
+    async def _assemble(self, stream: Any, on_text: TextCallback | None, heard: list[float]) -> ModelTurn:
+        loop = asyncio.get_running_loop()
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        pieces: dict[int, list[str]] = {}  # arguments joined once at the end: += would copy them per chunk
+        usage = empty_usage()
+        finish = None
+        held = ""  # a high surrogate that ended a chunk: shown with the next one, where its other half is
+        async for chunk in stream:
+            heard[0] = loop.time()
+            if getattr(chunk, "usage", None):
+                usage = usage_from(chunk.usage)
+            for choice in chunk.choices or ():
+                delta = choice.delta
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+                if delta is None:
+                    continue
+                if delta.content:
+                    text.append(delta.content)
+                    shown, held = _complete_text(held + delta.content)
+                    if on_text is not None and shown:
+                        on_text(shown)
+                for tc in delta.tool_calls or ():
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    if tc.function is not None:
+                        slot["name"] += tc.function.name or ""
+                        pieces.setdefault(tc.index, []).append(tc.function.arguments or "")
+        if held and on_text is not None:
+            on_text(clean_text(held))
+        # joined first, cleaned after: halves of one character in different chunks become that character
+        specs = tuple(
+            ToolCallSpec(id=clean_text(c["id"] or f"call_{i}"), name=clean_text(c["name"]),
+                         arguments=clean_text("".join(pieces.pop(i, ()))))
+            for i, c in sorted(calls.items())
+        )
+        return ModelTurn(content=clean_text("".join(text)), tool_calls=specs, usage=usage, finish_reason=finish)
+
+    def _describe(self, exc: Exception, attempt: int) -> str:
+        import openai
+
+        where = self.base_url or "https://api.openai.com/v1"
+        tries = f" (after {attempt + 1} attempts)" if attempt else ""
+        if isinstance(exc, openai.AuthenticationError):
+            return f"the model server at {where} refused the API key (HTTP 401): check OPENAI_API_KEY"
+        if isinstance(exc, openai.NotFoundError):
+            return (f"model {self.name!r} was not found at {where} (HTTP 404): check HERMES_NB_MODEL "
+                    f"or Agent(model=...) and OPENAI_BASE_URL")
+        if isinstance(exc, openai.APIStatusError):
+            return f"the model server at {where} answered HTTP {exc.status_code}{tries}: {_body(exc)}"
+        if isinstance(exc, openai.APITimeoutError):
+            return f"the model server at {where} did not answer in time{tries}"
+        return f"could not connect to the model server at {where}{tries}: {exc.__cause__ or exc}"
+
+
+async def _post(client: Any, body: dict[str, Any], *, stream: bool, as_text: bool = False) -> Any:
+    """``POST /chat/completions`` through the client's generic ``post`` (its documented way to send a body
+    as is). ``chat.completions.create`` first walks every message through a typed transform that is the
+    identity for plain JSON history yet costs about a millisecond per message, every turn: a 1 000-turn
+    conversation spent seconds per turn there."""
+    from openai import AsyncStream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    return await client.post("/chat/completions", body=body, cast_to=str if as_text else ChatCompletion,
+                             stream=stream, stream_cls=AsyncStream[ChatCompletionChunk])
+
+
+def _json_object(text: str, base_url: str | None) -> dict[str, Any]:
+    """A chat completion's JSON body; a body that is not a JSON object is a ModelError saying so."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with text that "
+                         f"is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with JSON that "
+                         f"is not a chat completion object")
+    return data
+
+
+class _TurnDeadline(Exception):
+    """The turn's deadline passed (turned into a ModelError that says so)."""
+
+
+def _complete_text(text: str) -> tuple[str, str]:
+    """``text`` cleaned for display, minus a trailing high surrogate (returned apart: the next chunk may
+    start with its low half)."""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        return clean_text(text[:-1]), text[-1]
+    return clean_text(text), ""
+
+
+def _wire(message: dict[str, Any]) -> dict[str, Any]:
+    """A history message as chat completions takes it (tool messages keep ``name`` only locally)."""
+    if message.get("role") == "tool" and "name" in message:
+        return {k: v for k, v in message.items() if k != "name"}
+    return message
+
+
+def _body(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return str(err.get("message") or json.dumps(err))[:300]
+        return str(err)[:300]
+    return str(getattr(exc, "message", exc))[:300]
+
+
+def _retry_after(exc: Any) -> float | None:
+    """Seconds from a Retry-After (or retry-after-ms) header, capped."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    try:
+        if headers.get("retry-after-ms"):
+            return min(float(headers["retry-after-ms"]) / 1000, _MAX_DELAY)
+        if headers.get("retry-after"):
+            return min(float(headers["retry-after"]), _MAX_DELAY)
+    except (TypeError, ValueError):  # an HTTP date or garbage: fall back to backoff
+        return None
+    return None
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.5 * 2**attempt, _MAX_DELAY) * (0.75 + random.random() / 2)
+
+
+def is_local_url(base_url: str | None) -> bool:
+    """Whether ``base_url`` points at this machine (no API key is needed there)."""
+    if not base_url:
+        return False
+    return (urlparse(base_url).hostname or "") in _LOCAL_HOSTS

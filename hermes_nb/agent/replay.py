@@ -1,0 +1,290 @@
+"""Offline model turns: record a live session into a cassette, replay it with no network and no key.
+
+A cassette is JSON::
+
+    {"version": 1, "model": "...", "turns": [
+        {"request": {"tools": [names offered], "n_messages": 3, "last_messages_digest": "sha256...",
+                     "tool_results": [{"id", "name", "content"}]},
+         "response": {"content": "...", "tool_calls": [{"id", "name", "arguments"}], "usage": {...}}}]}
+
+Replay checks each recorded tool call against today's registry (the tool exists, is offered, and its
+arguments still validate with ``registry.prepare``) and raises ``ReplayDriftError`` naming the turn,
+the tool and what changed, so a classroom notebook fails loudly rather than replaying nonsense.
+
+It is also honest about results: before each turn it compares the tool results the notebook produced
+just now with the ones the turn was recorded after (spill-file paths aside). When they differ — a
+denial, a timeout, an error, other output — the recorded answer no longer describes what happened, so
+by default (``on_drift="mark"``) that turn's text, and every later one, starts with a visible drift
+note naming the tool, what was recorded and what came now; ``on_drift="stop"`` raises
+``ReplayDriftError`` instead. Cassettes recorded before results were kept are compared by digest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, TypedDict
+
+from hermes_nb.agent.models import (
+    Model,
+    ModelTurn,
+    RetryCallback,
+    TextCallback,
+    ToolCallSpec,
+    Usage,
+    usage_from,
+)
+from hermes_nb.tools.errors import HermesNbError
+
+__all__ = ["Cassette", "RecordingModel", "ReplayDriftError", "ReplayModel", "load_cassette"]
+
+CASSETTE_VERSION = 1
+
+
+class ReplayDriftError(HermesNbError, RuntimeError):
+    """The recording and the notebook no longer agree (tool gone, arguments invalid, turns run out)."""
+
+
+class CassetteCall(TypedDict):
+    id: str
+    name: str
+    arguments: str
+
+
+class CassetteResponse(TypedDict):
+    content: str
+    tool_calls: list[CassetteCall]
+    usage: Usage
+
+
+class CassetteResult(TypedDict):
+    id: str
+    name: str
+    content: str
+
+
+class CassetteRequest(TypedDict, total=False):
+    tools: list[str]
+    n_messages: int
+    last_messages_digest: str
+    tool_results: list[CassetteResult]
+
+
+class CassetteTurn(TypedDict):
+    request: CassetteRequest
+    response: CassetteResponse
+
+
+class Cassette(TypedDict):
+    version: int
+    model: str
+    turns: list[CassetteTurn]
+
+
+def load_cassette(path: str | os.PathLike[str]) -> Cassette:
+    """Read and check a cassette file; ``HermesNbError`` with the path when it is missing or malformed."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HermesNbError(f"replay cassette not found: {p.resolve()}") from None
+    except ValueError as exc:
+        raise HermesNbError(f"replay cassette {p} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != CASSETTE_VERSION or not isinstance(data.get("turns"), list):
+        raise HermesNbError(f"replay cassette {p} is not a version-{CASSETTE_VERSION} cassette")
+    return data  # type: ignore[return-value]
+
+
+def _digest(messages: list[dict[str, Any]]) -> str:
+    tail = json.dumps(messages[-2:], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(tail.encode()).hexdigest()[:16]
+
+
+def _latest_results(messages: list[dict[str, Any]]) -> list[CassetteResult]:
+    """The tool messages after the last assistant message: what the model is about to read."""
+    names: dict[str, str] = {}
+    out: list[CassetteResult] = []
+    for message in messages:
+        if message.get("role") == "assistant":
+            out = []
+            names = {c.get("id", ""): c.get("function", {}).get("name", "") for c in message.get("tool_calls") or ()}
+        elif message.get("role") == "tool":
+            content = message.get("content")
+            out.append({"id": str(message.get("tool_call_id", "")), "name": names.get(message.get("tool_call_id", ""), ""),
+                        "content": content if isinstance(content, str) else json.dumps(content, default=str)})
+    return out
+
+
+def _comparable(content: str) -> str:
+    """A result without what changes from run to run by design: the spill file's path."""
+    from hermes_nb.tools.budget import parse_spill_block
+
+    info = parse_spill_block(content)
+    return content.replace(info["path"], "<spill file>") if info else content
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tool_names(tools: list[dict[str, Any]]) -> list[str]:
+    return [t.get("function", {}).get("name", "") for t in tools]
+
+
+class ReplayModel:
+    """Plays back a cassette's turns in order; streams content in chunks so live display looks live."""
+
+    def __init__(self, path: str | os.PathLike[str], *, stream: bool = True, chunk_delay: float = 0.01,
+                 on_drift: str = "mark") -> None:
+        if on_drift not in ("mark", "stop"):
+            raise ValueError(f"on_drift must be 'mark' or 'stop', got {on_drift!r}")
+        self.path = Path(path)
+        self.on_drift = on_drift
+        #: ``(turn, note)`` for each turn whose live tool results differ from the recording.
+        self.drift: list[tuple[int, str]] = []
+        self.cassette = load_cassette(self.path)
+        self.name = f"replay:{path}"
+        self.stream = stream
+        self.chunk_delay = chunk_delay
+        self.position = 0
+
+    def check_config(self) -> None:
+        """Nothing to configure: a replay needs no network and no key."""
+
+    def rewind(self) -> None:
+        """Start again from the first turn (``Agent.reset`` calls this)."""
+        self.position = 0
+        self.drift = []
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextCallback | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> ModelTurn:
+        turns = self.cassette["turns"]
+        index = self.position
+        if index >= len(turns):
+            raise ReplayDriftError(
+                f"replay {self.path}: the cassette has {len(turns)} turn(s) and the run asked for turn "
+                f"{index + 1}; the notebook now takes more model turns than were recorded (re-record it)"
+            )
+        self.position += 1
+        response = turns[index]["response"]
+        calls = tuple(
+            ToolCallSpec(id=c["id"], name=c["name"], arguments=c.get("arguments", "") or "")
+            for c in response.get("tool_calls", [])
+        )
+        self._check_calls(index, calls, tools)
+        content = response.get("content", "") or ""
+        note = self._compare_results(index, turns[index]["request"], messages)
+        if note is not None:
+            self.drift.append((index + 1, note))
+        if self.drift:
+            first = self.drift[0][1] if note is None else note
+            content = (f"⚠️ **Replay drift** — recorded with different tool results: {first}\n\n"
+                       if note is not None else "⚠️ **Recorded with different tool results** (see above).\n\n") + content
+        if content and on_text is not None:
+            if self.stream:
+                for start in range(0, len(content), 16):
+                    on_text(content[start:start + 16])
+                    if self.chunk_delay:
+                        await asyncio.sleep(self.chunk_delay)
+            else:
+                on_text(content)
+        return ModelTurn(content=content, tool_calls=calls, usage=usage_from(response.get("usage")),
+                         finish_reason="tool_calls" if calls else "stop")
+
+    def _compare_results(self, index: int, request: CassetteRequest, messages: list[dict[str, Any]]) -> str | None:
+        """A note naming what differs between the recorded and the live tool results, or None."""
+        recorded = request.get("tool_results")
+        if recorded is None:  # an older cassette: only the digest of the last messages was kept
+            digest = request.get("last_messages_digest")
+            if index == 0 or digest is None or digest == _digest(messages):
+                return None
+            note = "the tool results differ from the recording"
+        else:
+            live = {r["id"]: r["content"] for r in _latest_results(messages)}
+            differences = []
+            for result in recorded:
+                now = live.get(result["id"])
+                if now is None:
+                    differences.append(f"`{result['name']}` has no result now")
+                elif _comparable(now) != _comparable(result["content"]):
+                    differences.append(f"`{result['name']}` returned “{_short(result['content'])}” then, "
+                                       f"“{_short(now)}” now")
+            if not differences:
+                return None
+            note = "; ".join(differences)
+        if self.on_drift == "stop":
+            raise ReplayDriftError(f"replay {self.path}, turn {index + 1}: {note} (the recorded answer no longer "
+                                   "describes what happened; re-record, or replay with on_drift='mark')")
+        return note
+
+    def _check_calls(self, index: int, calls: tuple[ToolCallSpec, ...], tools: list[dict[str, Any]]) -> None:
+        from hermes_nb.tools.registry import registry
+
+        offered = set(_tool_names(tools))
+        for call in calls:
+            where = f"replay {self.path}, turn {index + 1}, tool {call.name!r}"
+            entry = registry.get_entry(call.name)
+            if entry is None:
+                raise ReplayDriftError(f"{where}: the recording calls a tool that is no longer registered "
+                                       f"(define it again or re-record)")
+            if call.name not in offered:
+                raise ReplayDriftError(f"{where}: the tool exists but is not offered to the model now "
+                                       f"(its toolset {entry.toolset!r} is not selected, or it is unavailable)")
+            prepared = registry.prepare(call.name, call.arguments)
+            if isinstance(prepared, str):
+                message = json.loads(prepared).get("error", prepared)
+                raise ReplayDriftError(f"{where}: the recorded arguments {call.arguments} no longer "
+                                       f"validate: {message}")
+
+
+class RecordingModel:
+    """Wraps a live model and writes every turn to a cassette (the whole file, after each turn)."""
+
+    def __init__(self, inner: Model, path: str | os.PathLike[str]) -> None:
+        self.inner = inner
+        self.path = Path(path)
+        self.name = inner.name
+        self.cassette: Cassette = {"version": CASSETTE_VERSION, "model": inner.name, "turns": []}
+
+    def check_config(self) -> None:
+        check = getattr(self.inner, "check_config", None)
+        if check is not None:
+            check()
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextCallback | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> ModelTurn:
+        turn = await self.inner.complete(messages, tools, on_text=on_text, on_retry=on_retry)
+        self.cassette["turns"].append({
+            "request": {"tools": sorted(_tool_names(tools)), "n_messages": len(messages),
+                        "last_messages_digest": _digest(messages), "tool_results": _latest_results(messages)},
+            "response": {
+                "content": turn.content,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls],
+                "usage": turn.usage,
+            },
+        })
+        self.save()
+        return turn
+
+    def save(self) -> None:
+        """Write the cassette atomically (a crash mid-write never leaves half a file)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.cassette, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)

@@ -1,0 +1,226 @@
+"""Rendering a live agent display: the transcript as HTML and as text, and an ``AgentResult``'s own repr.
+
+Pure functions of ``hermes_nb.display.live.state``'s records; every string from the model, a tool or the person
+passes ``hermes_nb.display.escaping.escape_html`` on its way into HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from hermes_nb.display import colours, markdown
+from hermes_nb.display.cards import aside_html
+from hermes_nb.display.escaping import escape_html
+from hermes_nb.display.live.state import Card, Transcript
+
+__all__ = ["RESULT_PREVIEW_CHARS", "RunResult", "card_html", "card_text", "note_html", "note_text", "result_html",
+           "result_text", "short_path", "spill_of", "timeline_html", "timeline_text", "transcript_html",
+           "transcript_text", "usage_text"]
+
+RESULT_PREVIEW_CHARS = 4_000
+_RED, _GREY = colours.ERROR, colours.MUTED
+
+
+class RunResult(Protocol):
+    """What a run's own repr needs of it (``hermes_nb.agent.loop.AgentResult`` has it)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def stopped_reason(self) -> str: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def usage(self) -> Mapping[str, Any]: ...
+    @property
+    def tool_calls(self) -> Sequence[Any]: ...
+    @property
+    def transcript(self) -> Any: ...  # a Transcript, or None when the run had no view
+
+
+def transcript_html(t: Transcript) -> str:
+    """The whole transcript as one HTML block (live updates redraw it whole)."""
+    parts = [f'<div class="hermes-nb-transcript" style="font-family:sans-serif;font-size:13px;'
+             f'border-left:3px solid {colours.ACCENT};padding:4px 10px;margin:4px 0">'
+             f'<div style="color:{_GREY}">🤖 agent · {escape_html(t.model)}</div>'
+             f'<div style="margin:4px 0"><b>You:</b> {escape_html(t.prompt)}</div>']
+    for item in t.items:
+        kind = item[0]
+        if kind == "text":
+            parts.append(f'<div style="margin:6px 0">{markdown.to_html(item[1])}</div>')
+        elif kind == "tool":
+            parts.append(card_html(item[1]))
+        elif kind == "timeline":
+            parts.append(timeline_html(item[1]))
+        else:
+            parts.append(note_html((item[1], item[2])))
+    if not t.done and not any(c.state in ("queued", "running") for c in t.cards.values()):
+        # a running call's card already says "⏳ running…"; the footer speaks only between calls
+        parts.append(f'<div style="color:{_GREY}">⏳ waiting for the model…</div>')
+    if t.usage:
+        u = t.usage
+        parts.append(f'<div style="color:{_GREY};margin-top:4px">tokens: {u.get("prompt_tokens", 0)} prompt + '
+                     f'{u.get("completion_tokens", 0)} completion = {u.get("total_tokens", 0)}</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def transcript_text(t: Transcript) -> str:
+    """The whole transcript as text lines (text/plain, terminals)."""
+    lines = [f"🤖 agent ({t.model})", f"You: {t.prompt}"]
+    for item in t.items:
+        if item[0] == "text":
+            lines.append(item[1])
+        elif item[0] == "tool":
+            lines += [note_text(n) for n in item[1].notes]
+            lines.append(card_text(item[1]))
+        elif item[0] == "timeline":
+            lines.append(timeline_text(item[1]))
+        else:
+            lines.append(note_text((item[1], item[2])).strip())
+    if t.usage:
+        lines.append(usage_text(t.usage))
+    return "\n".join(lines)
+
+
+def _icon(level: str) -> str:
+    return {"info": "ℹ", "approval": "🔐", "denied": "🔐"}.get(level, "⚠")
+
+
+def note_text(note: tuple[str, str]) -> str:
+    """A ``(message, level)`` notice as an indented line."""
+    return f"  {_icon(note[1])} {note[0]}"
+
+
+def note_html(note: tuple[str, str]) -> str:
+    """A ``(message, level)`` notice as a coloured line."""
+    color = _RED if note[1] in ("error", "denied") else colours.WARN if note[1] in ("warning", "retry") else _GREY
+    return f'<div style="color:{color};margin:3px 0">{_icon(note[1])} {escape_html(note[0])}</div>'
+
+
+def short_path(path: str) -> str:
+    """``path`` with the home folder written ``~``, so a transcript reads the same on every machine."""
+    home = str(Path.home())
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home):]
+    return path
+
+
+def _args_short(arguments: str, limit: int = 200) -> str:
+    try:
+        value = json.loads(arguments) if arguments else {}
+        text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items()) \
+            if isinstance(value, dict) else arguments
+    except ValueError:
+        text = arguments
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def spill_of(content: str) -> Any:
+    """The spill block's size and path when ``content`` is one, else None."""
+    try:
+        from hermes_nb.tools.budget import parse_spill_block
+    except ImportError:
+        return None
+    return parse_spill_block(content)
+
+
+def card_html(card: Card) -> str:
+    """One call: a line while it runs, then a folded result under its duration."""
+    head = f'{card.emoji} <b>{escape_html(card.name)}</b>(<code>{escape_html(_args_short(card.arguments))}</code>)'
+    if card.state in ("queued", "running"):
+        return (f'<div style="margin:3px 0">{head} <span style="color:{_GREY}">⏳ {card.state}…</span></div>'
+                + "".join(note_html(n) for n in card.notes))
+    color = _RED if card.state == "error" else colours.OK
+    mark = "✗" if card.state == "error" else "✓"
+    dur = f"{card.ended - card.started:.2f} s" if card.ended else ""
+    spill = spill_of(card.content)
+    note = (f' <span style="color:{colours.WARN}" title="{escape_html(spill["path"])}">spilled {spill["size"]:,} chars → '
+            f'{escape_html(short_path(spill["path"]))}</span>' if spill else "")
+    asked = "".join(note_html(n) for n in card.notes)
+    body = card.content if len(card.content) <= RESULT_PREVIEW_CHARS else \
+        card.content[:RESULT_PREVIEW_CHARS] + f"\n… ({len(card.content):,} chars in all)"
+    return (f'{asked}<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
+            f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
+            f'background:{colours.SURFACE};padding:4px;color:{colours.TEXT}">'
+            f'{escape_html(body)}</pre></details>{aside_html(card.aside)}')
+
+
+def timeline_html(cards: list[Card]) -> str:
+    """A batch's calls as bars on one time axis."""
+    start = min(c.started for c in cards)
+    span = max(max(c.ended for c in cards) - start, 1e-6)
+    mode = "in parallel" if any(c.parallel for c in cards) else "one after another"
+    rows = [f'<div style="color:{_GREY};margin-top:4px">batch of {len(cards)} calls, {mode}: {span:.2f} s</div>']
+    for c in cards:
+        left, width = 100 * (c.started - start) / span, max(100 * (c.ended - c.started) / span, 0.5)
+        rows.append(f'<div style="display:flex;align-items:center;height:16px"><div style="width:9em;'
+                    f'overflow:hidden;font-size:11px">{escape_html(c.name)}</div><div style="position:relative;flex:1;'
+                    f'height:10px;background:{colours.TRACK}"><div style="position:absolute;left:{left:.1f}%;'
+                    f'width:{width:.1f}%;height:10px;background:{colours.ERROR_MARK if c.state == "error" else colours.ACCENT}">'
+                    f'</div></div></div>')
+    return "".join(rows)
+
+
+def card_text(card: Card) -> str:
+    """One call as one line."""
+    if card.state in ("queued", "running"):
+        return f"  {card.emoji} {card.name}({_args_short(card.arguments, 80)}) …"
+    mark = "✗" if card.state == "error" else "✓"
+    spill = spill_of(card.content)
+    tail = f"spilled {spill['size']:,} chars → {short_path(spill['path'])}" if spill else \
+        card.content.replace("\n", " ")[:100]
+    return f"  {mark} {card.name} {card.ended - card.started:.2f} s → {tail}"
+
+
+def timeline_text(cards: list[Card]) -> str:
+    """A batch's span as one line."""
+    start = min(c.started for c in cards)
+    span = max(c.ended for c in cards) - start
+    mode = "in parallel" if any(c.parallel for c in cards) else "serially"
+    return f"  ⏱ batch of {len(cards)} ran {mode} in {span:.2f} s"
+
+
+def usage_text(u: Mapping[str, Any]) -> str:
+    """The token counts in one line."""
+    return (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
+            f"{u.get('total_tokens', 0)}")
+
+
+# -- the result's own repr --------------------------------------------------------------------------
+
+def result_html(result: RunResult) -> str:
+    """The full transcript; when it was already shown live in this cell (``%%agent``, or a run as a cell's
+    last line), only the stats: the answer is right above, and showing it twice confuses a class."""
+    t: Transcript | None = result.transcript
+    if t is not None and not t.shown_live:
+        return transcript_html(t)
+    if t is not None:
+        return (f'<div class="hermes-nb-transcript" style="font-family:sans-serif;font-size:13px;color:{_GREY}">'
+                f'{escape_html(_summary(result))} · the answer is above (<code>_.text</code>)</div>')
+    if result.stopped_reason == "done":
+        answer = markdown.to_html(result.text)  # escaped first: no HTML from the model runs
+    else:
+        color = _RED if result.stopped_reason == "error" else colours.WARN
+        answer = f'<div style="white-space:pre-wrap;color:{color}">{escape_html(result.text)}</div>'
+    return (f'<div class="hermes-nb-transcript" style="font-family:sans-serif;font-size:13px">{answer}'
+            f'<div style="color:{_GREY}">{escape_html(_summary(result))}</div></div>')
+
+
+def result_text(result: RunResult) -> str:
+    """``result_html``'s text twin."""
+    t: Transcript | None = result.transcript
+    if t is not None and not t.shown_live:
+        return transcript_text(t)
+    if t is not None:
+        return f"[{_summary(result)} · the answer is above (_.text)]"
+    return f"{result.text}\n[{_summary(result)}]"
+
+
+def _summary(result: RunResult) -> str:
+    return (f"{result.stopped_reason} · {result.iterations} turn(s) · {len(result.tool_calls)} tool call(s) · "
+            f"{result.usage.get('total_tokens', 0)} tokens")

@@ -1,0 +1,140 @@
+"""The state of a live agent display: the transcript that agent events build, call by call.
+
+``Transcript.handle`` applies one ``hermes_nb.agent.events`` record; rendering it is
+``hermes_nb.display.live.render``'s job and showing it a view's (``hermes_nb.display.live.views``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from hermes_nb.agent.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    BatchDone,
+    Notice,
+    TextDelta,
+    ToolCallQueued,
+    ToolEnded,
+    ToolStarted,
+    TurnStarted,
+    UsageUpdate,
+)
+from hermes_nb.tools.calls.entry import DEFAULT_EMOJI
+
+__all__ = ["Card", "Transcript", "tool_emoji"]
+
+
+@dataclass
+class Card:
+    """One tool call as shown: arguments, state, then duration and result."""
+
+    id: str
+    name: str
+    arguments: str
+    emoji: str = DEFAULT_EMOJI
+    state: str = "queued"  # queued | running | done | error
+    started: float = 0.0
+    ended: float = 0.0
+    content: str = ""
+    parallel: bool = False
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (message, level), e.g. the approval asked
+    aside: Any = None  # a notebook tool's traceback / printed text (hermes_nb.display.asides), for the person only
+
+
+@dataclass
+class Transcript:
+    """Everything a run showed, in order: text blocks, tool cards, batch timelines, notices."""
+
+    prompt: str = ""
+    model: str = ""
+    items: list[list[Any]] = field(default_factory=list)  # ["text", str] | ["tool", Card] | ["timeline", [Card]] | ["notice", msg, level]
+    cards: dict[str, Card] = field(default_factory=dict)
+    usage: Mapping[str, object] = field(default_factory=dict)
+    shown_live: bool = False
+    done: bool = False
+
+    def handle(self, event: AgentEvent) -> None:
+        """Apply one agent event."""
+        match event:
+            case TextDelta(delta=delta):
+                if self.items and self.items[-1][0] == "text":
+                    self.items[-1][1] += delta
+                else:
+                    self.items.append(["text", delta])
+            case ToolCallQueued():
+                card = Card(id=event.id, name=event.name, arguments=event.arguments, emoji=tool_emoji(event.name))
+                self.cards[card.id] = card
+                self.items.append(["tool", card])
+            case ToolStarted() | ToolEnded():
+                self._tool_moved(event)
+            case BatchDone(records=records):
+                batch = []
+                for rec in records:
+                    known = self.cards.get(rec.id)
+                    if known is None:
+                        continue
+                    known.content = rec.content  # after the budget: what the model saw
+                    known.state = "error" if rec.is_error else "done"
+                    _take_aside(known)
+                    if rec.ended:
+                        known.started, known.ended = rec.started, rec.ended
+                    batch.append(known)
+                if len(batch) > 1:
+                    self.items.append(["timeline", batch])
+            case ApprovalAnswered():
+                # Shown with the call that asked, before its result, even though the card came first.
+                asking = self._asking_card(event.command)
+                note = (event.message, event.level)
+                if asking is not None:
+                    asking.notes.append(note)
+                else:
+                    self.items.append(["notice", *note])
+            case Notice(message=message, level=level):
+                self.items.append(["notice", message, level])
+            case UsageUpdate(usage=usage):
+                self.usage = usage
+            case TurnStarted():
+                pass  # the display needs no turn marker
+            case _:
+                assert_never(event)
+
+    def _tool_moved(self, event: ToolStarted | ToolEnded) -> None:
+        card = self.cards.get(event.tool_call_id)
+        if card is None:
+            return
+        card.parallel = event.parallel
+        if isinstance(event, ToolStarted):
+            card.state, card.started = "running", event.time
+        elif event.result is not None:
+            r = event.result
+            card.state = "error" if r.is_error else "done"
+            card.started, card.ended, card.content = r.started, r.ended, r.content
+            _take_aside(card)
+
+    def _asking_card(self, command: str) -> Card | None:
+        """The call an approval belongs to: an unfinished one whose arguments hold the command (the gate
+        asks before the call starts, so it may still be queued)."""
+        running = [c for c in self.cards.values() if c.state in ("queued", "running")]
+        quoted = json.dumps(command, ensure_ascii=False)[1:-1]
+        for card in running:
+            if command and (command in card.arguments or quoted in card.arguments):
+                return card
+        return running[-1] if running else None
+
+
+def _take_aside(card: Card) -> None:
+    if card.aside is None:
+        from hermes_nb.display.asides import take
+
+        card.aside = take(card.name)
+
+
+def tool_emoji(name: str) -> str:
+    """The tool's own emoji, else the one default (``tools.entry.DEFAULT_EMOJI``)."""
+    from hermes_nb.tools.registry import registry
+
+    return registry.get_emoji(name)

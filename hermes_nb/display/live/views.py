@@ -1,0 +1,193 @@
+"""Views of a live agent run: where the calling thread sends the run's events as they happen.
+
+``HtmlView`` owns a display handle made in the cell and updates it at most ``MAX_UPDATES_PER_S`` times a
+second, ending with the full static transcript (so a saved notebook keeps the whole story); ``TextView``
+prints compact lines (terminal IPython, plain Python); ``NullView`` shows nothing. Each keeps the
+transcript for the result. Views are only ever called from the calling thread (ARCHITECTURE rule 6).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol, runtime_checkable
+
+from hermes_nb.agent.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    BatchDone,
+    Notice,
+    TextDelta,
+    ToolEnded,
+    ToolStarted,
+)
+from hermes_nb.display.cards import aside_text
+from hermes_nb.display.live.render import (
+    RunResult,
+    card_text,
+    note_text,
+    short_path,
+    spill_of,
+    timeline_text,
+    transcript_html,
+    transcript_text,
+    usage_text,
+)
+from hermes_nb.display.live.state import Transcript
+
+__all__ = ["MAX_UPDATES_PER_S", "HtmlView", "NullView", "TextView", "View", "in_kernel", "make_view"]
+
+MAX_UPDATES_PER_S = 10
+_clock = time.monotonic  # a seam for tests of the throttle
+
+
+@runtime_checkable
+class View(Protocol):
+    """What an agent run drives: events as they come, ticks while it waits, then finish or abort."""
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    def handle(self, event: AgentEvent) -> None:
+        """Take one event (state first, drawing may wait for ``tick``)."""
+
+    def tick(self) -> None:
+        """The run is waiting: draw what changed, if the view draws at a limited rate."""
+
+    def finish(self, result: RunResult) -> None:
+        """The run returned ``result``: draw the final state."""
+
+    def abort(self, message: str) -> None:
+        """The run raised: show why and end the display (the caller re-raises)."""
+
+
+class NullView:
+    """Shows nothing (``display=False``); still keeps the transcript for the result."""
+
+    def __init__(self, prompt: str, model: str) -> None:
+        self.transcript = Transcript(prompt=prompt, model=model)
+
+    def handle(self, event: AgentEvent) -> None:
+        self.transcript.handle(event)
+
+    def tick(self) -> None:
+        pass
+
+    def finish(self, result: RunResult) -> None:
+        self.transcript.done = True
+
+    def abort(self, message: str) -> None:
+        """The run raised: show why and end the display (the exception is re-raised by the caller)."""
+        self.transcript.handle(Notice(message=message, level="error"))
+        self.transcript.done = True
+
+
+class HtmlView(NullView):
+    """One output in the cell, updated in place (throttled), static HTML at the end."""
+
+    def __init__(self, prompt: str, model: str) -> None:
+        from IPython.display import display
+
+        super().__init__(prompt, model)
+        # raw bundle: HTML for the notebook, the text transcript for converters and text front ends
+        self.handle_ = display(self._bundle(), raw=True, display_id=True)
+        self._dirty = False
+        self._last = 0.0
+        self.updates = 0
+
+    def handle(self, event: AgentEvent) -> None:
+        self.transcript.handle(event)
+        self._dirty = True
+
+    def tick(self) -> None:
+        now = _clock()
+        if self._dirty and now - self._last >= 1 / MAX_UPDATES_PER_S:
+            self._update()
+            self._last = now
+
+    def _update(self) -> None:
+        self._dirty = False
+        self.updates += 1
+        self.handle_.update(self._bundle(), raw=True)
+
+    def abort(self, message: str) -> None:
+        super().abort(message)
+        self._update()
+
+    def _bundle(self) -> dict[str, str]:
+        return {"text/html": transcript_html(self.transcript), "text/plain": transcript_text(self.transcript)}
+
+    def finish(self, result: RunResult) -> None:
+        self.transcript.done = True
+        self.transcript.shown_live = True
+        self._update()
+
+
+class TextView(NullView):
+    """Compact lines as events happen; streamed text is printed as it arrives."""
+
+    def __init__(self, prompt: str, model: str) -> None:
+        super().__init__(prompt, model)
+        self._in_text = False
+        print(f"🤖 agent ({model}) — You: {prompt}", flush=True)
+
+    def _line(self, text: str) -> None:
+        if self._in_text:
+            print(flush=True)
+            self._in_text = False
+        print(text, flush=True)
+
+    def handle(self, event: AgentEvent) -> None:
+        t = self.transcript
+        t.handle(event)
+        match event:
+            case TextDelta(delta=delta):
+                print(delta, end="", flush=True)
+                self._in_text = True
+            case ToolStarted() | ToolEnded():
+                card = t.cards.get(event.tool_call_id)
+                if card is not None:
+                    self._line(card_text(card))
+                    if isinstance(event, ToolEnded) and card.aside is not None:
+                        # a notebook tool's traceback / printed text, for the person
+                        self._line("\n".join("      " + line for line in aside_text(card.aside).splitlines()))
+            case BatchDone(records=records):
+                for rec in records:
+                    spill = spill_of(rec.content)
+                    if spill:
+                        self._line(f"  ↳ {rec.name}: {spill['size']:,} chars spilled to {short_path(spill['path'])}")
+                if t.items and t.items[-1][0] == "timeline":
+                    self._line(timeline_text(t.items[-1][1]))
+            case ApprovalAnswered(message=message, level=level):
+                self._line(note_text((message, level)))
+            case Notice(message=message, level=level):
+                self._line(note_text((message, level)).strip())
+            case _:
+                pass  # usage and turns: the last line says the totals
+
+    def abort(self, message: str) -> None:
+        super().abort(message)
+        self._line(f"✗ {message}")
+
+    def finish(self, result: RunResult) -> None:
+        self.transcript.done = True
+        self.transcript.shown_live = True
+        self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); {usage_text(result.usage)}")
+
+
+def in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (where HTML and display handles reach a frontend)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
+def make_view(display: bool | str | None, *, prompt: str, model: str) -> View:
+    """``None``: HTML in a Jupyter kernel, text elsewhere; ``False``: nothing; or "html" / "text"."""
+    if display is False:
+        return NullView(prompt, model)
+    if display == "html" or (display in (None, True) and in_kernel()):
+        return HtmlView(prompt, model)
+    return TextView(prompt, model)

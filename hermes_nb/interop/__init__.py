@@ -1,0 +1,2 @@
+"""Hermes interop on the notebook side: an installed hermes-agent's tools in the notebook (``hermes_tools``) and
+``%tools export`` (``export``)."""

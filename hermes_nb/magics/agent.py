@@ -1,0 +1,115 @@
+"""``%%agent`` (the cell is the prompt) and ``%agent reset``: one agent per kernel, made on first use."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from hermes_nb.tools.errors import HermesNbError
+
+__all__ = ["AgentMagics", "current_agent"]
+
+#: The kernel's agent (module state: survives ``%reload_ext``, cleared by unload).
+_agent: Any = None
+
+
+def current_agent() -> Any:
+    """The agent ``%%agent`` uses, or None before its first run."""
+    return _agent
+
+
+def _toolsets(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--toolsets needs a comma-separated list of toolset names, e.g. --toolsets file,notebook")
+    from hermes_nb.tools.toolsets import get_all_toolsets, validate_toolset
+
+    bad = [n for n in names if n not in ("all", "*") and not validate_toolset(n)]
+    if bad:
+        raise UsageError(f"unknown toolset {bad[0]!r}; known: {', '.join(sorted(get_all_toolsets()))}")
+    return None if any(n in ("all", "*") for n in names) else names
+
+
+@magics_class
+class AgentMagics(Magics):
+    """Talk to the kernel's agent from a cell."""
+
+    @magic_arguments(name="%agent")  # usage line: %%agent (IPython adds one "%")
+    @argument("action", nargs="?", default=None,
+              help="Line form only: 'reset' starts a new conversation (%%agent reset).")
+    @argument("--model", default=None, help="Model name, or replay:PATH (default: $HERMES_NB_MODEL).")
+    @argument("--toolsets", default=None, metavar="A,B",
+              help="Toolsets the model sees (default: the picker's selection).")
+    @argument("--new", action="store_true", help="Start a new conversation before this prompt.")
+    @argument("--out", default=None, metavar="NAME", help="Also store the AgentResult in this variable.")
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> Any:
+        """%%agent [--model M] [--toolsets a,b] [--new] [--out NAME]: the cell body is the prompt.
+
+        The result (an AgentResult) is the cell's value, so it lands in ``_``. ``%agent reset`` starts a
+        new conversation. One agent per kernel; ``--model`` or ``--toolsets`` reconfigure it.
+
+        Example:
+
+            %%agent --toolsets geometry
+            What is the area of a 3 by 2 rectangle?
+        """
+        try:
+            args = parse_argstring(self.agent, line)
+        except UsageError:
+            raise
+        except (SystemExit, ValueError) as exc:  # argparse's exits become one-line usage errors
+            raise UsageError(f"%%agent: could not parse options {shlex.quote(line)}: {exc}") from None
+        if cell is None:
+            if args.action == "reset":
+                if _agent is not None:
+                    _agent.reset()
+                print("agent: new conversation")
+                return None
+            raise UsageError("%agent takes 'reset'; to ask the agent, use the cell form: %%agent then the prompt")
+        if args.action is not None:
+            raise UsageError(f"%%agent: unexpected argument {args.action!r}; the prompt goes in the cell body")
+        prompt = cell.strip()
+        if not prompt:
+            raise UsageError("%%agent: the cell is empty; write the prompt below the %%agent line")
+        toolsets = _toolsets(args.toolsets)
+        if args.out and not args.out.isidentifier():  # checked before the run, which may take minutes
+            raise UsageError(f"--out needs a Python variable name, got {args.out!r}")
+        try:
+            result = _run(prompt, args, toolsets)
+        except HermesNbError as exc:  # no key, replay drift, unknown model setting: one line, no traceback
+            raise UsageError(f"%%agent: {exc}") from None
+        if args.out:
+            assert self.shell is not None
+            self.shell.user_ns[args.out] = result
+        return result
+
+    def forget_agent(self) -> None:
+        """Drop the kernel's agent (the extension's unload; not a magic)."""
+        global _agent
+        _agent = None
+
+
+def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:
+    """Create or reconfigure the kernel's agent, then run the prompt."""
+    global _agent
+    from hermes_nb.agent.loop import Agent
+
+    if _agent is None or args.model is not None:
+        old = _agent
+        if old is not None and args.toolsets is None:
+            toolsets = old.enabled_toolsets
+        _agent = Agent(model=args.model, enabled_toolsets=toolsets)
+        if old is not None and not args.new:
+            _agent.messages = old.messages  # a new model continues the same conversation
+    elif args.toolsets is not None:
+        _agent.enabled_toolsets = toolsets
+    if args.new:
+        _agent.reset()
+    return _agent.run(prompt)

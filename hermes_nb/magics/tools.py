@@ -1,0 +1,270 @@
+"""``%%tool``, ``%tools`` and ``%toolsets``: parse, call the core, hand the result to display."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Int, Unicode
+
+from hermes_nb import _state
+from hermes_nb.call_args import parse_call_args
+from hermes_nb.display.cards import DEFAULT_MAX_CHARS, Table, availability_text, render_result, tool_card
+from hermes_nb.magics.tool import CellToolOptions, defined_functions, pick_function, register_function
+from hermes_nb.tools.registry import registry
+
+__all__ = ["ToolMagics", "parse_call_args"]
+
+
+def _unquote(value: Any) -> Any:
+    """magic_arguments keeps shell quotes (``--check 'a and b'``); drop one matching pair."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+@magics_class
+class ToolMagics(Magics):
+    """Build, inspect and call LLM tools from notebook cells."""
+
+    default_toolset = Unicode("notebook", help="Toolset of %%tool cells without --toolset.").tag(config=True)
+    expand_schemas = Bool(False, help="Show tool cards with the JSON schema expanded.").tag(config=True)
+    result_max_chars = Int(DEFAULT_MAX_CHARS, help="Longest result text shown in the notebook.").tag(config=True)
+
+    @magic_arguments(name="%tool")  # usage line: %%tool (IPython adds one "%")
+    @argument("--name", help="The function to turn into a tool (required when the cell defines several).")
+    @argument("--as", dest="as_name", default=None, metavar="NAME",
+              help="Register the function under this tool name (default: the function's name).")
+    @argument("--toolset", default=None, help="Toolset of the tool (default: notebook).")
+    @argument("--emoji", default="", help="An emoji shown with the tool.")
+    @argument("--description", default=None, help="Tool description (default: the docstring's summary).")
+    @argument("--requires-env", action="append", default=[], metavar="VAR",
+              help="An environment variable the tool needs (repeatable); its value is never shown.")
+    @argument("--check", default=None, metavar="EXPR",
+              help="A Python expression evaluated in the notebook namespace; the tool is available when true.")
+    @argument("--max-chars", type=int, default=None, metavar="N", help="Results longer than N chars spill to a file.")
+    @argument("--read-only", action="store_true", help="The tool changes nothing (may run beside any call).")
+    @argument("--interactive", action="store_true", help="The tool asks the person (its batch runs serially).")
+    @argument("--path-param", action="append", default=[], metavar="NAME",
+              help="An argument holding a file path (repeatable), for safe parallel scheduling.")
+    @argument("--example", action="append", default=[], metavar="'ARGS -> RESULT'",
+              help="An example call for %%tools test (repeatable): `a=2 b=3 -> 6`.")
+    @cell_magic
+    def tool(self, line: str, cell: str) -> Any:
+        """Run the cell, then register the function it defines as an LLM tool and show its card.
+
+        The cell runs in the notebook namespace, so the function stays an ordinary Python function.
+        Re-running the cell replaces the tool (and moves it when --toolset changed).
+
+        Example:
+
+            %%tool --toolset geometry --emoji 📐
+            def area(width: float, height: float = 1.0) -> dict:
+                '''Area of a rectangle.'''
+                return {"area": width * height}
+        """
+        args = parse_argstring(self.tool, line)
+        args.name = _unquote(args.name)
+        shell = self.shell
+        assert shell is not None
+        python = shell.transform_cell(cell)
+        names = defined_functions(python)
+        if names is not None:  # a syntax error is shown by run_cell below, as Python shows it
+            fname = pick_function(names, args.name)
+        result = shell.run_cell(cell, store_history=False)
+        if not result.success or names is None:
+            return None  # the error is already shown
+        fn = shell.user_ns.get(fname)
+        if not callable(fn):
+            raise UsageError(f"%%tool: after running the cell, {fname!r} is not a function")
+        options = CellToolOptions(
+            name=args.name, tool_name=_unquote(args.as_name), toolset=_unquote(args.toolset) or self.default_toolset, emoji=_unquote(args.emoji),
+            description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
+            check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
+            interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)),
+            examples=_examples(args.example),
+        )
+        loop = _kernel_loop() if _state.nest_asyncio_enabled else None
+        entry = register_function(fn, options, reg=registry, namespace=shell.user_ns, kernel_loop=loop)
+        # no return value: nothing lands in `_` or Out for a definition cell
+        from IPython.display import display
+
+        from hermes_nb.tools.schema.lint import lint_function
+
+        warnings = lint_function(fn, description=entry.description or "")
+        display(tool_card(entry, expand_schema=self.expand_schemas, warnings=warnings))
+        return None
+
+    @line_magic
+    def tools(self, line: str) -> Any:
+        """Tools in the kernel.
+
+        %tools                     table of every tool (emoji, name, toolset, source, availability)
+        %tools show NAME           card with schema, source and scheduling flags
+        %tools call NAME {json}    call it as the model would (also: key=value ...); `_` holds the result
+        %tools rm NAME             remove a tool
+        %tools doctor              why tools are unavailable, and tools that failed to load
+        %tools export NAME [NAME ...] --plugin DIR | --file PATH [--force]
+                                   write cell tools as a Hermes plugin folder or one Hermes tool file
+        %tools test [NAME ...]     run the tools' examples; a pass/fail table (the report's .results)
+        %tools fuzz NAME [--n 200] [--seed S] [--invalid] [--allow-approval]
+                                   call the tool with arguments drawn from its schema; shrunk failures
+
+        Example: %tools call area width=3 height=2   (or: %tools call area {"width": 3, "height": 2})
+        """
+        command, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        if command in ("", "list", "ls"):
+            return _tools_table()
+        if command == "show":
+            return tool_card(_entry(rest, "show"), expand_schema=True, extra=_origin_lines(rest))
+        if command == "call":
+            name, _, argtext = rest.partition(" ")
+            _entry(name, "call")
+            return _call(name, parse_call_args(argtext), self.result_max_chars)
+        if command == "rm":
+            _entry(rest, "rm")
+            registry.deregister(rest)
+            print(f"removed tool {rest}")
+            return None
+        if command == "doctor":
+            return _doctor()
+        if command == "export":  # parsing and writing live in hermes_nb.interop.export
+            from hermes_nb.interop.export import ExportError, export_command
+
+            try:
+                return export_command(rest)
+            except ExportError as exc:
+                raise UsageError(f"%tools export: {exc}") from None
+        if command == "test":  # the tools' examples (hermes_nb.evaluation.examples)
+            from hermes_nb.evaluation.examples import run_examples
+
+            return run_examples(rest.replace(",", " ").split(), registry)
+        if command == "fuzz":  # arguments drawn from the schema (hermes_nb.evaluation.fuzz)
+            from hermes_nb.evaluation.fuzz import fuzz_magic
+
+            return fuzz_magic(rest)
+        raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm, doctor, export, test or fuzz "
+                         f"(see %tools?)")
+
+    @line_magic
+    def toolsets(self, line: str) -> Any:
+        """Pick the toolsets the model sees.
+
+        %toolsets                  a checkbox per toolset, with its tool count and the number of tools
+                                   the model would see (a text table outside a notebook)
+        %toolsets NAME [NAME ...]  enable exactly these toolsets (`all` for every one)
+
+        In code: hermes_nb.toolsets.select(["geometry", "text"]) (None for all); the picker follows.
+        A static record of the selection is shown under the picker, so saved notebooks keep it.
+
+        Example: %toolsets geometry file   (then %toolsets alone shows the picker with those ticked)
+        """
+        names = line.replace(",", " ").split()
+        if names:
+            from hermes_nb.selection import select
+            from hermes_nb.tools.errors import UnknownToolsetError
+
+            try:
+                select(names)
+            except UnknownToolsetError as exc:
+                raise UsageError(f"%toolsets: {exc}") from None
+        from hermes_nb.display.picker import show_picker
+
+        return show_picker(self.shell)
+
+
+def _examples(texts: list[str]) -> tuple[Any, ...]:
+    if not texts:
+        return ()
+    from hermes_nb.evaluation.examples import parse_example
+
+    return tuple(parse_example(_unquote(t)) for t in texts)
+
+
+def _kernel_loop() -> Any:
+    import asyncio
+
+    return asyncio.get_event_loop()
+
+
+def _entry(name: str, sub: str) -> Any:
+    if not name:
+        raise UsageError(f"%tools {sub}: name a tool (see %tools)")
+    entry = registry.get_entry(name)
+    if entry is None:
+        from hermes_nb.tools.schema.lint import did_you_mean
+
+        hint = did_you_mean(name, [e.name for e in registry.entries()])
+        raise UsageError(f"%tools {sub}: no tool named {name!r}{hint} (see %tools)")
+    return entry
+
+
+def _origin_lines(name: str) -> tuple[str, ...]:
+    entry = registry.get_entry(name)
+    if entry is None:
+        return ()
+    lines = [f"origin: {entry.origin}"] if entry.origin else []
+    lines += [f"{k}: {v}" for k, v in entry.metadata.items() if isinstance(v, (str, int, float, bool))]
+    return tuple(lines)
+
+
+def _tools_table() -> Table:
+    rows = tuple(
+        (e.emoji, e.name, e.toolset, e.source, availability_text(e)) for e in registry.entries()
+    )
+    return Table(headers=("", "name", "toolset", "source", "status"), rows=rows,
+                 title=f"{len(rows)} tools", empty="no tools registered")
+
+
+def _doctor() -> Table:
+    from hermes_nb.tools.sources.load_report import failures
+
+    rows: list[tuple[str, ...]] = [
+        (name, "tool", registry.get_toolset_for_tool(name) or "", status.reason)
+        for name, status in registry.get_unavailable().items()
+    ]
+    rows += [(f.name, f"load ({f.source})", "", f.message + (f" — {f.detail}" if f.detail else ""))
+             for f in failures()]
+    if "terminal" in registry:  # issue 10: say whether shell commands are confined
+        from hermes_nb.tools.safety.sandbox import status
+
+        rows.append(("terminal", "sandbox", registry.get_toolset_for_tool("terminal") or "", status().detail))
+    rows += _stuck_rows()
+    return Table(headers=("name", "what", "toolset", "why"), rows=tuple(rows), title="%tools doctor",
+                 empty="every tool is available and nothing failed to load")
+
+
+def _stuck_rows() -> list[tuple[str, ...]]:
+    """Tool calls that outlived their timeout and still hold an (abandoned) thread (issue 11)."""
+    import time
+
+    from hermes_nb.tools.batch.state import stuck_calls
+
+    stuck = stuck_calls()
+    now = time.monotonic()
+    return [(s.name, "stuck call", registry.get_toolset_for_tool(s.name) or "",
+             f"call {s.tool_call_id} still running {now - s.started:.0f} s after it started; timed out "
+             f"{now - s.abandoned:.0f} s ago, its thread is abandoned and replaced ({len(stuck)} stuck)")
+            for s in stuck]
+
+
+def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
+    """The same path the agent takes: dispatch, then the budget layer."""
+    registry.before_batch()  # what a batch runs first (MCP's pending refreshes), through the registry's hook
+    call_id = f"nb_{os.urandom(6).hex()}"  # not uuid: importing it costs ~13 ms of %load_ext
+    outcome = registry.execute(name, args)  # the record: its is_error colours the card, no parsing
+    content = _budget(outcome.content, name, call_id)
+    from hermes_nb.display.asides import take
+
+    return render_result(content, name=name, call_id=call_id, max_chars=max_chars, aside=take(name),
+                         is_error=outcome.is_error)
+
+
+def _budget(content: str, name: str, call_id: str) -> str:
+    from hermes_nb.tools.budget import maybe_persist_tool_result
+
+    return maybe_persist_tool_result(content, name, call_id)

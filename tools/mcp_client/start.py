@@ -1,0 +1,88 @@
+"""Starting the configured MCP servers off the loading thread, and waiting for that start.
+
+Reading config.yaml and starting servers takes long, so ``%load_ext`` hands it to a thread; ``%mcp`` and the
+registry's first use wait for that thread, so they see the servers as a synchronous start would have shown them.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["start_configured_servers", "wait_for_mcp_start"]
+
+log = logging.getLogger(__name__)
+
+#: How long ``%mcp`` and the registry's first use wait for the MCP start thread (it reads a file, then
+#: hands the servers to the background loop; only a hung file system makes it take long).
+MCP_START_WAIT = 60.0
+
+_mcp_start: threading.Thread | None = None
+
+
+def wait_for_mcp_start() -> None:
+    """Return once the configured MCP servers are handed to the background loop (not once they are up)."""
+    thread = _mcp_start
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(MCP_START_WAIT)
+
+
+def start_configured_servers() -> Callable[[], None]:
+    """Read config.yaml and start its MCP servers off the loading thread; the undo waits for that and
+    cancels what it started."""
+    global _mcp_start
+    from hermes_nb.tools.config import config_path
+
+    if not config_path().is_file():  # no config.yaml, no configured servers: no thread
+        return lambda: None
+    lock = threading.Lock()
+    futures: list[concurrent.futures.Future[Any]] = []
+    stopped = False
+
+    def start() -> None:
+        try:
+            future = _submit_configured_servers()
+        except Exception:  # boundary: a broken config is reported by %mcp and %tools doctor, not here
+            log.exception("hermes_nb: starting the configured MCP servers failed")
+            return
+        with lock:
+            if future is not None:
+                futures.append(future)
+                if stopped:
+                    future.cancel()
+
+    thread = threading.Thread(target=start, name="hermes-nb-mcp-start", daemon=True)
+    _mcp_start = thread
+    thread.start()
+
+    def undo() -> None:
+        nonlocal stopped
+        thread.join(MCP_START_WAIT)
+        with lock:
+            stopped = True
+            for future in futures:
+                future.cancel()
+
+    return undo
+
+
+def _submit_configured_servers() -> concurrent.futures.Future[Any] | None:
+    """Start the configured servers on the background loop; None when none are configured."""
+    from hermes_nb.tools import async_bridge
+    from hermes_nb.tools.mcp_client.config import load_mcp_server_configs
+    from hermes_nb.tools.mcp_tool import adiscover_mcp_tools
+
+    configs = load_mcp_server_configs()
+    if not any(c.enabled for c in configs):
+        return None
+    future = async_bridge.submit(adiscover_mcp_tools(configs))
+
+    def report(done: concurrent.futures.Future[Any]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            log.error("hermes_nb: MCP discovery failed", exc_info=done.exception())
+
+    future.add_done_callback(report)
+    return future
