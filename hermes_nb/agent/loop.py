@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import queue
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from hermes_nb.agent.events import (
     ApprovalAnswered,
     BatchDone,
     Emit,
+    ModelNamed,
     Notice,
     TextDelta,
     ToolCallQueued,
@@ -36,8 +36,18 @@ from hermes_nb.agent.events import (
     UsageUpdate,
     tool_event,
 )
+from hermes_nb.agent.history import repair_history
 from hermes_nb.agent.model_choice import resolve_model
-from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
+from hermes_nb.agent.models import (
+    DEFAULT_TURN_TIMEOUT,
+    Model,
+    ModelError,
+    ToolCallSpec,
+    Usage,
+    add_usage,
+    empty_usage,
+    length_notice,
+)
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
@@ -48,7 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
 
-StoppedReason = Literal["done", "max_iterations", "interrupted", "error"]
+StoppedReason = Literal["done", "max_iterations", "interrupted", "error", "length"]
 INTERRUPTED = "interrupted by the user"
 
 
@@ -116,11 +126,15 @@ class Agent:
         tool_timeout: float | None = None,
         max_workers: int = 8,
         turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
+        tool_choice: str | dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.model: Model = resolve_model(
             model, base_url, api_key, stream=stream, temperature=temperature,
             parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries,
-            turn_timeout=turn_timeout)
+            turn_timeout=turn_timeout, tool_choice=tool_choice, max_tokens=max_tokens, seed=seed, extra_body=extra_body)
         if record is not None:
             from hermes_nb.agent.replay import RecordingModel
 
@@ -259,6 +273,7 @@ class Agent:
         pending: tuple[ToolCallSpec, ...] = ()
         finished: dict[str, Any] = {}
         undo = self._install_approval(emit)
+        shown = self.model.name
         try:
             while True:
                 if iterations >= self.max_iterations:
@@ -272,9 +287,16 @@ class Agent:
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()
                 turn = await self._complete(tools, emit)
-                for key in usage:
-                    usage[key] += turn.usage[key]  # type: ignore[literal-required]
+                add_usage(usage, turn.usage)
                 emit(UsageUpdate(usage=usage.copy()))
+                if turn.model and turn.model != shown:  # the server named the model that answered
+                    shown = turn.model
+                    emit(ModelNamed(name=shown))
+                if turn.finish_reason == "length":  # cut at max_tokens: a half answer or half a call is no answer
+                    self.messages.append(_assistant_message(turn.content, ()))
+                    reason, text = "length", turn.content
+                    emit(Notice(message=length_notice(self.model), level="warning"))
+                    break
                 calls = _unique_ids(turn.tool_calls, self.messages)
                 self.messages.append(_assistant_message(turn.content, calls))
                 if not calls:
@@ -296,7 +318,7 @@ class Agent:
             self._task = None
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
-                           model=self.model.name)
+                           model=shown)
 
     async def _complete(self, tools: list[dict[str, Any]],
                         emit: Emit) -> Any:
@@ -308,11 +330,11 @@ class Agent:
                     on_text=lambda d: emit(TextDelta(delta=d)),
                     on_retry=lambda m: emit(Notice(message=m, level="retry")))
             except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-                if _repair_history(self.messages):
+                if repair_history(self.messages):
                     raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
                                      f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
                                      f"run continues") from exc
-                if attempt == 2 or not _repair_history(tools):
+                if attempt == 2 or not repair_history(tools):
                     raise
                 # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
                 emit(Notice(message=f"a tool definition held text that could not be sent ({exc}); "
@@ -324,9 +346,9 @@ class Agent:
 
         enabled = self.enabled_toolsets
         if enabled is None:
-            from hermes_nb.selection import enabled_toolsets
+            from hermes_nb.selection import offered_toolsets
 
-            enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
+            enabled = offered_toolsets()  # the picker's selection, read afresh every turn
         return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
 
     def _install_approval(self, emit: Emit) -> Callable[[], None]:
@@ -401,34 +423,6 @@ class Agent:
         if records:
             emit(BatchDone(records=tuple(records)))
         return records
-
-
-def _repair_history(messages: list[dict[str, Any]]) -> bool:
-    """Make every message sendable in place (text cleaned, non-JSON values as their text); False when
-    there was nothing to repair (the failure had another cause)."""
-    try:
-        json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
-        return False
-    except (TypeError, ValueError, RecursionError):
-        messages[:] = [_sendable(m) for m in messages]
-        return True
-
-
-def _sendable(value: Any, depth: int = 0) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if depth > 50:
-        return "<nested too deeply>"
-    if isinstance(value, dict):
-        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sendable(v, depth + 1) for v in value]
-    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
-        return value
-    try:
-        return clean_text(str(value))
-    except Exception:  # a broken __str__ must not stop the repair
-        return f"<unprintable {type(value).__name__}>"
 
 
 def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:
