@@ -9,6 +9,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from hermes_nb.magics.comments import uncommented
 from hermes_nb.tools.errors import HermesNbError
 
 __all__ = ["AgentMagics", "current_agent"]
@@ -49,6 +50,7 @@ class AgentMagics(Magics):
     @argument("--new", action="store_true", help="Start a new conversation before this prompt.")
     @argument("--out", default=None, metavar="NAME", help="Also store the AgentResult in this variable.")
     @line_cell_magic
+    @uncommented
     def agent(self, line: str, cell: str | None = None) -> Any:
         """%%agent [--model M] [--toolsets a,b] [--new] [--out NAME]: the cell body is the prompt.
 

@@ -13,6 +13,7 @@ from traitlets import Bool, Int, Unicode
 from hermes_nb import _state
 from hermes_nb.call_args import parse_call_args
 from hermes_nb.display.cards import DEFAULT_MAX_CHARS, Table, availability_text, render_result, tool_card
+from hermes_nb.magics.comments import uncommented
 from hermes_nb.magics.tool import CellToolOptions, defined_functions, pick_function, register_function
 from hermes_nb.tools.registry import registry
 
@@ -53,6 +54,7 @@ class ToolMagics(Magics):
     @argument("--example", action="append", default=[], metavar="'ARGS -> RESULT'",
               help="An example call for %%tools test (repeatable): `a=2 b=3 -> 6`.")
     @cell_magic
+    @uncommented
     def tool(self, line: str, cell: str) -> Any:
         """Run the cell, then register the function it defines as an LLM tool and show its card.
 
@@ -99,6 +101,7 @@ class ToolMagics(Magics):
         return None
 
     @line_magic
+    @uncommented
     def tools(self, line: str) -> Any:
         """Tools in the kernel.
 
@@ -151,6 +154,7 @@ class ToolMagics(Magics):
                          f"(see %tools?)")
 
     @line_magic
+    @uncommented
     def toolsets(self, line: str) -> Any:
         """Pick the toolsets the model sees.
 
