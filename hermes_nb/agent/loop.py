@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from hermes_nb.agent.code_host import install_code_host
 from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
@@ -36,6 +36,7 @@ from hermes_nb.agent.events import (
     UsageUpdate,
     tool_event,
 )
+from hermes_nb.agent.history import repair_history
 from hermes_nb.agent.model_choice import resolve_model
 from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
 from hermes_nb.tools import async_bridge, interaction
@@ -116,6 +117,7 @@ class Agent:
         tool_timeout: float | None = None,
         max_workers: int = 8,
         turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
+        code_vars: dict[str, Any] | None = None,
     ) -> None:
         self.model: Model = resolve_model(
             model, base_url, api_key, stream=stream, temperature=temperature,
@@ -133,6 +135,7 @@ class Agent:
         self.approval_callback = approval_callback
         self.tool_timeout = tool_timeout
         self.max_workers = max_workers
+        self.code_vars = code_vars  # what execute_code's scripts see besides their own variables
         self.messages: list[dict[str, Any]] = []
         self._task: asyncio.Task[Any] | None = None
         self.reset()
@@ -259,6 +262,7 @@ class Agent:
         pending: tuple[ToolCallSpec, ...] = ()
         finished: dict[str, Any] = {}
         undo = self._install_approval(emit)
+        undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
         try:
             while True:
                 if iterations >= self.max_iterations:
@@ -292,6 +296,7 @@ class Agent:
             reason, error, text = "error", str(exc), f"Model error: {exc}"
             emit(Notice(message=text, level="error"))
         finally:
+            undo_code()
             undo()
             self._task = None
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
@@ -308,11 +313,11 @@ class Agent:
                     on_text=lambda d: emit(TextDelta(delta=d)),
                     on_retry=lambda m: emit(Notice(message=m, level="retry")))
             except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-                if _repair_history(self.messages):
+                if repair_history(self.messages):
                     raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
                                      f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
                                      f"run continues") from exc
-                if attempt == 2 or not _repair_history(tools):
+                if attempt == 2 or not repair_history(tools):
                     raise
                 # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
                 emit(Notice(message=f"a tool definition held text that could not be sent ({exc}); "
@@ -401,34 +406,6 @@ class Agent:
         if records:
             emit(BatchDone(records=tuple(records)))
         return records
-
-
-def _repair_history(messages: list[dict[str, Any]]) -> bool:
-    """Make every message sendable in place (text cleaned, non-JSON values as their text); False when
-    there was nothing to repair (the failure had another cause)."""
-    try:
-        json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
-        return False
-    except (TypeError, ValueError, RecursionError):
-        messages[:] = [_sendable(m) for m in messages]
-        return True
-
-
-def _sendable(value: Any, depth: int = 0) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if depth > 50:
-        return "<nested too deeply>"
-    if isinstance(value, dict):
-        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sendable(v, depth + 1) for v in value]
-    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
-        return value
-    try:
-        return clean_text(str(value))
-    except Exception:  # a broken __str__ must not stop the repair
-        return f"<unprintable {type(value).__name__}>"
 
 
 def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:
