@@ -384,13 +384,13 @@ def check_dangerous_command(command: str, *args: Any, approval_callback: Approva
     """
     rest = list(args)
     if rest and (rest[0] is None or isinstance(rest[0], str)) and (len(rest) > 1 or isinstance(rest[0], str)):
-        env_type = rest.pop(0)  # Hermes's order: (command, env_type, approval_callback, has_host_access)
+        rest.pop(0)  # Hermes's order: (command, env_type, approval_callback, has_host_access); env_type unused
     if rest:
         if approval_callback is not None:
             raise TypeError("check_dangerous_command() got approval_callback twice")
         approval_callback = rest.pop(0)
     if rest:
-        has_host_access = bool(rest.pop(0))
+        rest.pop(0)  # has_host_access: a Hermes container flag, no meaning here
     if rest:
         raise TypeError(f"check_dangerous_command() takes at most 4 positional arguments ({len(args) + 1} given)")
     decision = gate.decide_ask("terminal", command_ask(command), approval_callback, command=command)
