@@ -111,6 +111,22 @@ def handle_function_call(
     return result.envelope() if isinstance(result, MultimodalResult) else result
 
 
+def coerce_tool_args(tool_name: str, args: Any) -> Any:
+    """Hermes's helper: ``args`` with strings turned into the numbers / booleans / arrays the schema wants.
+
+    The tool's own validator does it (the same coercion dispatch applies); a call that does not validate
+    comes back unchanged, as Hermes keeps the original values when coercion fails."""
+    from hermes_nb.tools.errors import ToolArgumentError
+
+    entry = registry.get_entry(tool_name) if isinstance(tool_name, str) else None
+    if entry is None or entry.validator is None or not isinstance(args, dict) or not args:
+        return args
+    try:
+        return entry.validator(dict(args))
+    except ToolArgumentError:
+        return args
+
+
 _CONTEXT_KEYS = frozenset({"task_id", "session_id", "user_task"})
 _takes_cache: dict[Any, frozenset[str]] = {}
 

@@ -87,3 +87,17 @@ def test_the_callback_is_asked_in_either_order_and_no_backend_skips_the_check(ca
 
     assert call(person)["approved"] is True
     assert asked == ["rm -rf build"]
+
+
+# -- model_tools.coerce_tool_args (Hermes's name) --------------------------------------------------------
+
+
+def test_coerce_tool_args_turns_strings_into_what_the_schema_wants_and_keeps_a_call_that_does_not_fit():
+    from hermes_nb.tools.model_tools import coerce_tool_args
+
+    registry.register("sized", "calls", {"name": "sized", "description": "d", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer"}, "deep": {"type": "boolean"}}, "required": ["n"]}},
+        lambda args, **kw: "ok")
+    assert coerce_tool_args("sized", {"n": "42", "deep": "true"}) == {"n": 42, "deep": True}
+    assert coerce_tool_args("sized", {"n": "many"}) == {"n": "many"}  # cannot be coerced: the original stays
+    assert coerce_tool_args("no_such_tool", {"n": "1"}) == {"n": "1"}
