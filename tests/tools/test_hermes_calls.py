@@ -101,3 +101,4 @@ def test_coerce_tool_args_turns_strings_into_what_the_schema_wants_and_keeps_a_c
     assert coerce_tool_args("sized", {"n": "42", "deep": "true"}) == {"n": 42, "deep": True}
     assert coerce_tool_args("sized", {"n": "many"}) == {"n": "many"}  # cannot be coerced: the original stays
     assert coerce_tool_args("no_such_tool", {"n": "1"}) == {"n": "1"}
+

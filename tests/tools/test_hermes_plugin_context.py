@@ -266,3 +266,4 @@ def test_a_package_tool_file_loads_with_its_sibling_module(hermes_home: Path):
     assert "weather" in plugins.discover_plugins(), notes()
     entry = registry.get_entry("weather_today")
     assert (entry.source, registry.dispatch("weather_today", {})) == ("plugin", "sunny")
+
