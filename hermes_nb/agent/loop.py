@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from hermes_nb.agent.cost import RunCost, run_cost
 from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
@@ -32,12 +32,15 @@ from hermes_nb.agent.events import (
     Notice,
     TextDelta,
     ToolCallQueued,
+    TurnDone,
     TurnStarted,
     UsageUpdate,
     tool_event,
 )
 from hermes_nb.agent.model_choice import resolve_model
 from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
+from hermes_nb.agent.sendable import repair_history
+from hermes_nb.agent.turns import Turn, new_turn
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
@@ -84,6 +87,8 @@ class AgentResult:
     error: str | None = None
     model: str = ""
     transcript: Any = field(default=None, repr=False, compare=False)
+    turns: tuple[Turn, ...] = field(default=(), repr=False)  # what the model saw, turn by turn (.request)
+    cost: RunCost | None = None  # per run, per turn, per tool call (hermes_nb.agent.cost)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from hermes_nb.display import live
@@ -244,7 +249,7 @@ class Agent:
 
     def _finish(self, result: AgentResult, events: queue.Queue[AgentEvent], view: View) -> AgentResult:
         _drain(events, view)
-        result = replace(result, transcript=view.transcript)
+        result = replace(result, transcript=view.transcript, cost=run_cost(result.turns, self.model))
         view.finish(result)
         return result
 
@@ -254,6 +259,7 @@ class Agent:
         self._task = asyncio.current_task()
         self.messages.append({"role": "user", "content": clean_text(prompt)})
         records: list[ToolCallRecord] = []
+        turns: list[Turn] = []
         usage = empty_usage()
         iterations, text, reason, error = 0, "", "done", None
         pending: tuple[ToolCallSpec, ...] = ()
@@ -272,6 +278,8 @@ class Agent:
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()
                 turn = await self._complete(tools, emit)
+                turns.append(new_turn(iterations, self.messages, tools, turn, self.model))  # as sent
+                emit(TurnDone(turn=turns[-1]))
                 for key in usage:
                     usage[key] += turn.usage[key]  # type: ignore[literal-required]
                 emit(UsageUpdate(usage=usage.copy()))
@@ -296,7 +304,7 @@ class Agent:
             self._task = None
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
-                           model=self.model.name)
+                           model=self.model.name, turns=tuple(turns))
 
     async def _complete(self, tools: list[dict[str, Any]],
                         emit: Emit) -> Any:
@@ -308,11 +316,11 @@ class Agent:
                     on_text=lambda d: emit(TextDelta(delta=d)),
                     on_retry=lambda m: emit(Notice(message=m, level="retry")))
             except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-                if _repair_history(self.messages):
+                if repair_history(self.messages):
                     raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
                                      f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
                                      f"run continues") from exc
-                if attempt == 2 or not _repair_history(tools):
+                if attempt == 2 or not repair_history(tools):
                     raise
                 # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
                 emit(Notice(message=f"a tool definition held text that could not be sent ({exc}); "
@@ -401,34 +409,6 @@ class Agent:
         if records:
             emit(BatchDone(records=tuple(records)))
         return records
-
-
-def _repair_history(messages: list[dict[str, Any]]) -> bool:
-    """Make every message sendable in place (text cleaned, non-JSON values as their text); False when
-    there was nothing to repair (the failure had another cause)."""
-    try:
-        json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
-        return False
-    except (TypeError, ValueError, RecursionError):
-        messages[:] = [_sendable(m) for m in messages]
-        return True
-
-
-def _sendable(value: Any, depth: int = 0) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if depth > 50:
-        return "<nested too deeply>"
-    if isinstance(value, dict):
-        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sendable(v, depth + 1) for v in value]
-    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
-        return value
-    try:
-        return clean_text(str(value))
-    except Exception:  # a broken __str__ must not stop the repair
-        return f"<unprintable {type(value).__name__}>"
 
 
 def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:
