@@ -219,10 +219,15 @@ def timeline_text(cards: list[Card]) -> str:
 
 
 def usage_text(u: Mapping[str, Any], cost: Any = None) -> str:
-    """The token counts in one line, and the run's price when it is known to have finished."""
-    line = (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
-            f"{u.get('total_tokens', 0)}")
-    return line if cost is None else f"{line} · {cost.total} ({cost.source})"
+    """The token counts in one line; turns the server did not report are said, never counted as 0. With the
+    run's ``cost`` (once it finished), its price too."""
+    unreported = int(u.get("unreported", 0) or 0)
+    if unreported and not u.get("total_tokens"):
+        text = "tokens: not reported by the server"
+    else:
+        text = (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
+                f"{u.get('total_tokens', 0)}") + (f" ({unreported} turn(s) not reported)" if unreported else "")
+    return text if cost is None else f"{text} · {cost.total} ({cost.source})"
 
 
 # -- the result's own repr --------------------------------------------------------------------------
@@ -258,7 +263,8 @@ def result_text(result: RunResult) -> str:
 def _summary(result: RunResult) -> str:
     cost = getattr(result, "cost", None)
     return (f"{result.stopped_reason} · {result.iterations} turn(s) · {len(result.tool_calls)} tool call(s) · "
-            f"{result.usage.get('total_tokens', 0)} tokens" + (f" · {cost.total}" if cost is not None else ""))
+            + ("tokens not reported" if result.usage.get("unreported") and not result.usage.get("total_tokens")
+               else f"{result.usage.get('total_tokens', 0)} tokens") + (f" · {cost.total}" if cost is not None else ""))
 
 
 def _where(result: RunResult, *, html: bool) -> str:

@@ -15,6 +15,7 @@ from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
     BatchDone,
+    ModelNamed,
     Notice,
     TextDelta,
     ToolCallQueued,
@@ -106,6 +107,8 @@ class Transcript:
                 self.items.append(["notice", message, level])
             case UsageUpdate(usage=usage):
                 self.usage = usage
+            case ModelNamed(name=name):
+                self.model = name  # the header names the model the server says answered
             case TurnStarted(iteration=n):
                 self.items.append(["turn", n, None])  # filled by TurnDone: "what the model saw"
             case TurnDone(turn=turn):
