@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from hermes_nb.tools.calls.call_hooks import call_context
-from hermes_nb.tools.calls.results import MultimodalResult
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.sources.first_use import (  # discovery on first use
     arm,
@@ -107,8 +106,7 @@ def handle_function_call(
     hook_fields = {"tool_call_id": tool_call_id or "", "turn_id": turn_id or "",
                    "api_request_id": api_request_id or "", "skip_pre_tool_call_hook": skip_pre_tool_call_hook}
     with call_context(**hook_fields):
-        result = registry.dispatch(function_name, function_args, **kw)
-    return result.envelope() if isinstance(result, MultimodalResult) else result
+        return registry.dispatch(function_name, function_args, **kw)  # the envelope comes back as the dict
 
 
 def coerce_tool_args(tool_name: str, args: Any) -> Any:
