@@ -52,7 +52,7 @@ class ApprovalResult(TypedDict):
 
 def detect_dangerous_command(command: str) -> tuple[bool, str | None, str | None]:
     """``(is_dangerous, pattern_key, description)``; the key and sentence describe the first finding."""
-    findings, _ = _analyse(command)
+    findings = _analyse(command).findings
     if not findings:
         return False, None, None
     return True, findings[0].key, findings[0].description[:1].upper() + findings[0].description[1:]
@@ -76,18 +76,27 @@ def _result(decision: gate.Decision) -> ApprovalResult:
 
 
 def command_ask(command: str) -> gate.Ask | None:
-    """The terminal's judge: ``None`` for a command proven read-only, else what to ask the person."""
-    findings, commands = _analyse(command)
+    """The terminal's judge: ``None`` for a command proven read-only, else what to ask the person.
+
+    What "for this session" and "always" remember is tied to the content of every file the command runs
+    (``bound_files``): a rewritten ``train.py`` asks again."""
+    analysis = _analyse(command)
+    findings = analysis.findings
     if not findings:
         return None
     reasons = list(dict.fromkeys(f.description for f in findings))
     description = " ".join(r[:1].upper() + r[1:] for r in reasons[:3])
     from hermes_nb.tools.safety import sandbox
+    from hermes_nb.tools.safety.bound_files import fingerprints
+    from hermes_nb.tools.workspace import workspace_root
 
     if not sandbox.status().available:
         description += " (Not sandboxed: nothing bounds what it can change.)"
+    files = fingerprints(analysis.words, workspace_root()) if analysis.words else ()
+    bound = f"  [runs: {'; '.join(files)}]" if files else ""
     return gate.Ask(tool="terminal", subject=command, key=findings[0].key, description=description,
-                    scopes=frozenset(f.scope for f in findings), command=command, simple_commands=tuple(commands))
+                    scopes=frozenset(f.scope + bound for f in findings), command=command,
+                    simple_commands=analysis.commands, bound=bound)
 
 
 def check_dangerous_command(command: str, approval_callback: ApprovalCallback | None = None) -> ApprovalResult:

@@ -12,15 +12,24 @@ cannot hide a command from the other.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hermes_nb.tools.safety import walker
 from hermes_nb.tools.safety.command_rules import check_program, flag_sensitive
 from hermes_nb.tools.safety.shell_words import Expansion, Word, scan
 from hermes_nb.tools.safety.visible import hidden_characters, make_visible
 from hermes_nb.tools.safety.walker import TRUSTED_DIRS, Finding
 
-__all__ = ["MAX_CHARS", "analyse"]
+__all__ = ["MAX_CHARS", "Analysis", "analyse"]
 
 MAX_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Analysis:
+    findings: tuple[Finding, ...]  # in source order; none means proven read-only
+    commands: tuple[str, ...]  # the text of each simple command (bashlex's reading)
+    words: tuple[tuple[Word, ...], ...] = ()  # each simple command's words (shell_words' reading)
 
 _EXPANSION = {
     "command-substitution": ("command-substitution", "the command runs another command inside `$(...)` or backticks."),
@@ -66,22 +75,22 @@ def _judge(words: tuple[Word, ...], line: str) -> Finding | None:
     return None
 
 
-def analyse(command: str) -> tuple[list[Finding], list[str]]:
-    """(findings in source order, the text of each simple command); no findings means proven read-only."""
+def analyse(command: str) -> Analysis:
+    """What both readers find in ``command``."""
     line = "line:" + command
     if len(command) > MAX_CHARS:
-        return [Finding("unparseable", f"the command is longer than {MAX_CHARS} characters.", line)], []
+        return _only(Finding("unparseable", f"the command is longer than {MAX_CHARS} characters.", line))
     text = command.replace("\r\n", "\n")
     if "\r" in text:
-        return [Finding("carriage-return", "the command contains a carriage return, which can hide what runs.",
-                        line)], []
+        return _only(Finding("carriage-return", "the command contains a carriage return, which can hide what runs.",
+                             line))
     hidden = hidden_characters(text)
     if hidden:
         shown = ", ".join(make_visible(ch) for ch in hidden[:3])
-        return [Finding("hidden-characters", f"the command contains invisible or control characters ({shown}).",
-                        line)], []
+        return _only(Finding("hidden-characters", f"the command contains invisible or control characters ({shown}).",
+                             line))
     if all(not part.strip() or part.lstrip().startswith("#") for part in text.split("\n")):
-        return [], []  # only comments: bashlex rejects an empty program
+        return Analysis(findings=(), commands=())  # only comments: bashlex rejects an empty program
     findings: list[Finding] = []
     commands: list[str] = []
     walked = walker.walk(text, line)
@@ -100,4 +109,8 @@ def analyse(command: str) -> tuple[list[Finding], list[str]]:
         finding = _judge(words, line)
         if finding is not None:
             findings.append(finding)
-    return list(dict.fromkeys(findings)), commands
+    return Analysis(findings=tuple(dict.fromkeys(findings)), commands=tuple(commands), words=scanned.commands)
+
+
+def _only(finding: Finding) -> Analysis:
+    return Analysis(findings=(finding,), commands=())
