@@ -473,31 +473,36 @@ ADVERSARIAL: dict[str, list[tuple[str, str]]] = {
 CASES += [(command, D, f"adversarial {cls}: {reason}") for cls, rows in ADVERSARIAL.items()
           for command, reason in rows if command not in {c for c, _, _ in CASES}]
 
-# --- a data scientist's everyday read-only commands: at most 5% may ask ---------------------------------
+# --- a data scientist's everyday read-only commands ----------------------------------------------------
+# A data scientist's everyday read-only commands (100): at most 5 may ask, and each that asks names a real
+# capability (running code, the network). EVERYDAY_ASKED are the ones that do, and why.
+EVERYDAY_ASKED: dict[str, str] = {
+    'python -c "import torch; print(torch.__version__)"': 'code',
+    'curl -sI https://pypi.org/simple/': 'network',
+    'ping -c 1 pypi.org': 'network',
+    'jupyter kernelspec list': 'code',
+    'git fetch --dry-run': 'network',
+}
 EVERYDAY: list[str] = [
-    "ls -la", "ls -lh data/", "ls -lh *.parquet", "tree -L 2", "pwd", "cd data && ls", "du -sh data/*", "du -sh .",
-    "df -h", "free -h", "nproc", "lscpu", "uname -a", "cat /etc/os-release", "uptime", "whoami", "id", "hostname",
-    "date", "date +%F", "cat README.md", "head -n 5 data.csv", "tail -n 20 train.log", "wc -l data.csv",
-    "wc -l *.csv", "head -c 200 data.bin | xxd", "file data.bin", "stat data.csv", "md5sum model.pt",
-    "sha256sum data.csv", "diff a.txt b.txt", "cmp a.bin b.bin", "less README.md", "more notes.txt",
+    "ls -la", "ls -lh data/", "ls -lh *.parquet", "tree -L 2", "pwd", "cd data && ls", "du -sh data/*", "df -h",
+    "free -h", "nproc", "lscpu", "uname -a", "cat /etc/os-release", "uptime", "whoami", "id", "date", "cat README.md",
+    "head -n 5 data.csv", "tail -n 20 train.log", "wc -l data.csv", "head -c 200 data.bin | xxd", "file data.bin",
+    "stat data.csv", "md5sum model.pt", "sha256sum data.csv", "diff a.txt b.txt", "less README.md",
     "grep -rn TODO src", "grep -c ERROR app.log", "rg loss train.log", "rg -n 'def train' src",
     "find . -name '*.csv'", "find . -type f -size +100M", "cut -d, -f1 data.csv | sort | uniq -c | sort -rn | head",
     "sort -t, -k2 -n data.csv | head", "awk -F, '{print $1}' data.csv", "awk '$3 > 0.5 {print $1}' scores.txt",
-    "awk 'NR>1 {s+=$2} END {print s/(NR-1)}' data.tsv", "sed -n '1,5p' data.csv", "tr ',' '\\t' < data.csv",
-    "column -s, -t < data.csv", "jq '.[0]' records.json", "jq 'length' records.json", "zcat logs.gz | head",
-    "gzip -l data.csv.gz", "gunzip -c data.csv.gz | head", "tar -tzf dataset.tgz", "tar tf archive.tar",
-    "unzip -l data.zip", "python --version", "python3 -V", "pip --version", "pip list", "pip list --outdated",
-    "pip list | grep torch", "pip freeze", "pip show numpy", "pip show -f pandas", "pip check", "conda list",
-    "conda list | grep numpy", "conda env list", "conda info", "conda info --envs", "conda --version",
-    "conda config --show", "uv --version", "uv pip list", "npm --version", "node --version",
-    "jupyter --version", "jupyter --paths", "R --version", "java -version", "gcc --version",
-    "nvcc --version", "nvidia-smi", "nvidia-smi -L", "nvidia-smi --query-gpu=name,memory.used --format=csv",
-    "nvidia-smi -q -d MEMORY", "nvidia-smi topo -m", "docker ps", "docker ps -a", "docker images", "docker version",
-    "docker logs --tail 50 trainer", "docker stats --no-stream", "env", "env | grep CUDA", "printenv PATH",
-    "echo $CUDA_VISIBLE_DEVICES", "echo $HOME", "which python", "type -a python", "command -v conda", "ps aux",
-    "ps aux | grep python", "ip addr", "time ls -la", "time python --version", "git status", "git status -s",
-    "git log --oneline -n 10", "git diff --stat", "git diff HEAD~1 -- src", "git show --stat", "git blame train.py",
-    "git branch -a", "git remote -v", "git config --get remote.origin.url", "git config user.name",
-    "git config --global --get user.email", "git rev-parse HEAD", "git stash list", "git tag", "git ls-files | wc -l",
-    "git --version", "cat /proc/meminfo | head", "grep 'model name' /proc/cpuinfo | head -1",
+    "awk 'NR>1 {s+=$2} END {print s/(NR-1)}' data.tsv", "sed -n '1,5p' data.csv", "column -s, -t < data.csv",
+    "jq '.[0]' records.json", "zcat logs.gz | head", "gzip -l data.csv.gz", "tar -tzf dataset.tgz",
+    "unzip -l data.zip", "python --version", "pip list", "pip freeze", "pip show numpy", "pip check", "conda list",
+    "conda env list", "conda info", "conda config --show", "uv pip list", "node --version", "jupyter --version",
+    "jupyter --paths", "gcc --version", "nvcc --version", "nvidia-smi",
+    "nvidia-smi --query-gpu=name,memory.used --format=csv", "nvidia-smi topo -m", "docker ps", "docker images",
+    "docker logs --tail 50 trainer", "docker stats --no-stream", "env", "printenv PATH", "echo $CUDA_VISIBLE_DEVICES",
+    "which python", "ps aux", "ps aux | grep python", "ip addr", "git status", "git log --oneline -n 10",
+    "git diff --stat", "git diff HEAD~1 -- src", "git show --stat", "git blame train.py", "git branch -a",
+    "git remote -v", "git config --get remote.origin.url", "git config user.name", "git rev-parse HEAD",
+    "git stash list", "git ls-files | wc -l", "git --version", "ls -lt | head", "top -b -n 1 | head -20", "ls -d */",
+    "git log -p -1",
+    "du -h --max-depth=1 | sort -h", "nvidia-smi dmon -c 1",
+    *EVERYDAY_ASKED,
 ]

@@ -42,9 +42,9 @@ _danger("disk", "`{p}` changes disks, partitions or mounts.", "mkfs", "fdisk", "
 _danger("permissions", "`{p}` changes file ownership or permissions.", "chmod", "chown", "chgrp", "chattr", "setfacl", "chcon")
 _danger("kill", "`{p}` stops or signals processes.", "kill", "pkill", "killall", "skill", "xkill")
 _danger("system", "`{p}` changes the state of the machine or its services.", "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "systemctl", "service", "crontab", "at", "useradd", "userdel", "usermod", "passwd", "chpasswd", "groupadd", "visudo", "iptables", "nft", "sysctl", "modprobe", "insmod", "rmmod", "hostnamectl", "timedatectl", "ip", "ifconfig", "route")
-_danger("network", "`{p}` talks to the network and may download or send data.", "curl", "ssh", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "sftp")
+_danger("network", "`{p}` talks to the network and may download or send data.", "curl", "ssh", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "sftp", "ping", "ping6", "traceroute", "tracepath", "dig", "nslookup", "host", "whois", "mtr")
 _danger("package-install", "`{p}` installs or removes software.", "apt", "apt-get", "dpkg", "yum", "dnf", "rpm", "pacman", "apk", "brew", "pip", "pip3", "pipx", "uv", "npm", "npx", "yarn", "pnpm", "gem", "cargo", "conda", "mamba", "snap", "flatpak")
-_danger("interpreter", "`{p}` runs a program written in another language.", "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "tclsh", "Rscript", "julia", "osascript", "make", "cmake", "ipython", "jupyter")
+_danger("interpreter", "`{p}` runs code (a program written in another language).", "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "tclsh", "Rscript", "julia", "osascript", "make", "cmake", "ipython", "jupyter")
 _danger("editor", "`{p}` is an interactive editor or pager that can change files or run commands.", "vi", "vim", "nvim", "nano", "emacs", "ed", "ex", "less", "more", "most", "man")
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "busybox", "pwsh"})
@@ -78,7 +78,7 @@ _SAFE: dict[str, _Rule] = {name: _PLAIN for name in (
     "paste", "join", "comm", "diff", "cmp", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
     "b2sum", "cksum", "base64", "base32", "od", "hexdump", "strings", "seq", "sleep", "expr", "yes", "ps", "uptime",
     "nproc", "free", "tty", "locale", "arch", "cal", "jq", "cd", ":", "zcat", "zgrep", "lsblk", "lscpu", "getconf",
-    "read", "exit", "return",
+    "read", "exit", "return", "top", "lsof", "netstat",
 )}
 _SAFE.update({
     "sort": _Rule(deny_short={"o": _WRITE}, deny_long={"--output": _WRITE, "--compress-program": "runs-program"},
@@ -88,6 +88,7 @@ _SAFE.update({
     "tree": _Rule(deny_short={"o": _WRITE}, arg_short="LPIH"),
     "file": _Rule(deny_short={"C": _WRITE}, deny_long={"--compile": _WRITE}, arg_short="mfFeP"),
     "rg": _Rule(deny_long={"--pre": "runs-program", "--hostname-bin": "runs-program"}),
+    "ss": _Rule(deny_short={"K": "kill"}, deny_long={"--kill": "kill"}, arg_short="fAF"),
     "date": _Rule(deny_short={"s": "system"}, deny_long={"--set": "system"}, arg_short="dfr"),
     "hostname": _Rule(deny_short={"F": "system", "b": "system"}, deny_long={"--file": "system", "--boot": "system"},
                       max_operands=0, operand_key="system"),
@@ -95,6 +96,7 @@ _SAFE.update({
 
 _KEY_SENTENCES = {
     _WRITE: "`{p}` with these options writes files.",
+    "kill": "`{p}` with these options closes other programs' connections.",
     "runs-program": "`{p}` with these options runs another program.",
     "find-exec": "`find -exec` runs a command on every file it finds.",
     "find-delete": "`find -delete` deletes every file it finds.",

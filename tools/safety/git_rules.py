@@ -23,6 +23,7 @@ _SENTENCES = {
     "runs-program": "`{p}` with these options runs another program.",
     "git-destructive": "this git command can discard work or rewrite history.",
     "git-write": "this git command changes the repository or talks to a remote.",
+    "git-network": "this git command talks to a remote over the network (and may change the repository).",
 }
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--version", "--help", "--literal-pathspecs",
                            "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects",
@@ -110,6 +111,8 @@ def check_git(program: str, args: Sequence[str]) -> Verdict:
         return destructive
     if sub in _GIT_DESTRUCTIVE:
         return destructive
+    if sub in ("fetch", "clone", "ls-remote", "push", "remote", "submodule"):
+        return "git-network", _sentence("git-network", "git")
     return write
 
 
