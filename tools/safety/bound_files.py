@@ -70,10 +70,10 @@ def _files_of(words: tuple[Word, ...]) -> list[str]:
     files: list[str] = []
     if "/" in program and not program.startswith(_TRUSTED):
         files.append(program)
-    if base in SHELLS or base in INTERPRETERS or base in ("source", "."):
-        files.extend(_interpreter_files(base, args) if base not in ("source", ".") else args[:1])
-    elif base in _MAKES:
+    if base in _MAKES:
         files.extend(_make_files(args))
+    elif base in SHELLS or base in INTERPRETERS or base in ("source", "."):
+        files.extend(_interpreter_files(base, args) if base not in ("source", ".") else args[:1])
     elif base in _SCRIPTED:
         files.extend(args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--file"))
         files.extend(a[2:] for a in args if a.startswith("-f") and len(a) > 2)
