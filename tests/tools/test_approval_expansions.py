@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(BASH is None, reason="needs bash")
 RUN = "touch m"  # the payload: creates ./m in the folder the line runs in
 PIECES = [
     f"$({RUN})", f"`{RUN}`", f"${{x:-$({RUN})}}", f"${{x[$({RUN})]}}", f"$((a[$({RUN})]))", f"$[a[$({RUN})]]",
-    f"<({RUN})", f">({RUN})", f"${{x/a/$({RUN})}}", f"${{x@P}}", "${!x}", "$x", "${x}", "$?", "$1", f"\\$({RUN})",
+    f"<({RUN})", f">({RUN})", f"${{x/a/$({RUN})}}", "${x@P}", "${!x}", "$x", "${x}", "$?", "$1", f"\\$({RUN})",
     f"'$({RUN})'", "$'\\x41'", f"$\"$({RUN})\"", "~", "~root", "~+", "{a,b}", "*", "?", "[ab]", "a", "-", "x/",
     ".", "=", ":", "%", ",", "@", "\\ ", "\\\\",
 ]
