@@ -21,9 +21,10 @@ import logging
 from collections.abc import Callable
 from typing import Literal, TypedDict
 
-from hermes_nb.tools.safety import gate, remembered
+from hermes_nb.tools.safety import gate, remembered, rules
 from hermes_nb.tools.safety.classifier import analyse as _analyse
 from hermes_nb.tools.safety.visible import make_visible
+from hermes_nb.tools.workspace import workspace_root
 
 __all__ = [
     "ApprovalCallback",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+rules.set_command_root(workspace_root)  # command rules expand globs where the terminal runs
 
 Scope = Literal["once", "session", "always", "safe", "rule"]
 ApprovalCallback = gate.ApprovalCallback
@@ -88,7 +91,6 @@ def command_ask(command: str) -> gate.Ask | None:
     description = " ".join(r[:1].upper() + r[1:] for r in reasons[:3])
     from hermes_nb.tools.safety import sandbox
     from hermes_nb.tools.safety.bound_files import fingerprints
-    from hermes_nb.tools.workspace import workspace_root
 
     if not sandbox.status().available:
         description += " (Not sandboxed: nothing bounds what it can change.)"

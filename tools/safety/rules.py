@@ -36,12 +36,14 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from hermes_nb.tools import config
 from hermes_nb.tools.errors import ConfigError
 
-__all__ = ["RECHECK_SECONDS", "Rule", "always_enabled", "reread", "rule_for", "session_extends_to_mcp", "tool_rule"]
+__all__ = ["RECHECK_SECONDS", "Rule", "always_enabled", "reread", "rule_for", "session_extends_to_mcp", "set_command_root",
+           "tool_rule"]
 
 log = logging.getLogger("hermes_nb.tools.approval")
 
@@ -207,6 +209,20 @@ def _tool_rules(section: dict[str, Any], tool: str) -> list[Rule]:
     return found
 
 
+def _no_root() -> Path | None:
+    return None
+
+
+_command_root: Callable[[], Path | None] = _no_root
+
+
+def set_command_root(fn: Callable[[], Path | None]) -> None:
+    """Where shell commands run, for expanding their globs as bash will (``tools.approval`` sets the workspace
+    root; without it a glob stays a wildcard, which a deny rule meets whenever it could match)."""
+    global _command_root
+    _command_root = fn
+
+
 def rule_for(tool: str, command: str | None = None, simple_commands: Sequence[str] = ()) -> Rule | None:
     """The strongest rule that matches this call (deny > ask > allow), or None."""
     section = _section()
@@ -222,10 +238,9 @@ def _command_rules(commands: list[Any], command: str, simple_commands: Sequence[
     (``tools.safety.canonical``: a wildcard there matches when some value of it would); allow only a plain
     line of one command known exactly, whose typed and canonical forms both match."""
     from hermes_nb.tools.safety.canonical import candidates, matches
-    from hermes_nb.tools.workspace import workspace_root
 
     line = command.strip()
-    forms = candidates(command, root=workspace_root())
+    forms = candidates(command, root=_command_root())
     plain = not (_PLAIN_LINE_BREAKERS & set(line)) and len(simple_commands) <= 1
     exact = forms[0].text if plain and len(forms) == 1 and forms[0].exact else None
     found: list[Rule] = []
