@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from hermes_nb.tools.safety import gate, remembered, rules
 from hermes_nb.tools.safety.classifier import analyse as _analyse
