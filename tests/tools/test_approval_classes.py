@@ -271,3 +271,13 @@ def test_an_mcp_clients_name_reaches_the_prompt_escaped() -> None:
                           request=SimpleNamespace(headers={"mcp-session-id": "abcdef123456"}))
     _, stats = ServedApp._client(app, ctx)  # type: ignore[arg-type]
     assert "\u202e" not in stats.name and "<U+202E>" in stats.name and "<U+2066>" in stats.name
+
+
+def test_always_answers_are_never_read_or_written_through_a_link(ws: Path, hermes_home: Path) -> None:
+    planted = ws / "planted.json"
+    planted.write_text(json.dumps({"version": 1, "tools": {"terminal": ["touch m"]}}))
+    (hermes_home / "always_approved.json").symlink_to(planted)
+    person = Person("always")
+    assert terminal("touch m", person).get("exit_code") == 0 and person.asked == ["touch m"]  # the link approved nothing
+    assert not (hermes_home / "always_approved.json").is_symlink()  # replaced, not followed
+    assert json.loads(planted.read_text())["tools"] == {"terminal": ["touch m"]}  # the planted file is untouched

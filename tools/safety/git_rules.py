@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -157,9 +158,13 @@ def _git_dir(start: Path) -> Path | None:
     """The git folder of the repository ``start`` is in (``.git``, or the folder a ``.git`` file names)."""
     for folder in (start, *start.parents):
         dot = folder / ".git"
-        if dot.is_dir():
+        try:
+            mode = os.stat(dot).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode):
             return dot
-        if dot.is_file():
+        if stat.S_ISREG(mode):
             try:
                 line = dot.read_text(encoding="utf-8", errors="replace").strip()
             except OSError:

@@ -23,6 +23,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.tools.safety.safe_write import write_atomic
+
 __all__ = ["NOTEBOOK", "always_covers", "always_path", "asked_by", "asker", "remember_always", "remember_session",
            "reset_session", "session_covers"]
 
@@ -79,8 +81,10 @@ def always_path() -> Path:
 
 def _read() -> dict[str, list[str]]:
     path = always_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # never through a link: a planted `always_approved.json -> file the model wrote` approves nothing
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
@@ -121,11 +125,9 @@ def remember_always(tool: str, subject: str) -> bool:
         subjects = tools.setdefault(tool, [])
         if subject not in subjects:
             subjects.append(subject)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps({"version": 1, "tools": tools}, indent=1, ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, path)
+        try:  # link-safe: a fresh O_EXCL|O_NOFOLLOW name in the open home folder, renamed into place
+            text = json.dumps({"version": 1, "tools": tools}, indent=1, ensure_ascii=False)
+            write_atomic(path.parent, path.name, text.encode("utf-8"))
         except OSError as exc:
             log.warning("approval: cannot save %s: %s", path, exc)
             return False
