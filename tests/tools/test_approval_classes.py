@@ -281,3 +281,15 @@ def test_always_answers_are_never_read_or_written_through_a_link(ws: Path, herme
     assert terminal("touch m", person).get("exit_code") == 0 and person.asked == ["touch m"]  # the link approved nothing
     assert not (hermes_home / "always_approved.json").is_symlink()  # replaced, not followed
     assert json.loads(planted.read_text())["tools"] == {"terminal": ["touch m"]}  # the planted file is untouched
+
+
+def test_a_repository_the_line_enters_is_checked_too(ws: Path) -> None:
+    sub = ws / "sub"
+    sub.mkdir()
+    _repo(sub)
+    person = Person()
+    assert terminal("cd sub && git status", person).get("exit_code") == 0 and person.asked == []
+    subprocess.run(["git", "config", "core.pager", "touch ../m; cat"], cwd=sub, check=True)
+    assert terminal("cd sub && git -p log", person).get("blocked") is True
+    assert terminal("cd sub && git log", person).get("blocked") is True
+    assert len(person.asked) == 2 and not (ws / "m").exists()

@@ -12,10 +12,12 @@ cannot hide a command from the other.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from hermes_nb.tools.safety import walker
 from hermes_nb.tools.safety.command_rules import check_program, flag_sensitive
+from hermes_nb.tools.safety.git_rules import repository_programs
 from hermes_nb.tools.safety.shell_words import Expansion, Word, scan
 from hermes_nb.tools.safety.visible import hidden_characters, make_visible
 from hermes_nb.tools.safety.walker import TRUSTED_DIRS, Finding
@@ -75,6 +77,22 @@ def _judge(words: tuple[Word, ...], line: str) -> Finding | None:
     return None
 
 
+def _git_after_cd(commands: tuple[tuple[Word, ...], ...], line: str) -> list[Finding]:
+    """``cd there && git status``: the repository git reads is the one ``there`` is in."""
+    folders = [w[1].value if len(w) > 1 else "~" for w in commands if w[0].value in ("cd", "pushd")]
+    if not folders or not any(w[0].value.rpartition("/")[2] == "git" for w in commands):
+        return []
+    folders = [os.path.expanduser(f) if f == "~" or f.startswith("~/") else f for f in folders]
+    if any(f.startswith(("~", "-")) or "$" in f or "`" in f for f in folders):
+        return [Finding("runs-program", "git runs in a folder this check cannot see, whose repository config "
+                                        "could name programs.", line)]
+    configured = repository_programs(folders)
+    if configured:
+        return [Finding("runs-program", f"the git config of a repository the command enters names programs "
+                                        f"git runs by itself ({configured}).", line)]
+    return []
+
+
 def analyse(command: str) -> Analysis:
     """What both readers find in ``command``."""
     line = "line:" + command
@@ -109,6 +127,7 @@ def analyse(command: str) -> Analysis:
         finding = _judge(words, line)
         if finding is not None:
             findings.append(finding)
+    findings.extend(_git_after_cd(scanned.commands, line))
     return Analysis(findings=tuple(dict.fromkeys(findings)), commands=tuple(commands), words=scanned.commands)
 
 
