@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from hermes_nb.agent.code_host import install_code_host
 from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
@@ -36,8 +36,10 @@ from hermes_nb.agent.events import (
     UsageUpdate,
     tool_event,
 )
+from hermes_nb.agent.history import repair_history
 from hermes_nb.agent.model_choice import resolve_model
 from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
+from hermes_nb.agent.tool_search import Assembly, turn_tools, unwrap_calls, with_listing
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
@@ -116,6 +118,7 @@ class Agent:
         tool_timeout: float | None = None,
         max_workers: int = 8,
         turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
+        code_vars: dict[str, Any] | None = None,
     ) -> None:
         self.model: Model = resolve_model(
             model, base_url, api_key, stream=stream, temperature=temperature,
@@ -133,6 +136,7 @@ class Agent:
         self.approval_callback = approval_callback
         self.tool_timeout = tool_timeout
         self.max_workers = max_workers
+        self.code_vars = code_vars  # what execute_code's scripts see besides their own variables
         self.messages: list[dict[str, Any]] = []
         self._task: asyncio.Task[Any] | None = None
         self.reset()
@@ -259,6 +263,7 @@ class Agent:
         pending: tuple[ToolCallSpec, ...] = ()
         finished: dict[str, Any] = {}
         undo = self._install_approval(emit)
+        undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
         try:
             while True:
                 if iterations >= self.max_iterations:
@@ -270,7 +275,7 @@ class Agent:
                 iterations += 1
                 emit(TurnStarted(iteration=iterations))
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
-                tools = self._definitions()
+                tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
                 turn = await self._complete(tools, emit)
                 for key in usage:
                     usage[key] += turn.usage[key]  # type: ignore[literal-required]
@@ -292,42 +297,41 @@ class Agent:
             reason, error, text = "error", str(exc), f"Model error: {exc}"
             emit(Notice(message=text, level="error"))
         finally:
+            undo_code()
             undo()
             self._task = None
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
                            model=self.model.name)
 
-    async def _complete(self, tools: list[dict[str, Any]],
+    async def _complete(self, tools: Assembly,
                         emit: Emit) -> Any:
         """One model turn; text that cannot be sent (a lone surrogate, a non-JSON value) never escapes."""
         for attempt in (1, 2):
             try:
                 return await self.model.complete(
-                    list(self.messages), tools,
+                    with_listing(list(self.messages), tools.listing), tools.definitions,
                     on_text=lambda d: emit(TextDelta(delta=d)),
                     on_retry=lambda m: emit(Notice(message=m, level="retry")))
             except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-                if _repair_history(self.messages):
+                if repair_history(self.messages):
                     raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
                                      f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
                                      f"run continues") from exc
-                if attempt == 2 or not _repair_history(tools):
+                if attempt == 2 or not repair_history(tools.definitions):
                     raise
                 # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
                 emit(Notice(message=f"a tool definition held text that could not be sent ({exc}); "
                                     "sent with U+FFFD in its place", level="warning"))
         raise AssertionError("unreachable")
 
-    def _definitions(self) -> list[dict[str, Any]]:
-        from hermes_nb.tools.model_tools import get_tool_definitions
-
+    def _definitions(self) -> Assembly:
         enabled = self.enabled_toolsets
         if enabled is None:
             from hermes_nb.selection import enabled_toolsets
 
             enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
-        return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
+        return turn_tools(enabled, self.disabled_toolsets, self.model.name)
 
     def _install_approval(self, emit: Emit) -> Callable[[], None]:
         """Make this agent's approval callback the approver of this run only (a context variable of the
@@ -363,14 +367,15 @@ class Agent:
                 finished[event.tool_call_id] = event.result
             emit(tool_event(event))
 
-        for i, call in enumerate(calls):
-            emit(ToolCallQueued(index=i, id=call.id, name=call.name, arguments=call.arguments))
-        batch = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                 for c in calls]
+        batch = unwrap_calls([{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                              for c in calls])  # a tool_call of a deferred tool: its card and record name the tool
+        for i, call in enumerate(batch):
+            emit(ToolCallQueued(index=i, id=call["id"], **{k: call["function"][k] for k in ("name", "arguments")}))
         results = await arun_tool_batch(batch, max_workers=self.max_workers, timeout=self.tool_timeout,
                                         on_event=on_event)
         messages = [
-            {**r.to_message(), "content": maybe_persist_tool_result(r.content, r.name, r.tool_call_id)}
+            {**r.to_message(), "name": calls[r.index].name,  # the name the model called (tool_call, say)
+             "content": maybe_persist_tool_result(r.content, r.name, r.tool_call_id)}
             for r in results
         ]
         messages = enforce_turn_budget(messages)
@@ -401,34 +406,6 @@ class Agent:
         if records:
             emit(BatchDone(records=tuple(records)))
         return records
-
-
-def _repair_history(messages: list[dict[str, Any]]) -> bool:
-    """Make every message sendable in place (text cleaned, non-JSON values as their text); False when
-    there was nothing to repair (the failure had another cause)."""
-    try:
-        json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
-        return False
-    except (TypeError, ValueError, RecursionError):
-        messages[:] = [_sendable(m) for m in messages]
-        return True
-
-
-def _sendable(value: Any, depth: int = 0) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if depth > 50:
-        return "<nested too deeply>"
-    if isinstance(value, dict):
-        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sendable(v, depth + 1) for v in value]
-    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
-        return value
-    try:
-        return clean_text(str(value))
-    except Exception:  # a broken __str__ must not stop the repair
-        return f"<unprintable {type(value).__name__}>"
 
 
 def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:

@@ -15,6 +15,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from hermes_nb.magics.comments import uncommented
+
 if TYPE_CHECKING:
     from hermes_nb.display.cards import Table
 
@@ -93,7 +95,10 @@ class MCPMagics(Magics):
     @argument("--port", type=int, default=0, help="serve: the port (default: any free one)")
     @argument("--name", dest="serve_name", default="hermes-nb", metavar="NAME", help="serve: the server's name")
     @argument("--host", default=None, help="serve: listen beyond loopback on this address (with a warning)")
+    @argument("--bridge", action="store_true",
+              help="serve: also notebook_tools / notebook_call, for clients that read the tool list once")
     @line_magic
+    @uncommented
     def mcp(self, line: str) -> Any:
         """Show or change the MCP servers of this kernel.
 
@@ -106,7 +111,7 @@ class MCPMagics(Magics):
         %mcp approve NAME                      accept a tool's changed definition (or all of a server's)
         %mcp show NAME                         a server's tools and descriptions
         %mcp attachment ID                     an image or resource from a result ("id=..." in its text)
-        %mcp serve [--toolsets A,B] [--port N] [--name NAME] [--host H]
+        %mcp serve [--toolsets A,B] [--port N] [--name NAME] [--host H] [--bridge]
                                                serve this kernel's tools over MCP (streamable HTTP)
         %mcp serve                             (when serving) its URL, clients and call counts
         %mcp serve stop                        stop serving

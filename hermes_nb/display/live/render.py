@@ -134,7 +134,7 @@ def card_html(card: Card) -> str:
     head = f'{card.emoji} <b>{escape_html(card.name)}</b>(<code>{escape_html(_args_short(card.arguments))}</code>)'
     if card.state in ("queued", "running"):
         return (f'<div style="margin:3px 0">{head} <span style="color:{_GREY}">⏳ {card.state}…</span></div>'
-                + "".join(note_html(n) for n in card.notes))
+                + "".join(note_html(n) for n in card.notes) + _children_html(card))
     color = _RED if card.state == "error" else colours.OK
     mark = "✗" if card.state == "error" else "✓"
     dur = f"{card.ended - card.started:.2f} s" if card.ended else ""
@@ -147,7 +147,16 @@ def card_html(card: Card) -> str:
     return (f'{asked}<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
             f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
             f'background:{colours.SURFACE};padding:4px;color:{colours.TEXT}">'
-            f'{escape_html(body)}</pre></details>{aside_html(card.aside)}')
+            f'{escape_html(body)}</pre></details>{aside_html(card.aside)}{_children_html(card)}')
+
+
+def _children_html(card: Card) -> str:
+    """The calls a script made, as cards indented under its own."""
+    if not card.children:
+        return ""
+    inner = "".join(card_html(child) for child in card.children)
+    return (f'<div class="hermes-nb-nested" style="margin:2px 0 4px 1.2em;padding-left:8px;'
+            f'border-left:2px solid {colours.BORDER}">{inner}</div>')
 
 
 def timeline_html(cards: list[Card]) -> str:
@@ -167,7 +176,14 @@ def timeline_html(cards: list[Card]) -> str:
 
 
 def card_text(card: Card) -> str:
-    """One call as one line."""
+    """One call as one line (the calls a script made as indented lines under it)."""
+    line = _card_line(card)
+    if not card.children:
+        return line
+    return "\n".join([line, *("    " + card_text(child).lstrip().replace("\n", "\n  ") for child in card.children)])
+
+
+def _card_line(card: Card) -> str:
     if card.state in ("queued", "running"):
         return f"  {card.emoji} {card.name}({_args_short(card.arguments, 80)}) …"
     mark = "✗" if card.state == "error" else "✓"

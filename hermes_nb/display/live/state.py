@@ -43,6 +43,7 @@ class Card:
     parallel: bool = False
     notes: list[tuple[str, str]] = field(default_factory=list)  # (message, level), e.g. the approval asked
     aside: Any = None  # a notebook tool's traceback / printed text (hermes_nb.display.asides), for the person only
+    children: list[Card] = field(default_factory=list)  # the calls an execute_code script made, in order
 
 
 @dataclass
@@ -68,7 +69,11 @@ class Transcript:
             case ToolCallQueued():
                 card = Card(id=event.id, name=event.name, arguments=event.arguments, emoji=tool_emoji(event.name))
                 self.cards[card.id] = card
-                self.items.append(["tool", card])
+                parent = self.cards.get(event.parent) if event.parent else None
+                if parent is not None:
+                    parent.children.append(card)  # drawn under the script's card, not as a call of the model
+                else:
+                    self.items.append(["tool", card])
             case ToolStarted() | ToolEnded():
                 self._tool_moved(event)
             case BatchDone(records=records):
