@@ -78,7 +78,7 @@ def _make_world(root: Path, monkeypatch: pytest.MonkeyPatch) -> World:
     for args in (["init", "-q"], ["-c", "user.name=p", "-c", "user.email=p@x", "add", "notes.txt"],
                  ["-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "one"]):
         subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
-    (ws / "notes.txt").write_text("v2\n")  # a change, so git diff has something to show
+    (ws / "notes.txt").write_text("v2, longer\n")  # a change of size, so git diff sees it whatever the clock
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)

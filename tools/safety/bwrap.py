@@ -134,7 +134,7 @@ def _mask(path: Path) -> list[str]:
 
 
 def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterable[str] = (),
-         protected: Iterable[Candidate] = ()) -> list[str]:
+         protected: Iterable[Candidate] = (), info_fd: int | None = None) -> list[str]:
     """The full argv running ``command`` in the sandbox, in ``workspace``.
 
     ``protected``: paths inside the writable ones (``tools.safety.protected``); the existing ones stay
@@ -156,4 +156,6 @@ def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterabl
         if path == workspace or workspace.is_relative_to(path):
             continue  # a workspace inside a hidden folder: that folder stays visible (the workspace with it)
         args += _mask(path)
+    if info_fd is not None:  # bwrap reports the namespace's init there (tools.safety.sandbox waits on it)
+        args += ["--info-fd", str(info_fd)]
     return [*args, *_NAMESPACES, "--setenv", "TMPDIR", tmp, "--chdir", str(workspace), "--", *command]

@@ -18,8 +18,10 @@ command made or swapped in there is set aside and named in its result. ``config.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import select
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from hermes_nb.tools.safety.watch import Watch
 __all__ = ["Box", "Confinement", "SandboxStatus", "landlock_abi", "open_box", "status", "writable_paths"]
 
 log = logging.getLogger(__name__)
+_NAMESPACE_GRACE = 5.0  # seconds for bwrap's report, and for the kernel to empty the pid namespace
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,21 +113,38 @@ class Box:
         self.state, self.workspace, self.tmp = state, workspace, tmp
         self._watch = Watch(workspace)
         self._landlock: Confinement | None = None
+        self._init: int | None = None  # a pidfd of the pid namespace's init (bubblewrap)
         if state.mechanism.startswith("landlock"):
             self._landlock = Confinement(writable_paths(workspace, tmp), network=state.network)
 
     def spawn(self, command: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
         clean = bwrap.scrub_env(env)
-        if self._landlock is None:
+        if self._landlock is not None:
+            return self._landlock.run(lambda: _popen(["bash", "-c", command], self.workspace, clean))
+        read, write = os.pipe()
+        try:
             argv = bwrap.argv(["bash", "-c", command], workspace=self.workspace, tmp=self.tmp,
                               writable=writable_paths(self.workspace, self.tmp)[3:],
-                              protected=self._watch.protected)
-            return _popen(argv, self.workspace, clean)
-        return self._landlock.run(lambda: _popen(["bash", "-c", command], self.workspace, clean))
+                              protected=self._watch.protected, info_fd=write)
+            proc = _popen(argv, self.workspace, clean, pass_fds=(write,))
+        finally:
+            os.close(write)
+        try:
+            self._init = _namespace_init(read)
+        finally:
+            os.close(read)
+        return proc
 
     def sweep(self) -> int:
-        """Kill what is left of the call (bubblewrap: its pid namespace is gone already)."""
-        return self._landlock.sweep() if self._landlock is not None else 0
+        """Kill what is left of the call; with bubblewrap, wait until its pid namespace is empty (the kernel
+        kills every process in it when its init ends, but bwrap itself may exit a moment before)."""
+        if self._landlock is not None:
+            return self._landlock.sweep()
+        if self._init is not None:
+            select.select([self._init], [], [], _NAMESPACE_GRACE)
+            os.close(self._init)
+            self._init = None
+        return 0
 
     def close(self) -> list[str]:
         """End the sandbox; what the command put on the write-deny list was set aside (one line each)."""
@@ -133,9 +153,25 @@ class Box:
         return self._watch.settle()
 
 
-def _popen(argv: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+def _popen(argv: list[str], cwd: Path, env: Mapping[str, str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True, pass_fds=pass_fds)
+
+
+def _namespace_init(read: int) -> int | None:
+    """A pidfd for the init of the sandbox's pid namespace, from bwrap's ``--info-fd`` report (written and
+    closed as soon as the namespace exists); None when it ended already or bwrap failed before."""
+    data = b""
+    while select.select([read], [], [], _NAMESPACE_GRACE)[0]:
+        chunk = os.read(read, 4096)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        pid = int(json.loads(data or b"{}")["child-pid"])
+        return os.pidfd_open(pid)
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
 
 
 def open_box(workspace: Path, tmp: str) -> Box | None:
