@@ -92,8 +92,11 @@ def command_ask(command: str) -> gate.Ask | None:
     from hermes_nb.tools.safety import sandbox
     from hermes_nb.tools.safety.bound_files import fingerprints
 
-    if not sandbox.status().available:
+    state = sandbox.status()
+    if not state.available:
         description += " (Not sandboxed: nothing bounds what it can change.)"
+    else:
+        description += f" (It runs sandboxed: {state.mechanism}.)"
     files = fingerprints(analysis.words, workspace_root()) if analysis.words else ()
     bound = f"  [runs: {'; '.join(files)}]" if files else ""
     return gate.Ask(tool="terminal", subject=command, key=findings[0].key, description=description,
