@@ -175,8 +175,7 @@ class ToolRegistry(HermesQueries):
         return entry
 
     def add_register_guard(self, guard: Callable[[ToolEntry, ToolEntry, bool], None]) -> Callable[[], None]:
-        """Run ``guard(new, old, override)`` before a registration replaces a tool; it refuses by raising
-        (the plugins' ownership check, ``tools.sources.plugin_guard``). Returns an undo."""
+        """Run ``guard(new, old, override)`` before a tool is replaced (it refuses by raising); an undo."""
         with self._lock:
             self._register_guards = (*self._register_guards, guard)
         return lambda: setattr(self, "_register_guards", tuple(g for g in self._register_guards if g is not guard))
@@ -365,7 +364,8 @@ class ToolRegistry(HermesQueries):
         Hermes main's ``scope`` keyword is accepted and not passed to the handler.
         """
         try:  # ``settled``'s boundary, written out: a call less on the path every dispatch takes
-            kwargs.pop("scope", None)
+            if kwargs:
+                kwargs.pop("scope", None)
             content = self._run(name, args, kwargs)[0]
             return content.envelope() if type(content) is MultimodalResult else content
         except KeyboardInterrupt:
