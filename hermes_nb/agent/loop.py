@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import queue
 import time
 from collections.abc import Callable
@@ -36,8 +35,11 @@ from hermes_nb.agent.events import (
     UsageUpdate,
     tool_event,
 )
+from hermes_nb.agent.history import repair_history
 from hermes_nb.agent.model_choice import resolve_model
 from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
+from hermes_nb.agent.routes import begin as begin_run
+from hermes_nb.agent.todos import TodoStore
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
@@ -84,6 +86,7 @@ class AgentResult:
     error: str | None = None
     model: str = ""
     transcript: Any = field(default=None, repr=False, compare=False)
+    todos: tuple[dict[str, str], ...] = ()  # the agent's plan after the run (the todo tool's list)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from hermes_nb.display import live
@@ -135,11 +138,13 @@ class Agent:
         self.max_workers = max_workers
         self.messages: list[dict[str, Any]] = []
         self._task: asyncio.Task[Any] | None = None
+        self.todo_store = TodoStore()  # the todo tool's plan: kept across runs, cleared by reset()
         self.reset()
 
     def reset(self) -> None:
         """Start a new conversation (a replay model starts again from its first turn)."""
         self.messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        self.todo_store.clear()
         rewind = getattr(self.model, "rewind", None)
         if rewind is not None:
             rewind()
@@ -252,6 +257,7 @@ class Agent:
 
     async def _core(self, prompt: str, emit: Emit) -> AgentResult:
         self._task = asyncio.current_task()
+        run = begin_run(self, prompt, emit)  # agent-loop tools' routes, memory in the system prompt, storing
         self.messages.append({"role": "user", "content": clean_text(prompt)})
         records: list[ToolCallRecord] = []
         usage = empty_usage()
@@ -261,6 +267,7 @@ class Agent:
         undo = self._install_approval(emit)
         try:
             while True:
+                run.store(self.messages)  # for session_search: the run so far, turn by turn
                 if iterations >= self.max_iterations:
                     reason = "max_iterations"
                     text = (f"Stopped after {iterations} model turns (max_iterations={self.max_iterations}) "
@@ -293,10 +300,11 @@ class Agent:
             emit(Notice(message=text, level="error"))
         finally:
             undo()
+            run.end(self.messages)
             self._task = None
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
-                           model=self.model.name)
+                           model=self.model.name, todos=tuple(self.todo_store.read()))
 
     async def _complete(self, tools: list[dict[str, Any]],
                         emit: Emit) -> Any:
@@ -308,11 +316,11 @@ class Agent:
                     on_text=lambda d: emit(TextDelta(delta=d)),
                     on_retry=lambda m: emit(Notice(message=m, level="retry")))
             except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-                if _repair_history(self.messages):
+                if repair_history(self.messages):
                     raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
                                      f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
                                      f"run continues") from exc
-                if attempt == 2 or not _repair_history(tools):
+                if attempt == 2 or not repair_history(tools):
                     raise
                 # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
                 emit(Notice(message=f"a tool definition held text that could not be sent ({exc}); "
@@ -401,34 +409,6 @@ class Agent:
         if records:
             emit(BatchDone(records=tuple(records)))
         return records
-
-
-def _repair_history(messages: list[dict[str, Any]]) -> bool:
-    """Make every message sendable in place (text cleaned, non-JSON values as their text); False when
-    there was nothing to repair (the failure had another cause)."""
-    try:
-        json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
-        return False
-    except (TypeError, ValueError, RecursionError):
-        messages[:] = [_sendable(m) for m in messages]
-        return True
-
-
-def _sendable(value: Any, depth: int = 0) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if depth > 50:
-        return "<nested too deeply>"
-    if isinstance(value, dict):
-        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sendable(v, depth + 1) for v in value]
-    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
-        return value
-    try:
-        return clean_text(str(value))
-    except Exception:  # a broken __str__ must not stop the repair
-        return f"<unprintable {type(value).__name__}>"
 
 
 def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:

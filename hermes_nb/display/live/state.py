@@ -15,8 +15,10 @@ from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
     BatchDone,
+    ChildEvent,
     Notice,
     TextDelta,
+    TodoUpdated,
     ToolCallQueued,
     ToolEnded,
     ToolStarted,
@@ -25,7 +27,7 @@ from hermes_nb.agent.events import (
 )
 from hermes_nb.tools.calls.entry import DEFAULT_EMOJI
 
-__all__ = ["Card", "Transcript", "tool_emoji"]
+__all__ = ["Card", "Checklist", "Transcript", "tool_emoji"]
 
 
 @dataclass
@@ -43,6 +45,15 @@ class Card:
     parallel: bool = False
     notes: list[tuple[str, str]] = field(default_factory=list)  # (message, level), e.g. the approval asked
     aside: Any = None  # a notebook tool's traceback / printed text (hermes_nb.display.asides), for the person only
+    children: dict[int, Transcript] = field(default_factory=dict)  # delegate_task's sub-agents, by task index
+
+
+@dataclass
+class Checklist:
+    """The run's ``todo`` plan: one item in the transcript, changed in place by every update."""
+
+    todos: tuple[dict[str, str], ...]
+    updates: int = 1
 
 
 @dataclass
@@ -51,9 +62,10 @@ class Transcript:
 
     prompt: str = ""
     model: str = ""
-    items: list[list[Any]] = field(default_factory=list)  # ["text", str] | ["tool", Card] | ["timeline", [Card]] | ["notice", msg, level]
+    items: list[list[Any]] = field(default_factory=list)  # ["text", str] | ["tool", Card] | ["timeline", [Card]] | ["notice", msg, level] | ["checklist", Checklist]
     cards: dict[str, Card] = field(default_factory=dict)
     usage: Mapping[str, object] = field(default_factory=dict)
+    checklist: Checklist | None = None
     shown_live: bool = False
     done: bool = False
 
@@ -79,6 +91,8 @@ class Transcript:
                         continue
                     known.content = rec.content  # after the budget: what the model saw
                     known.state = "error" if rec.is_error else "done"
+                    for child in known.children.values():  # its sub-agents have all answered
+                        child.done = True
                     _take_aside(known)
                     if rec.ended:
                         known.started, known.ended = rec.started, rec.ended
@@ -97,6 +111,15 @@ class Transcript:
                 self.items.append(["notice", message, level])
             case UsageUpdate(usage=usage):
                 self.usage = usage
+            case TodoUpdated():
+                self._plan(event)
+            case ChildEvent(tool_call_id=call_id, index=index, label=label, event=inner):
+                parent = self.cards.get(call_id)
+                if parent is not None:
+                    child = parent.children.get(index)
+                    if child is None:
+                        child = parent.children[index] = Transcript(prompt=label, model=self.model)
+                    child.handle(inner)
             case TurnStarted():
                 pass  # the display needs no turn marker
             case _:
@@ -114,6 +137,22 @@ class Transcript:
             card.state = "error" if r.is_error else "done"
             card.started, card.ended, card.content = r.started, r.ended, r.content
             _take_aside(card)
+
+    def _plan(self, event: TodoUpdated) -> None:
+        """The todo call's card gives way to the one checklist (made by the first update, then redrawn)."""
+        card = self.cards.pop(event.tool_call_id, None)
+        at = next((i for i, item in enumerate(self.items) if item[0] == "tool" and item[1] is card), None)
+        if self.checklist is None:
+            self.checklist = Checklist(todos=event.todos)
+            if at is None:
+                self.items.append(["checklist", self.checklist])
+            else:
+                self.items[at] = ["checklist", self.checklist]
+            return
+        self.checklist.todos = event.todos
+        self.checklist.updates += 1
+        if at is not None:
+            del self.items[at]
 
     def _asking_card(self, command: str) -> Card | None:
         """The call an approval belongs to: an unfinished one whose arguments hold the command (the gate
