@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.agent.events import ChildEvent
+from hermes_nb.tools.agent_loop.tool import MAX_CONCURRENT_CHILDREN, MAX_DEPTH
 from hermes_nb.tools.calls.results import tool_error
-from hermes_nb.tools.delegate_tool import MAX_CONCURRENT_CHILDREN, MAX_DEPTH
 
 __all__ = ["ChildInfo", "child_info", "delegate"]
 
@@ -156,7 +156,6 @@ def _child_toolsets(parent: Any, asked: Any) -> list[str] | None | str:
 
 def _make_child(run: Any, index: int, task: dict[str, Any], toolsets: list[str] | None, call_id: str,
                 schema: dict[str, Any] | None, max_iterations: Any) -> Any:
-    from hermes_nb.agent.loop import Agent
     from hermes_nb.tools.toolsets import validate_toolset
 
     parent = run.agent
@@ -169,7 +168,7 @@ def _make_child(run: Any, index: int, task: dict[str, Any], toolsets: list[str] 
     if schema is not None:
         lines.append(f"Your final answer must be only JSON matching this schema:\n{json.dumps(schema)}")
     iterations = max_iterations if isinstance(max_iterations, int) and max_iterations > 0 else DEFAULT_CHILD_ITERATIONS
-    return Agent(model=_child_model(parent.model, f"{call_id}.{index}"), enabled_toolsets=toolsets,
+    return type(parent)(model=_child_model(parent.model, f"{call_id}.{index}"), enabled_toolsets=toolsets,
                  disabled_toolsets=[n for n in dict.fromkeys(never) if validate_toolset(n)] or None,
                  system_prompt="\n\n".join(lines), max_iterations=min(iterations, 50), display=False,
                  tool_timeout=parent.tool_timeout, max_workers=parent.max_workers)

@@ -39,13 +39,11 @@ def prefetch(agent: Any, prompt: str, *, emit: Emit, offers: Callable[[str], boo
     return blocks
 
 
-def sync_providers(run: Any, messages: list[dict[str, Any]]) -> None:
+def sync_providers(messages: list[dict[str, Any]], *, emit: Emit, offers: Callable[[str], bool]) -> None:
     """Give each offered provider the run's conversation once it ended."""
-    from hermes_nb.agent.routes import _offers
-
     for record in memory_providers():
         provider = record.provider
-        if not _offers(run.agent, record.toolset):
+        if not offers(record.toolset):
             continue
         try:
             if hasattr(provider, "sync"):
@@ -55,7 +53,7 @@ def sync_providers(run: Any, messages: list[dict[str, Any]]) -> None:
                 answer = next((m.get("content") for m in reversed(messages) if m.get("role") == "assistant"), "")
                 provider.sync_turn(str(user or ""), str(answer or ""), messages=list(messages))
         except Exception as exc:  # boundary: a provider's own code
-            _failed(record.name, "sync", exc, run.emit)
+            _failed(record.name, "sync", exc, emit)
 
 
 def _failed(name: str, hook: str, exc: Exception, emit: Emit) -> None:

@@ -70,7 +70,7 @@ class Run:
         self.undo()
         from hermes_nb.agent.providers import sync_providers
 
-        sync_providers(self, messages)
+        sync_providers(messages, emit=self.emit, offers=lambda toolset: _offers(self.agent, toolset))
 
 
 def begin(agent: Any, prompt: str, emit: Emit) -> Run:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from hermes_nb.tools.todo_tool import STATUSES
+from hermes_nb.tools.agent_loop.tool import STATUSES
 
 __all__ = ["MAX_ITEMS", "TodoStore"]
 
