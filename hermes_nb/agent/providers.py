@@ -1,8 +1,8 @@
 """Calling memory providers around a run: ``prefetch`` before (into the system prompt), ``sync`` after.
 
 Only providers whose toolset (``memory-<name>``) the run offers take part, so a person who did not pick a
-provider's tools does not get its recall either. A provider that raises is recorded for ``%tools doctor``,
-said once in the transcript, and left out; the run goes on.
+provider's tools does not get its recall either; a provider without tools takes part in every run. One that
+raises is recorded for ``%tools doctor``, said once in the transcript, and left out; the run goes on.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def prefetch(agent: Any, prompt: str, *, emit: Emit, offers: Callable[[str], boo
     blocks = []
     for record in memory_providers():
         fn = getattr(record.provider, "prefetch", None)
-        if fn is None or not offers(record.toolset):
+        if fn is None or (record.tools and not offers(record.toolset)):
             continue
         try:
             text = fn(prompt)
@@ -43,7 +43,7 @@ def sync_providers(messages: list[dict[str, Any]], *, emit: Emit, offers: Callab
     """Give each offered provider the run's conversation once it ended."""
     for record in memory_providers():
         provider = record.provider
-        if not offers(record.toolset):
+        if record.tools and not offers(record.toolset):
             continue
         try:
             if hasattr(provider, "sync"):

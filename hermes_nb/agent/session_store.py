@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.config import hermes_home
 from hermes_nb.tools.errors import HermesNbError
 
@@ -86,7 +87,7 @@ class SessionStore:
         with self._lock:
             try:
                 return fn(self._conn(), *args)
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot encode
                 if self._db is not None:  # a broken connection is not reused
                     self._db.close()
                     self._db = None
@@ -105,12 +106,13 @@ class SessionStore:
         """Record that a run started (its first message follows through ``add``)."""
         self._run("starting a run", lambda db: db.execute(
             "INSERT OR IGNORE INTO runs(id, started, notebook, model, prompt, parent) VALUES (?,?,?,?,?,?)",
-            (run_id, time.time(), notebook, model, prompt[:500], parent)))
+            (run_id, time.time(), clean_text(notebook), clean_text(model), clean_text(prompt[:500]), parent)))
 
     def add(self, run_id: str, messages: Iterable[dict[str, Any]], *, notebook: str = "") -> int:
         """Store messages of a run (OpenAI shape); the number stored."""
         now = time.time()
-        rows = [(run_id, notebook, now, str(m.get("role", "")), _tool_name(m), _text(m)) for m in messages]
+        rows = [(run_id, clean_text(notebook), now, str(m.get("role", "")), clean_text(_tool_name(m)), clean_text(_text(m)))
+                for m in messages]
         if not rows:
             return 0
 

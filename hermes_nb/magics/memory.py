@@ -8,7 +8,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 __all__ = ["MemoryMagics", "MemoryView"]
 
@@ -54,7 +54,7 @@ class MemoryMagics(Magics):
               help="show (default), add TEXT, replace OLD --new TEXT, remove OLD.")
     @argument("text", nargs="*", help="The entry (add), or a short unique part of it (replace, remove).")
     @argument("--user", action="store_true", help="USER.md (what the agent knows about you) instead of MEMORY.md.")
-    @argument("--new", default=None, metavar="TEXT", help="The replacement text (replace).")
+    @argument("--new", nargs="+", default=None, metavar="TEXT", help="The replacement text (replace), to the end.")
     @line_magic
     def memory(self, line: str) -> MemoryView:
         """Show or edit what the agent remembers; it is put in the system prompt when a run starts.
@@ -65,17 +65,19 @@ class MemoryMagics(Magics):
         Example::
 
             %memory                                     # both files, with how full they are
-            %memory add The team's data lives in s3://lab-data
+            %memory add The team data lives in s3://lab-data
             %memory add --user Prefers answers in French
-            %memory replace s3://lab-data --new The team's data lives in s3://lab-archive
+            %memory replace s3://lab-data --new The team data lives in s3://lab-archive
             %memory remove lab-archive
         """
         from hermes_nb.agent.memory_store import MemoryStore
 
-        try:
-            args = parse_argstring(self.memory, line)
-        except UsageError:
-            raise
+        from IPython.utils.process import arg_split
+
+        try:  # options may come after the words (%memory add --user Prefers French): intermixed
+            args = self.memory.parser.parse_intermixed_args(arg_split(line))
+        except UsageError as exc:
+            raise UsageError(f"%memory: {exc}") from None
         except (SystemExit, ValueError) as exc:
             raise UsageError(f"%memory: could not parse {shlex.quote(line)}: {exc}") from None
         store, target = MemoryStore(), "user" if args.user else "memory"
@@ -91,7 +93,7 @@ class MemoryMagics(Magics):
             else:
                 if not args.new:
                     raise UsageError("%memory replace OLD --new TEXT: --new gives the replacement")
-                result = store.replace(target, text, args.new)
+                result = store.replace(target, text, " ".join(args.new))
             if not result.get("success"):
                 raise UsageError(f"%memory {args.action}: {result['error']}")
             message = f"{result['message']} ({result['usage']})"
