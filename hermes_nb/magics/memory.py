@@ -70,9 +70,9 @@ class MemoryMagics(Magics):
             %memory replace s3://lab-data --new The team data lives in s3://lab-archive
             %memory remove lab-archive
         """
-        from hermes_nb.agent.memory_store import MemoryStore
-
         from IPython.utils.process import arg_split
+
+        from hermes_nb.agent.memory_store import MemoryStore
 
         try:  # options may come after the words (%memory add --user Prefers French): intermixed
             args = self.memory.parser.parse_intermixed_args(arg_split(line))
