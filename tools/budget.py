@@ -41,6 +41,7 @@ from hermes_nb.tools.budget_config import (
     budget_config,
     number_or_none,
 )
+from hermes_nb.tools.safety.safe_write import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -137,16 +138,9 @@ def _prune(folder: Path, keep: Path) -> None:
             path.unlink(missing_ok=True)
 
 
-def _write(path: Path, content: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", errors="surrogatepass", newline="") as f:
-            for start in range(0, len(content), _WRITE_CHUNK):
-                f.write(content[start : start + _WRITE_CHUNK])
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def _chunks(content: str) -> Any:
+    for start in range(0, len(content), _WRITE_CHUNK):
+        yield content[start : start + _WRITE_CHUNK].encode("utf-8", "surrogatepass")
 
 
 def _spill(content: str, tool_name: str, tool_use_id: str, *, keep_on_failure: int,
@@ -155,8 +149,8 @@ def _spill(content: str, tool_name: str, tool_use_id: str, *, keep_on_failure: i
     folder = spill_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        path = (folder / _file_name(str(tool_use_id))).resolve()
-        _write(path, content)
+        # the folder resolved, never the file's name: a link planted under the name is replaced, not followed
+        path = write_atomic(Path(os.path.realpath(folder)), _file_name(str(tool_use_id)), _chunks(content))
         with _session_lock:
             _session_files.add(str(path))
     except OSError as exc:

@@ -141,8 +141,8 @@ def search_files(pattern: str, path: str = ".", file_glob: str | None = None) ->
     capped = False
     for file in _walk(start, file_glob):
         try:
-            # a symlink in the tree may lead out of the workspace: checked like a path the model named
-            real = resolve_path(file, for_write=False) if file.is_symlink() else file
+            # checked like a path the model named: a symlink may lead out, the hermes_nb home may lie inside
+            real = resolve_path(file, for_write=False)
             if real.stat().st_size > _MAX_SEARCH_FILE_BYTES:
                 continue
             with _open(real, str(file)) as fh:

@@ -7,7 +7,7 @@ Importing this module arms built-in tool discovery: it runs once, on the registr
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.tools.calls.call_hooks import call_context
 from hermes_nb.tools.registry import registry
@@ -18,8 +18,11 @@ from hermes_nb.tools.sources.first_use import (  # discovery on first use
 )
 from hermes_nb.tools.toolsets import resolve_multiple_toolsets
 
+if TYPE_CHECKING:
+    from hermes_nb.tools.search.assembly import Assembly
+
 __all__ = [
-    "check_tool_availability", "check_toolset_requirements",
+    "assemble_tool_definitions", "check_tool_availability", "check_toolset_requirements",
     "defer_until_used", "ensure_discovered", "get_all_tool_names", "get_available_toolsets", "get_tool_definitions",
     "get_toolset_for_tool", "handle_function_call",
 ]
@@ -32,7 +35,9 @@ def get_tool_definitions(
 ) -> list[dict[str, Any]]:
     """OpenAI tool definitions for the enabled toolsets (all when None) minus the disabled ones.
 
-    ``skip_tool_search_assembly`` is accepted for Hermes callers (hermes_nb has no tool-search bridge).
+    Every tool goes direct: the tool-search bridge (``tool_search`` / ``tool_describe`` / ``tool_call``)
+    is never among them, because it answers only inside a run whose tools are deferred; the agent loop
+    asks ``assemble_tool_definitions`` instead. ``skip_tool_search_assembly`` is accepted for Hermes callers.
 
     An unknown toolset name raises ``UnknownToolsetError`` listing the known ones: a typo must not
     silently give the model zero tools.
@@ -44,7 +49,25 @@ def get_tool_definitions(
         names = set(resolve_multiple_toolsets(_names(enabled_toolsets)))
     if disabled_toolsets:
         names -= set(resolve_multiple_toolsets(_names(disabled_toolsets)))
-    return registry.get_definitions(names, quiet=quiet_mode)
+    from hermes_nb.tools.search.catalog import BRIDGE_NAMES
+
+    return registry.get_definitions(names - BRIDGE_NAMES, quiet=quiet_mode)
+
+
+def assemble_tool_definitions(
+    enabled_toolsets: Iterable[str] | None = None,
+    disabled_toolsets: Iterable[str] | None = None,
+    *,
+    model: str | None = None,
+) -> Assembly:
+    """A turn's definitions with tool search (``tools.search``): the direct tools, and in place of the
+    deferred ones the bridge tools, with the catalog the run's batch needs and the system prompt's listing.
+    With nothing deferred, ``.definitions`` is what ``get_tool_definitions`` returns."""
+    from hermes_nb.tools.search.assembly import assemble
+
+    ensure_discovered()
+    return assemble(None if enabled_toolsets is None else _names(enabled_toolsets),
+                    None if disabled_toolsets is None else _names(disabled_toolsets), model=model)
 
 
 def _names(toolsets: Iterable[str]) -> list[str]:

@@ -65,6 +65,11 @@ TOOLSETS: dict[str, ToolsetSpec] = {
         "tools": ["python"],
         "includes": [],
     },
+    "code_execution": {
+        "description": "Run a Python script that calls your tools as functions (each script needs approval)",
+        "tools": ["execute_code"],
+        "includes": [],
+    },
     "clarify": {
         "description": "Ask the person a question",
         "tools": ["clarify"],

@@ -2,14 +2,12 @@
 
 The root is ``$HERMES_NB_WORKSPACE``, else ``workspace:`` in ``config.yaml``, else the working directory
 when the tools were loaded (captured at import, so a later ``%cd`` does not move where the model writes).
-Writes outside the root are refused, symlinks included (paths are compared after ``realpath``). Some
-places inside the root are refused too, because writing there would let the model run programs or
-approve its own commands without asking: the hermes_nb home folder (the approval allowlist and config),
-any ``.git`` folder (hooks, ``core.fsmonitor`` and diff drivers run programs on ``git status``/``git diff``,
-which need no approval), and dot-files and dot-folders directly in the person's home folder (shell
-start-up files, ``~/.gitconfig``, ``~/.ssh``, ``~/.config``, ``~/.local/bin``). Reads
-outside are allowed unless the config says ``workspace_strict_reads: true`` (the tool results this
-session spilled under ``<hermes home>/cache/spillover`` stay readable even then; earlier sessions' do not).
+Writes outside the root are refused, symlinks included (paths are compared after ``realpath``), and so
+are writes to the places inside it that ``tools.safety.protected`` lists (the one write-deny list, which the
+sandbox keeps read-only too): the hermes_nb home, ``.git``, shell start-up files, ``.hermes/``, ``.pth``,
+virtualenvs... Reads outside are allowed unless the config says ``workspace_strict_reads: true``. The hermes_nb
+home is never read (the serving token, the approvals, earlier sessions' spills), except the tool results this
+session spilled under ``<hermes home>/cache/spillover``, which stay readable even under strict reads.
 
 Checking a path and then opening it by name is a race: a folder swapped for a symlink in between would
 redirect the open. ``open_confined`` therefore opens the checked path one component at a time from the
@@ -71,6 +69,10 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
     root = workspace_root()
     joined = Path(root, os.path.expanduser(text))  # an absolute p replaces root
     real = Path(os.path.realpath(joined))
+    if not for_write and _in_home(real) and not _is_spill_file(real):
+        raise WorkspaceError(f"refusing to read {text}: it is inside the hermes_nb home folder (the serving "
+                             "token, approvals and other sessions' results); only this session's spilled "
+                             "results are readable there")
     if real == root or real.is_relative_to(root):
         if for_write and (why := _protected(real)):
             raise WorkspaceError(f"refusing to write {text}: {why}. Ask the person to make this change.")
@@ -85,20 +87,18 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
 
 
 def _protected(real: Path) -> str | None:
-    """Why a write to ``real`` (inside the root) is refused, or None."""
+    """Why a write to ``real`` (inside the root) is refused, or None: the one write-deny list the sandbox
+    also keeps read-only (``tools.safety.protected``)."""
+    from hermes_nb.tools.safety.protected import write_refusal
+
+    return write_refusal(real, root=workspace_root())
+
+
+def _in_home(real: Path) -> bool:
     from hermes_nb.tools.config import hermes_home
 
     home = Path(os.path.realpath(hermes_home()))
-    if real == home or real.is_relative_to(home):
-        return "it is inside the hermes_nb home folder, which holds the approval allowlist and the config"
-    if ".git" in real.parts:
-        return "it is inside a .git folder, whose hooks and config run programs"
-    user_home = Path(os.path.realpath(os.path.expanduser("~")))
-    if real.is_relative_to(user_home) and real != user_home:
-        first = real.relative_to(user_home).parts[0]
-        if first.startswith("."):
-            return f"~/{first} is a dot-file or dot-folder of your home folder (start-up files and settings run programs)"
-    return None
+    return real == home or real.is_relative_to(home)
 
 
 def _is_spill_file(path: Path) -> bool:

@@ -69,6 +69,7 @@ class ToolCallQueued:
     id: str
     name: str
     arguments: str  # the raw JSON text the model sent
+    parent: str = ""  # the call this one was made from (an execute_code script's), else "" (the model's own)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,5 +1,4 @@
-"""Keeping a conversation sendable: text a model server cannot take (a lone surrogate, a non-JSON value) is
-repaired in place, with U+FFFD marking what was replaced, so the next run continues."""
+"""Making a conversation sendable again: text that cannot be encoded, values JSON cannot carry."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from typing import Any
 
 from hermes_nb.tools.calls.results import clean_text
 
-__all__ = ["repair_history"]
+__all__ = ["repair_history", "sendable"]
 
 
 def repair_history(messages: list[dict[str, Any]]) -> bool:
@@ -19,19 +18,19 @@ def repair_history(messages: list[dict[str, Any]]) -> bool:
         json.dumps(messages, ensure_ascii=False, allow_nan=False).encode()
         return False
     except (TypeError, ValueError, RecursionError):
-        messages[:] = [_sendable(m) for m in messages]
+        messages[:] = [sendable(m) for m in messages]
         return True
 
 
-def _sendable(value: Any, depth: int = 0) -> Any:
+def sendable(value: Any, depth: int = 0) -> Any:
     if isinstance(value, str):
         return clean_text(value)
     if depth > 50:
         return "<nested too deeply>"
     if isinstance(value, dict):
-        return {clean_text(str(k)): _sendable(v, depth + 1) for k, v in value.items()}
+        return {clean_text(str(k)): sendable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_sendable(v, depth + 1) for v in value]
+        return [sendable(v, depth + 1) for v in value]
     if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
         return value
     try:

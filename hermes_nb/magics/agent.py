@@ -9,6 +9,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from hermes_nb.magics.comments import uncommented
 from hermes_nb.tools.errors import HermesNbError
 
 __all__ = ["AgentMagics", "current_agent"]
@@ -48,11 +49,15 @@ class AgentMagics(Magics):
               help="Toolsets the model sees (default: the picker's selection).")
     @argument("--new", action="store_true", help="Start a new conversation before this prompt.")
     @argument("--out", default=None, metavar="NAME", help="Also store the AgentResult in this variable.")
+    @argument("--no-format", action="store_true",
+              help="Send {braces} as written (default: {var} and {In[3]} are filled from the notebook).")
     @line_cell_magic
+    @uncommented
     def agent(self, line: str, cell: str | None = None) -> Any:
-        """%%agent [--model M] [--toolsets a,b] [--new] [--out NAME]: the cell body is the prompt.
+        """%%agent [--model M] [--toolsets a,b] [--new] [--out NAME] [--no-format]: the cell body is the prompt.
 
-        The result (an AgentResult) is the cell's value, so it lands in ``_``. ``%agent reset`` starts a
+        ``{city}`` or ``{In[3]}`` in the prompt is filled from the notebook's variables (``{{`` is a brace;
+        ``--no-format`` sends braces as written). The result (an AgentResult) is the cell's value, so it lands in ``_``. ``%agent reset`` starts a
         new conversation. One agent per kernel; ``--model`` or ``--toolsets`` reconfigure it.
 
         Example:
@@ -78,6 +83,8 @@ class AgentMagics(Magics):
         prompt = cell.strip()
         if not prompt:
             raise UsageError("%%agent: the cell is empty; write the prompt below the %%agent line")
+        if not args.no_format:
+            prompt = _filled(prompt, self.shell.user_ns if self.shell is not None else {})
         toolsets = _toolsets(args.toolsets)
         if args.out and not args.out.isidentifier():  # checked before the run, which may take minutes
             raise UsageError(f"--out needs a Python variable name, got {args.out!r}")
@@ -94,6 +101,17 @@ class AgentMagics(Magics):
         """Drop the kernel's agent (the extension's unload; not a magic)."""
         global _agent
         _agent = None
+
+
+def _filled(prompt: str, namespace: Any) -> str:
+    """``{var}`` fields filled from the notebook; the ones left as written said in one line."""
+    from hermes_nb.magics.prompt_fill import fill
+
+    text, left = fill(prompt, namespace)
+    if left:
+        names = ", ".join("{" + f + "}" for f in left)
+        print(f"%%agent: {names} not defined in the notebook, sent as written (--no-format sends every brace as written)")
+    return text
 
 
 def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:

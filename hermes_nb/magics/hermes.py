@@ -9,6 +9,8 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool
 
+from hermes_nb.magics.comments import uncommented
+
 if TYPE_CHECKING:
     from hermes_nb.interop.hermes_tools import BridgeStatus
 
@@ -27,6 +29,7 @@ class HermesMagics(Magics):
                    "again), wait (block until the background discovery finished).")
     @argument("--timeout", type=float, default=120.0, help="Seconds `wait` waits at most (default 120).")
     @line_magic
+    @uncommented
     def hermes(self, line: str) -> BridgeStatus:
         """Hermes's own tools in the notebook (when hermes-agent is installed in the kernel's environment).
 

@@ -15,6 +15,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from hermes_nb.magics.comments import uncommented
+
 if TYPE_CHECKING:
     from hermes_nb.display.cards import Table
 
@@ -94,6 +96,7 @@ class MCPMagics(Magics):
     @argument("--name", dest="serve_name", default="hermes-nb", metavar="NAME", help="serve: the server's name")
     @argument("--host", default=None, help="serve: listen beyond loopback on this address (with a warning)")
     @line_magic
+    @uncommented
     def mcp(self, line: str) -> Any:
         """Show or change the MCP servers of this kernel.
 

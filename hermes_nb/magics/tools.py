@@ -13,6 +13,8 @@ from traitlets import Bool, Int, Unicode
 from hermes_nb import _state
 from hermes_nb.call_args import parse_call_args
 from hermes_nb.display.cards import DEFAULT_MAX_CHARS, Table, availability_text, render_result, tool_card
+from hermes_nb.magics import cells
+from hermes_nb.magics.comments import uncommented
 from hermes_nb.magics.tool import CellToolOptions, defined_functions, pick_function, register_function
 from hermes_nb.tools.registry import registry
 
@@ -53,11 +55,13 @@ class ToolMagics(Magics):
     @argument("--example", action="append", default=[], metavar="'ARGS -> RESULT'",
               help="An example call for %%tools test (repeatable): `a=2 b=3 -> 6`.")
     @cell_magic
+    @uncommented
     def tool(self, line: str, cell: str) -> Any:
         """Run the cell, then register the function it defines as an LLM tool and show its card.
 
         The cell runs in the notebook namespace, so the function stays an ordinary Python function.
-        Re-running the cell replaces the tool (and moves it when --toolset changed).
+        Re-running the cell replaces the tools it registered (and moves them when --toolset changed); a
+        renamed function's old tool is removed, said in one line.
 
         Example:
 
@@ -74,7 +78,8 @@ class ToolMagics(Magics):
         names = defined_functions(python)
         if names is not None:  # a syntax error is shown by run_cell below, as Python shows it
             fname = pick_function(names, args.name)
-        result = shell.run_cell(cell, store_history=False)
+        cell_info = cells.current()
+        result = cells.body_run(shell, cell)  # under the cell's own number and line numbers (item 7)
         if not result.success or names is None:
             return None  # the error is already shown
         fn = shell.user_ns.get(fname)
@@ -89,6 +94,7 @@ class ToolMagics(Magics):
         )
         loop = _kernel_loop() if _state.nest_asyncio_enabled else None
         entry = register_function(fn, options, reg=registry, namespace=shell.user_ns, kernel_loop=loop)
+        _drop_replaced(cell_info.cell_id, entry.name)
         # no return value: nothing lands in `_` or Out for a definition cell
         from IPython.display import display
 
@@ -99,6 +105,7 @@ class ToolMagics(Magics):
         return None
 
     @line_magic
+    @uncommented
     def tools(self, line: str) -> Any:
         """Tools in the kernel.
 
@@ -151,6 +158,7 @@ class ToolMagics(Magics):
                          f"(see %tools?)")
 
     @line_magic
+    @uncommented
     def toolsets(self, line: str) -> Any:
         """Pick the toolsets the model sees.
 
@@ -175,6 +183,22 @@ class ToolMagics(Magics):
         from hermes_nb.display.picker import show_picker
 
         return show_picker(self.shell)
+
+
+#: The tools each cell registered: re-running a cell replaces all of them.
+_CELL_TOOLS = cells.CellTools()
+
+
+def _drop_replaced(cell_id: str | None, name: str) -> None:
+    """Remove the tools this cell registered before and no longer defines (a renamed function), in one line."""
+    removed = []
+    for old in _CELL_TOOLS.claim(cell_id, {name}):
+        entry = registry.get_entry(old)
+        if entry is not None and entry.source == "notebook" and entry.origin == "cell":
+            registry.deregister(old)
+            removed.append(old)
+    if removed:
+        print(f"removed {', '.join(removed)}: this cell now defines {name}")
 
 
 def _examples(texts: list[str]) -> tuple[Any, ...]:

@@ -57,7 +57,7 @@ def test_two_tasks_overlap_in_time_and_each_summary_comes_back() -> None:
     assert all(r["status"] == "completed" and r["exit_reason"] == "completed" for r in results)
     assert all(r["tokens"] == {"input": 10, "output": 5} and r["api_calls"] == 1 for r in results)
     card = result.transcript.cards["d1"]
-    assert sorted(card.children) == [0, 1] and all(c.done for c in card.children.values())
+    assert sorted(card.subagents) == [0, 1] and all(c.done for c in card.subagents.values())
     from hermes_nb.display.live import transcript_html
 
     html = transcript_html(result.transcript)
@@ -99,7 +99,7 @@ def test_an_orchestrator_child_may_delegate_once_more_and_no_deeper() -> None:
         tools = {b["messages"][1]["content"]: _names(b) for b in srv.requests if b["messages"][0]["role"] == "system"}
     assert "delegate_task" in tools["orchestrate"]
     assert "delegate_task" not in tools["leaf work"]  # depth 2: never further, whatever the role
-    grandchild = result.transcript.cards["d1"].children[0].cards["d2"].children[0]
+    grandchild = result.transcript.cards["d1"].subagents[0].cards["d2"].subagents[0]
     assert grandchild.prompt.startswith("sub-agent 1: leaf work")
 
 

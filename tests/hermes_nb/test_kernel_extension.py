@@ -64,7 +64,7 @@ def usage_error(k: KernelSession, code: str) -> str:
 
 def test_load_is_light_and_says_what_it_found(kernel: KernelSession) -> None:
     out = kernel.load_output  # type: ignore[attr-defined]
-    assert "hermes_nb: %%tool, %tools, %toolsets, %%agent, %mcp, %hermes ready" in out
+    assert "hermes_nb: %%tool, %tools, %toolsets, %%agent, %mcp, %hermes, %plugins ready" in out
     assert "HEAVY False False" in out  # openai and mcp wait for first use
     ms = float(re.search(r"LOAD_MS ([\d.]+)", out).group(1))  # type: ignore[union-attr]
     print(f"%load_ext hermes_nb took {ms:.0f} ms in a fresh kernel (target 30 ms: bench/bench_load.py)")
@@ -166,10 +166,25 @@ def test_bad_input_is_a_one_line_usage_error(kernel: KernelSession) -> None:
 
 
 def test_syntax_error_shows_as_python_shows_it(kernel: KernelSession) -> None:
+    number = int(kernel.run("print(get_ipython().execution_count)").stdout)  # the next cell's prompt
     r = kernel.run("%%tool\ndef f(:\n    pass", allow_error=True)
     assert r.error is not None and r.error["ename"] == "SyntaxError"
-    assert "hermes_nb" not in "".join(r.error["traceback"])  # no magic internals in the traceback
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", "".join(r.error["traceback"]))
+    assert "hermes_nb" not in shown  # no magic internals in the traceback
+    assert f"Cell In[{number}], line 2" in shown, shown  # the cell's own prompt and line (issue 26, item 7)
     assert kernel.run("print('next cell fine')").stdout.strip() == "next cell fine"
+
+
+GREETER = '%%tool\ndef {}(who: str) -> str:\n    """Greet."""\n    return "Hi " + who'
+
+
+def test_a_cell_owns_its_tools(kernel: KernelSession) -> None:
+    """Renaming the function and re-running the cell replaces its tool (issue 26, item 2)."""
+    kernel.run(GREETER.format("greet"), cell_id="own-1")
+    r = kernel.run(GREETER.format("greeting"), cell_id="own-1")
+    assert "removed greet: this cell now defines greeting" in r.stdout
+    listed = kernel.run("print(sorted(e.name for e in registry.entries()))").stdout
+    assert "'greeting'" in listed and "'greet'" not in listed
 
 
 def test_async_tools_from_sync_and_async_cells(kernel: KernelSession) -> None:

@@ -81,8 +81,17 @@ class KernelSession:
         assert self.km is not None and self.km.provisioner is not None
         return self.km.provisioner.pid  # type: ignore[attr-defined]
 
-    def run(self, code: str, timeout: float = 60, *, allow_error: bool = False) -> CellResult:
-        msg_id = self.kc.execute(code, store_history=True)
+    def run(self, code: str, timeout: float = 60, *, allow_error: bool = False,
+            cell_id: str | None = None) -> CellResult:
+        """Run ``code`` as a notebook cell; ``cell_id`` is sent as JupyterLab sends it (``metadata.cellId``)."""
+        if cell_id is None:
+            msg_id = self.kc.execute(code, store_history=True)
+        else:
+            content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                       "allow_stdin": False, "stop_on_error": True}
+            msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+            self.kc.shell_channel.send(msg)
+            msg_id = msg["header"]["msg_id"]
         return self.collect(msg_id, timeout, allow_error=allow_error)
 
     def collect(self, msg_id: str, timeout: float = 60, *, allow_error: bool = False) -> CellResult:

@@ -91,8 +91,8 @@ def test_strict_reads_cannot_read_an_earlier_sessions_spill_files(ws: Path, herm
     folder = hermes_home / "cache" / "spillover"
     folder.mkdir(parents=True)
     (folder / "call_old-0123456789.txt").write_text("yesterday's private output\n")
-    assert "refusing to read outside" in error(call("read_file", path=str(folder / "call_old-0123456789.txt")))
-    assert "refusing to read outside" in error(call("search_files", pattern="private", path=str(folder)))
+    assert "inside the hermes_nb home" in error(call("read_file", path=str(folder / "call_old-0123456789.txt")))
+    assert "inside the hermes_nb home" in error(call("search_files", pattern="private", path=str(folder)))
     info = parse_spill_block(maybe_persist_tool_result("today\n" * 100, "t", "call_new", threshold=10))
     assert info is not None and "today" in call("read_file", path=info["path"])
 
@@ -206,3 +206,53 @@ def test_no_file_descriptor_is_leaked(ws: Path) -> None:
         call("write_file", path=f"d/f{i}.txt", content="x")
         call("read_file", path=f"d/f{i}.txt")
     assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+# -- the kernel's own writes are link-safe (tools.safety.safe_write) --------------------------------
+
+def test_a_link_planted_under_the_next_spill_name_is_replaced_not_followed(ws: Path, hermes_home: Path) -> None:
+    """The sandbox-escape of the attack set: a symlink named after the next tool-call id's spill file, pointing
+    at config.yaml. The spill must land in the spill folder and config.yaml keep its bytes."""
+    from hermes_nb.tools.budget import _file_name, maybe_persist_tool_result, parse_spill_block, spill_dir
+
+    config = hermes_home / "config.yaml"
+    config.write_text("# the person's rules\n")
+    spill_dir().mkdir(parents=True)
+    planted = spill_dir() / _file_name("call_next")
+    planted.symlink_to(config)
+    info = parse_spill_block(maybe_persist_tool_result("x" * 500, "t", "call_next", threshold=10))
+    assert info is not None
+    assert config.read_text() == "# the person's rules\n"
+    assert not planted.is_symlink() and planted.read_text() == "x" * 500
+    # unprotected, the same write follows the link (this is what the test guards against)
+    planted.unlink()
+    planted.symlink_to(config)
+    planted.write_text("y")
+    assert config.read_text() == "y"
+
+
+def test_the_config_writer_replaces_a_planted_link(hermes_home: Path, tmp_path: Path) -> None:
+    from hermes_nb.tools.config import load_config, save_config
+
+    victim = tmp_path / "bashrc"
+    victim.write_text("# rc\n")
+    (hermes_home / "config.yaml").symlink_to(victim)
+    save_config({"sandbox": {"network": False}})
+    assert victim.read_text() == "# rc\n"
+    assert not (hermes_home / "config.yaml").is_symlink() and load_config() == {"sandbox": {"network": False}}
+
+
+def test_write_atomic_refuses_a_linked_folder_and_odd_names(tmp_path: Path) -> None:
+    from hermes_nb.tools.safety.safe_write import write_atomic
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    with pytest.raises(OSError):
+        write_atomic(tmp_path / "link", "f", b"x")
+    for name in ("", "a/b", "..", "."):
+        with pytest.raises(ValueError):
+            write_atomic(real, name, b"x")
+    assert list(real.iterdir()) == []
+    write_atomic(real, "f", [b"a", b"b"])
+    assert (real / "f").read_bytes() == b"ab" and (real / "f").stat().st_mode & 0o777 == 0o600

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -144,9 +145,28 @@ def test_reads_outside_allowed_unless_strict(ws: Path, tmp_path: Path, hermes_ho
     spilled = parse_spill_block(block)
     assert spilled is not None  # this session's spilled results stay readable
     assert "big result" in call("read_file", path=spilled["path"])
-    earlier = hermes_home / "cache" / "spillover" / "earlier.txt"  # another session's are outside like any file
+    earlier = hermes_home / "cache" / "spillover" / "earlier.txt"  # another session's are never read
     earlier.write_text("earlier session's result\n")
-    assert "refusing to read outside" in error(call("read_file", path=str(earlier)))
+    assert "inside the hermes_nb home" in error(call("read_file", path=str(earlier)))
+
+
+@pytest.mark.parametrize("name", ["mcp_serve.json", "config.yaml", "always_approved.json",
+                                  "cache/spillover/other-session.txt"])
+def test_the_home_is_never_read_by_the_file_tools(ws: Path, hermes_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  name: str) -> None:
+    """The serving token, the rules and the approvals: read_file and search_files refuse them, also when the
+    home lies inside the workspace (search_files skips it) and without strict reads."""
+    secret = hermes_home / name
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text('{"token": "s3cr3t-token"}\n')
+    assert "inside the hermes_nb home" in error(call("read_file", path=str(secret)))
+    inner = ws / "home"
+    shutil.copytree(hermes_home, inner)
+    monkeypatch.setenv("HERMES_NB_HOME", str(inner))
+    assert "inside the hermes_nb home" in error(call("read_file", path=f"home/{name}"))
+    assert call("search_files", pattern="s3cr3t").startswith("No matches")
+    (ws / "mine.txt").write_text("s3cr3t of mine\n")
+    assert call("search_files", pattern="s3cr3t") == "mine.txt:1: s3cr3t of mine"
 
 
 def test_workspace_root_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> None:
@@ -196,3 +216,39 @@ def test_writes_that_would_run_programs_are_refused_inside_the_root(
     # ordinary dot-files of a project stay writable
     assert "bytes_written" in call("write_file", path="user/proj/.gitignore", content="*.pyc\n")
     assert "bytes_written" in call("write_file", path=".env.example", content="A=1\n")
+
+
+# One row per entry of the write-deny list (tools.safety.protected), the same list the sandbox binds read-only.
+REFUSED = [
+    (".git/hooks/pre-commit", ".git folder", "runs at the person's next commit"),
+    (".git/config", ".git folder", "diff.external / textconv run on git diff"),
+    ("sub/.gitattributes", "names the programs", "filter/diff drivers named per folder"),
+    (".gitmodules", "names the programs", "submodule update commands"),
+    (".hermes/plugins/x/__init__.py", "project plugins", "runs in the next kernel with project plugins on"),
+    ("lib/evil.pth", ".pth files", "a .pth on a site path runs at every Python start"),
+    ("sitecustomize.py", "every Python start", "imported by site at start-up"),
+    ("pkg/usercustomize.py", "every Python start", "imported by site at start-up"),
+    (".venv/bin/pip", "virtualenv", "the person's next pip runs it"),
+    (".venv/lib/python3.11/site-packages/x.py", "virtualenv", "imported by the venv's Python"),
+    (".venv/pyvenv.cfg", "virtualenv", "names the interpreter the venv runs"),
+    (".bashrc", "shell start-up", "a shell rc file (the workspace may be ~)"),
+    (".envrc", "shell start-up", "direnv runs it on cd"),
+]
+
+
+@pytest.mark.parametrize(("path", "said", "why"), REFUSED, ids=[r[0] for r in REFUSED])
+def test_the_write_deny_list_is_refused(ws: Path, path: str, said: str, why: str) -> None:
+    (ws / ".venv").mkdir()
+    (ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    for tool, args in (("write_file", {"content": "x"}), ("patch", {"old_string": "a", "new_string": "b"})):
+        message = error(call(tool, path=path, **args))
+        assert "refusing to write" in message and said in message, (tool, path, why, message)
+    if path == ".venv/pyvenv.cfg":
+        assert (ws / path).read_text() == "home = /usr/bin\n"
+    else:
+        assert not (ws / path).exists(), why
+
+
+@pytest.mark.parametrize("path", ["notes/bashrc.txt", "src/app.py", "venv_notes/bin/readme", "docs/config"])
+def test_ordinary_files_near_the_list_are_written(ws: Path, path: str) -> None:
+    assert "bytes_written" in call("write_file", path=path, content="x")

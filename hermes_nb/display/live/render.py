@@ -82,8 +82,8 @@ def transcript_text(t: Transcript) -> str:
         elif item[0] == "tool":
             lines += [note_text(n) for n in item[1].notes]
             lines.append(card_text(item[1]))
-            if item[1].children:
-                lines.append(children_text(item[1].children, transcript_text))
+            if item[1].subagents:
+                lines.append(children_text(item[1].subagents, transcript_text))
         elif item[0] == "checklist":
             lines.append(checklist_text(item[1].todos))
         elif item[0] == "timeline":
@@ -142,7 +142,8 @@ def card_html(card: Card) -> str:
     head = f'{card.emoji} <b>{escape_html(card.name)}</b>(<code>{escape_html(_args_short(card.arguments))}</code>)'
     if card.state in ("queued", "running"):
         return (f'<div style="margin:3px 0">{head} <span style="color:{_GREY}">⏳ {card.state}…</span></div>'
-                + "".join(note_html(n) for n in card.notes) + children_html(card.children, True, transcript_html))
+                + "".join(note_html(n) for n in card.notes) + _children_html(card)
+                + children_html(card.subagents, True, transcript_html))
     color = _RED if card.state == "error" else colours.OK
     mark = "✗" if card.state == "error" else "✓"
     dur = f"{card.ended - card.started:.2f} s" if card.ended else ""
@@ -155,8 +156,17 @@ def card_html(card: Card) -> str:
     return (f'{asked}<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
             f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
             f'background:{colours.SURFACE};padding:4px;color:{colours.TEXT}">'
-            f'{escape_html(body)}</pre></details>{children_html(card.children, False, transcript_html)}'
-            f'{aside_html(card.aside)}')
+            f'{escape_html(body)}</pre></details>{aside_html(card.aside)}{_children_html(card)}'
+            f'{children_html(card.subagents, False, transcript_html)}')
+
+
+def _children_html(card: Card) -> str:
+    """The calls a script made, as cards indented under its own."""
+    if not card.children:
+        return ""
+    inner = "".join(card_html(child) for child in card.children)
+    return (f'<div class="hermes-nb-nested" style="margin:2px 0 4px 1.2em;padding-left:8px;'
+            f'border-left:2px solid {colours.BORDER}">{inner}</div>')
 
 
 def timeline_html(cards: list[Card]) -> str:
@@ -176,7 +186,14 @@ def timeline_html(cards: list[Card]) -> str:
 
 
 def card_text(card: Card) -> str:
-    """One call as one line."""
+    """One call as one line (the calls a script made as indented lines under it)."""
+    line = _card_line(card)
+    if not card.children:
+        return line
+    return "\n".join([line, *("    " + card_text(child).lstrip().replace("\n", "\n  ") for child in card.children)])
+
+
+def _card_line(card: Card) -> str:
     if card.state in ("queued", "running"):
         return f"  {card.emoji} {card.name}({_args_short(card.arguments, 80)}) …"
     mark = "✗" if card.state == "error" else "✓"

@@ -45,7 +45,8 @@ class Card:
     parallel: bool = False
     notes: list[tuple[str, str]] = field(default_factory=list)  # (message, level), e.g. the approval asked
     aside: Any = None  # a notebook tool's traceback / printed text (hermes_nb.display.asides), for the person only
-    children: dict[int, Transcript] = field(default_factory=dict)  # delegate_task's sub-agents, by task index
+    children: list[Card] = field(default_factory=list)  # the calls an execute_code script made, in order
+    subagents: dict[int, Transcript] = field(default_factory=dict)  # delegate_task's sub-agents, by task index
 
 
 @dataclass
@@ -80,7 +81,11 @@ class Transcript:
             case ToolCallQueued():
                 card = Card(id=event.id, name=event.name, arguments=event.arguments, emoji=tool_emoji(event.name))
                 self.cards[card.id] = card
-                self.items.append(["tool", card])
+                parent = self.cards.get(event.parent) if event.parent else None
+                if parent is not None:
+                    parent.children.append(card)  # drawn under the script's card, not as a call of the model
+                else:
+                    self.items.append(["tool", card])
             case ToolStarted() | ToolEnded():
                 self._tool_moved(event)
             case BatchDone(records=records):
@@ -91,7 +96,7 @@ class Transcript:
                         continue
                     known.content = rec.content  # after the budget: what the model saw
                     known.state = "error" if rec.is_error else "done"
-                    for child in known.children.values():  # its sub-agents have all answered
+                    for child in known.subagents.values():  # its sub-agents have all answered
                         child.done = True
                     _take_aside(known)
                     if rec.ended:
@@ -116,9 +121,9 @@ class Transcript:
             case ChildEvent(tool_call_id=call_id, index=index, label=label, event=inner):
                 parent = self.cards.get(call_id)
                 if parent is not None:
-                    child = parent.children.get(index)
+                    child = parent.subagents.get(index)
                     if child is None:
-                        child = parent.children[index] = Transcript(prompt=label, model=self.model)
+                        child = parent.subagents[index] = Transcript(prompt=label, model=self.model)
                     child.handle(inner)
             case TurnStarted():
                 pass  # the display needs no turn marker

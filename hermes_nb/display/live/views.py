@@ -173,7 +173,7 @@ class TextView(NullView):
 
     def _child_line(self, label: str, call_id: str) -> None:
         for card in self.transcript.cards.values():
-            child = next((c for c in card.children.values() if c.prompt == label), None)
+            child = next((c for c in card.subagents.values() if c.prompt == label), None)
             if child is not None and call_id in child.cards:
                 self._line(f"    ↳ {label[:40]} {card_text(child.cards[call_id]).strip()}")
                 return

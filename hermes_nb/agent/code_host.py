@@ -1,0 +1,50 @@
+"""The run's side of ``execute_code``: which tools its scripts call, where their nested cards go, their namespace.
+
+``install_code_host(agent, emit)`` gives the run (its task, a context variable) a ``CodeHost``
+(``hermes_nb.tools.execute_code_tool``): the tools a script may call are the ones the model is offered this
+turn, a script's tool calls reach the view as cards whose ``parent`` is the script's call, and the scripts of
+one agent share a namespace (``CodeSession``) seeded with the person's ``Agent(code_vars=...)``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from hermes_nb.agent.events import Emit, ToolCallQueued, tool_event
+
+__all__ = ["install_code_host"]
+
+class Agent(Protocol):
+    """What the host needs of ``hermes_nb.agent.loop.Agent`` (a protocol: the loop imports this module)."""
+
+    code_vars: dict[str, Any] | None
+
+    def _definitions(self) -> list[dict[str, Any]]: ...
+
+
+_sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _session(agent: Agent, reset: bool) -> Any:
+    from hermes_nb.tools.code_execution.script import CodeSession
+
+    found = _sessions.get(agent)
+    if found is None or reset:
+        found = _sessions[agent] = CodeSession(agent.code_vars)
+    return found
+
+
+def install_code_host(agent: Agent, emit: Emit) -> Callable[[], None]:
+    """Serve ``execute_code`` for the run in the calling context; returns the undo."""
+    from hermes_nb.tools.execute_code_tool import CodeHost, use_code_host
+
+    def queued(parent: str, call_id: str, name: str, arguments: str) -> None:
+        emit(ToolCallQueued(index=0, id=call_id, name=name, arguments=arguments, parent=parent))
+
+    host = CodeHost(definitions=agent._definitions, session=lambda reset: _session(agent, reset),
+                    on_queued=queued, on_event=lambda event: emit(tool_event(event)))
+    scope = use_code_host(host)
+    scope.__enter__()
+    return lambda: scope.__exit__(None, None, None)

@@ -1,0 +1,67 @@
+"""The per-run ``hermes_tools`` module: typed signatures from schemas, names made Python, only passed args sent."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from hermes_nb.tools.code_execution.module import build_module, python_name, signature_line
+
+
+def _definition(name: str, properties: dict, required: list[str], description: str = "A tool.") -> dict:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": required}}}
+
+
+@pytest.mark.parametrize(("name", "spelled", "why"), [
+    ("read_file", "read_file", "already an identifier"),
+    ("get-weather", "get_weather", "a dash"),
+    ("mcp__time__get.now", "mcp__time__get_now", "a dot"),
+    ("from", "from_", "a keyword"),
+    ("match", "match_", "a soft keyword"),
+    ("3d", "_3d", "a leading digit"),
+    ("", "__", "empty: \"_\" is a soft keyword"),
+])
+def test_python_name(name, spelled, why):
+    assert python_name(name) == spelled, why
+
+
+def test_signature_is_typed_required_first_with_schema_defaults():
+    calls = []
+    module = build_module([_definition("lookup", {
+        "limit": {"type": "integer", "default": 5}, "query": {"type": "string"},
+        "tags": {"type": "array"}, "when": {"type": ["string", "null"]}}, ["query"], "Look it up.")],
+        lambda name, args: calls.append((name, args)) or {"ok": True})
+    fn = module.lookup
+    assert signature_line(fn) == "lookup(query: str, limit: int = 5, tags: list = None, when: str | None = None)"
+    assert fn.__doc__ == "Look it up." and module.__all__ == ["lookup"]
+    assert fn("cats", tags=["a"]) == {"ok": True}
+    # only what the script passed: the tool's own defaults apply to the rest
+    assert calls == [("lookup", {"query": "cats", "tags": ["a"]})]
+    with pytest.raises(TypeError, match="query"):
+        fn(limit=3)
+
+
+def test_property_names_that_are_not_identifiers_map_back():
+    calls = []
+    module = build_module([_definition("t", {"from": {"type": "string"}, "user-id": {"type": "integer"}},
+                                       ["from"])], lambda name, args: calls.append(args))
+    assert list(inspect.signature(module.t).parameters) == ["from_", "user_id"]
+    module.t("here", user_id=3)
+    assert calls == [{"from": "here", "user-id": 3}]
+
+
+def test_excluded_and_clashing_names_are_left_out():
+    module = build_module([_definition("a-b", {}, []), _definition("a_b", {}, []), _definition("execute_code", {}, [])],
+                          lambda name, args: name, exclude={"execute_code"})
+    assert module.__all__ == ["a-b".replace("-", "_")]
+    assert module.a_b() == "a-b"  # sorted by name: "a-b" comes first and keeps the spelling
+    assert not hasattr(module, "execute_code")
+
+
+def test_hostile_descriptions_and_names_are_data_not_code():
+    hostile = '"""\nimport os; os.system("touch /tmp/pwned")\n"""'
+    module = build_module([_definition("x", {"a": {"type": "string", "description": hostile}}, [], hostile)],
+                          lambda name, args: args)
+    assert module.x.__doc__ == hostile and module.x(a="1") == {"a": "1"}

@@ -1,0 +1,173 @@
+"""One ``execute_code`` script as it runs: its namespace, its printed output, its tool calls and its stop.
+
+``CodeSession`` is the namespace a run's scripts share (a module namespace of its own, never the
+notebook's), with ``print`` and ``import hermes_tools`` bound to the script running in it now. ``Script``
+runs one piece of code in the calling thread and keeps what the model gets back: what it printed,
+the calls it made, how it ended. ``Script.stop`` ends it from another thread: at its next tool call or
+print, and by an exception raised into its thread (``PyThreadState_SetAsyncExc``), which a blocking C
+call (a long ``time.sleep``, a socket read) only sees when it returns.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import io
+import itertools
+import linecache
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["CodeSession", "Script", "ScriptStopped", "ToolCallLimitError"]
+
+#: Printed text kept at most (a runaway print loop must not fill the memory); the rest is counted.
+HARD_OUTPUT_CHARS = 5_000_000
+_numbers = itertools.count(1)
+
+
+class ScriptStopped(KeyboardInterrupt):
+    """Raised inside a script that ran out of time or was stopped by ■ (a KeyboardInterrupt, so that
+    ``except Exception`` in the script does not swallow it and a tool batch it waits on settles its call)."""
+
+
+class ToolCallLimitError(RuntimeError):
+    """The script made more tool calls than its run allows."""
+
+
+class CodeSession:
+    """The namespace a run's scripts share: variables persist from one ``execute_code`` to the next."""
+
+    def __init__(self, variables: Mapping[str, Any] | None = None) -> None:
+        self.current: Script | None = None
+        own = dict(vars(builtins))
+        own["print"], own["__import__"] = self._print, self._import
+        # a function a script defines keeps these builtins (CPython binds them when it is made), so they
+        # look up the script running now instead of holding the one that defined them
+        self.namespace: dict[str, Any] = {"__name__": "__execute_code__", "__builtins__": own, **(variables or {})}
+
+    def _print(self, *args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
+               flush: bool = False) -> None:
+        script = self.current
+        if script is None or file not in (None, sys.stdout, sys.stderr):
+            builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
+            return
+        script.check()
+        buffer = io.StringIO()
+        builtins.print(*args, sep=sep, end=end, file=buffer)
+        script.write(buffer.getvalue())
+
+    def _import(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        script = self.current
+        if level == 0 and name == "hermes_tools" and script is not None:
+            return script.module
+        return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+class Script:
+    """One script: run it with ``run`` (in the thread it should use), read the outcome afterwards."""
+
+    def __init__(self, session: CodeSession, code: str, *, module: Any, call: Callable[[Script, str, dict[str, Any]], Any],
+                 max_tool_calls: int) -> None:
+        self.session, self.code, self.module = session, code, module
+        self._call, self.max_tool_calls = call, max_tool_calls
+        self.tool_calls = 0
+        self.status = "running"  # then: success | error | timeout | interrupted
+        self.error: str | None = None
+        self.traceback = ""
+        self.started = time.monotonic()
+        self.ended: float | None = None
+        self._parts = io.StringIO()
+        self.printed_chars = 0
+        self._stop: str | None = None
+        self._thread: int | None = None
+        self._raised = False
+        self._lock = threading.Lock()
+        self.done = threading.Event()
+
+    # -- inside the script's thread -----------------------------------------------------------------
+
+    def run(self) -> None:
+        """Execute the code in the session's namespace, here; never raises."""
+        with self._lock:
+            self._thread = threading.get_ident()
+        try:
+            try:
+                self._execute()
+            except ScriptStopped:  # raised into this thread just as the script ended, in the bookkeeping
+                if self.status == "running":
+                    self.status = self._stop or "interrupted"
+            finally:
+                with self._lock:  # from here on nothing is raised into this thread
+                    self._thread = None
+        except ScriptStopped:  # one raised just before that, landing here
+            if self.status == "running":
+                self.status = self._stop or "interrupted"
+        self.session.current = None
+        self.ended = time.monotonic()
+        self.done.set()
+
+    def _execute(self) -> None:
+        filename = f"<execute_code #{next(_numbers)}>"
+        linecache.cache[filename] = (len(self.code), None, self.code.splitlines(keepends=True), filename)
+        self.session.current = self
+        try:
+            exec(compile(self.code, filename, "exec"), self.session.namespace)
+            self.status = "success"
+        except KeyboardInterrupt as exc:  # ScriptStopped, or a tool batch it waited on, interrupted by it
+            self.status = self._stop or "error"
+            if self._stop is None:
+                self._failed(exc, filename)
+        except BaseException as exc:  # the script failing (SystemExit included) is its result
+            self.status = "interrupted" if self._stop == "interrupted" else "error"
+            self._failed(exc, filename)
+
+    def _failed(self, exc: BaseException, filename: str) -> None:
+        self.error = f"{type(exc).__name__}: {exc}"
+        frames = traceback.extract_tb(exc.__traceback__)
+        own = [f for f in frames if f.filename == filename]  # the script's own lines are what the model wrote
+        lines = traceback.format_list(own[-10:]) + traceback.format_exception_only(exc)
+        self.traceback = "".join(lines)
+
+    def check(self) -> None:
+        """Raise ``ScriptStopped`` when the script was stopped (called at every tool call and print)."""
+        if self._stop is not None:
+            raise ScriptStopped(self._stop)
+
+    def write(self, text: str) -> None:
+        self.printed_chars += len(text)
+        room = HARD_OUTPUT_CHARS - self._parts.tell()
+        if room > 0:
+            self._parts.write(text[:room])
+
+    def call_tool(self, name: str, args: dict[str, Any]) -> Any:
+        """One tool call from the script (the ``hermes_tools`` functions end here)."""
+        self.check()
+        if self.tool_calls >= self.max_tool_calls:
+            raise ToolCallLimitError(f"execute_code allows {self.max_tool_calls} tool calls per script; "
+                                     f"this was call {self.tool_calls + 1}")
+        self.tool_calls += 1
+        result = self._call(self, name, args)
+        self.check()
+        return result
+
+    # -- from outside ---------------------------------------------------------------------------------
+
+    def stop(self, why: str) -> None:
+        """End the script (``why``: "timeout" or "interrupted"); its thread sees it as soon as it runs Python."""
+        if self._stop is None:
+            self._stop = why
+        with self._lock:  # once, and only while the script's thread is inside ``run``
+            if self._thread is not None and not self._raised:
+                self._raised = True
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread), ctypes.py_object(ScriptStopped))
+
+    @property
+    def printed(self) -> str:
+        text = self._parts.getvalue()
+        if self.printed_chars > len(text):
+            text += f"\n[{self.printed_chars - len(text):,} more printed chars were not kept]"
+        return text

@@ -1,0 +1,158 @@
+"""The one write-deny list: places inside the workspace whose content runs later, outside any sandbox.
+
+A file the model writes there is not code it runs now (the sandbox bounds that) but code that runs at the
+person's next login, commit, ``git diff``, ``pip list``, kernel start or plugin load. Two users, one list:
+
+- ``write_refusal`` — why ``write_file`` / ``patch`` refuse a path (``tools.workspace.resolve_path``);
+- ``candidates`` — the concrete paths the sandbox keeps read-only inside the writable workspace
+  (``tools.safety.bwrap``), and checks after each command for anything new or swapped in.
+
+The list: shell rc / profile files (and direnv's ``.envrc``), anything in a ``.git`` folder for the file tools
+(its ``hooks/`` and ``config`` for the sandbox, where ``git add`` must still write objects), ``.gitmodules``,
+``.gitattributes``, ``.hermes/`` (project plugins), ``*.pth``, ``sitecustomize.py`` / ``usercustomize.py``,
+any virtualenv's ``bin/``, ``lib/`` and ``pyvenv.cfg``, the hermes_nb home when it lies inside, and the dot
+entries of the person's home folder when the workspace holds it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["RC_FILES", "Candidate", "candidates", "write_refusal"]
+
+#: Start-up files a shell (or direnv) runs; they matter in the person's home, and anywhere for direnv.
+RC_FILES = frozenset({
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile",
+    ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".login", ".logout", ".kshrc", ".mkshrc", ".inputrc",
+    ".envrc", ".xprofile", ".xsessionrc", ".xinitrc", ".pythonrc", ".pythonstartup",
+})
+_GIT_ANYWHERE = frozenset({".gitmodules", ".gitattributes"})
+_STARTUP_MODULES = frozenset({"sitecustomize.py", "usercustomize.py"})
+_VENV_PARTS = ("bin", "Scripts", "lib", "lib64", "Lib", "include", "pyvenv.cfg")
+_SCAN_DEPTH = 2  # folders below the workspace root searched for .git, virtualenvs and .gitattributes
+_SCAN_SKIP = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+                        ".ipynb_checkpoints", ".tox"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate:
+    """One protected path inside the workspace (it may not exist yet) and why it is protected."""
+
+    path: Path
+    reason: str
+
+
+def _user_home() -> Path:
+    return Path(os.path.realpath(os.path.expanduser("~")))
+
+
+def _hermes_home() -> Path:
+    from hermes_nb.tools.config import hermes_home
+
+    return Path(os.path.realpath(hermes_home()))
+
+
+def _venv_root(real: Path, root: Path) -> Path | None:
+    """The virtualenv (a folder holding ``pyvenv.cfg``) that ``real`` lies in, below ``root``."""
+    for folder in [real, *real.parents]:
+        if folder == root.parent or not folder.is_relative_to(root):
+            return None
+        if (folder / "pyvenv.cfg").is_file():
+            return folder
+    return None
+
+
+def write_refusal(real: Path, *, root: Path) -> str | None:
+    """Why the file tools may not write ``real`` (a resolved path inside ``root``), or None."""
+    home = _hermes_home()
+    if real == home or real.is_relative_to(home):
+        return "it is inside the hermes_nb home folder, which holds the approval allowlist and the config"
+    parts = real.relative_to(root).parts if real.is_relative_to(root) else real.parts
+    name = real.name
+    if ".git" in parts:
+        return "it is inside a .git folder, whose hooks and config run programs"
+    if name in _GIT_ANYWHERE:
+        return f"{name} names the programs git runs on diff, status and checkout"
+    if ".hermes" in parts:
+        return ".hermes/ holds project plugins, which run in the next kernel"
+    if name.endswith(".pth"):
+        return ".pth files run code at every Python start"
+    if name in _STARTUP_MODULES:
+        return f"{name} runs at every Python start"
+    venv = _venv_root(real.parent if not real.is_dir() else real, root)
+    if venv is not None and real != venv:
+        first = real.relative_to(venv).parts[0]
+        if first in _VENV_PARTS:
+            return f"it is inside the virtualenv {venv.name}'s {first} (its programs and packages run later)"
+    user_home = _user_home()
+    if real.is_relative_to(user_home) and real != user_home:
+        first = real.relative_to(user_home).parts[0]
+        if first.startswith("."):
+            return f"~/{first} is a dot-file or dot-folder of your home folder (start-up files and settings run programs)"
+    if name in RC_FILES:
+        return f"{name} is a shell start-up file"
+    return None
+
+
+def _walk(root: Path) -> Iterator[tuple[Path, list[os.DirEntry[str]]]]:
+    """(folder, its entries) for the root and folders down to ``_SCAN_DEPTH``, never following links."""
+    pending = [(root, 0)]
+    while pending:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        yield folder, entries
+        if depth >= _SCAN_DEPTH:
+            continue
+        for entry in entries:
+            if entry.name in _SCAN_SKIP or entry.name == ".git":
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((Path(entry.path), depth + 1))
+            except OSError:
+                continue
+
+
+def candidates(root: Path) -> list[Candidate]:
+    """Every protected path the sandbox must keep as it is: existing ones are bound read-only, missing
+    ones are watched (a command that creates one has it renamed aside when it ends)."""
+    out: dict[Path, str] = {}
+    home, user_home = _hermes_home(), _user_home()
+    if home.is_relative_to(root) and home != root:
+        out[home] = "the hermes_nb home folder"
+    if user_home.is_relative_to(root):
+        for name in RC_FILES:
+            out.setdefault(user_home / name, "a shell start-up file of your home folder")
+        try:
+            dots = [e.name for e in os.scandir(user_home) if e.name.startswith(".")]
+        except OSError:
+            dots = []
+        for name in dots:
+            out.setdefault(user_home / name, "a dot-file of your home folder")
+    for name in RC_FILES:
+        out.setdefault(root / name, "a shell start-up file")
+    for folder, entries in _walk(root):
+        names = {e.name for e in entries}
+        for name in (*_GIT_ANYWHERE, ".hermes", *_STARTUP_MODULES, ".git"):
+            out.setdefault(folder / name, f"{name} runs programs later")
+        if ".git" in names:
+            git = folder / ".git"
+            out[git / "hooks"] = "git hooks run at the next commit"
+            out[git / "config"] = "git's config names programs git diff and status run"
+            out[git / "info" / "attributes"] = "git attributes name programs"
+        if "pyvenv.cfg" in names and folder != root:
+            out[folder] = f"the virtualenv {folder.name} (its programs and packages run later)"
+        elif "pyvenv.cfg" in names:
+            for part in _VENV_PARTS:
+                out.setdefault(folder / part, "the workspace's virtualenv")
+        for entry in entries:
+            if entry.name.endswith(".pth"):
+                out.setdefault(Path(entry.path), ".pth files run at every Python start")
+    return [Candidate(path=p, reason=r) for p, r in sorted(out.items())]

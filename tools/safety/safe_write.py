@@ -1,0 +1,57 @@
+"""Link-safe writes for the kernel's own files (spill files, ``always_approved.json``, ``config.yaml``).
+
+A name planted in the target folder (a symlink ``config.yaml -> ~/.bashrc``, or under the name the next spill
+will take) must never redirect a write. So the folder is opened once (its last component not a symlink), the
+content goes to a fresh temporary name created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` relative to that folder's
+descriptor, and ``rename`` relative to the same descriptor puts it in place: a rename replaces a symlink at the
+destination instead of following it, and the descriptor pins the folder even if its path is swapped meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["open_folder", "write_atomic"]
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_folder(folder: Path, *, create: bool = True, mode: int = 0o700) -> int:
+    """A descriptor for ``folder`` (created with ``mode`` when missing); OSError when its last component
+    is a symlink or not a folder. The caller closes it."""
+    if create:
+        os.makedirs(folder, mode=mode, exist_ok=True)
+    return os.open(folder, _DIR_FLAGS | _NOFOLLOW)
+
+
+def write_atomic(folder: Path, name: str, chunks: bytes | Iterable[bytes], *, mode: int = 0o600,
+                 create: bool = True) -> Path:
+    """Write ``chunks`` to ``folder/name`` without following any link there; returns the path.
+
+    Readers see the old content or the new, never half of it. ``name`` must be a plain file name.
+    """
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a plain file name: {name!r}")
+    data = [chunks] if isinstance(chunks, bytes | bytearray) else chunks
+    fd = open_folder(folder, create=create)
+    try:
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+        try:
+            with os.fdopen(out, "wb", closefd=True) as fh:
+                for chunk in data:
+                    fh.write(chunk)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)
+    return Path(folder, name)
