@@ -38,7 +38,7 @@ def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None) -
         results = []
         for r in runs:
             first = r["hits"][0]
-            window = store.messages(r["run_id"], around=first["id"], window=2)
+            window = store.messages(r["run_id"], around=first["id"], window=5)  # Hermes: ±5 messages
             results.append({
                 "session_id": r["run_id"], "when": _when(r["started"]), "notebook": r["notebook"],
                 "model": r["model"], "title": r["prompt"][:120], "matched_role": first["role"],
