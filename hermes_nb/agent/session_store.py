@@ -42,6 +42,10 @@ CREATE TRIGGER IF NOT EXISTS messages_ad AFTER DELETE ON messages BEGIN
 """
 
 
+#: How many matching messages (the newest) a search ranks at most.
+_CANDIDATES = 1_500
+
+
 class SessionStoreError(HermesNbError, RuntimeError):
     """The session database cannot be used (corrupt, locked, unwritable); the message says which."""
 
@@ -138,9 +142,11 @@ class SessionStore:
         limit = max(1, min(int(limit), 20))
 
         def find(db: sqlite3.Connection, match: str) -> list[Any]:
-            # ranked ids first (the index alone), then the rows and snippets of the few that are kept
-            ranked = db.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT 400",
-                                (match,)).fetchall()
+            # ranked ids first (the index alone), then the rows and snippets of the few that are kept; a word
+            # in most messages ranks only its newest _CANDIDATES matches, so a query stays fast at any size
+            ranked = db.execute("SELECT rowid FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? "
+                                "ORDER BY rowid DESC LIMIT ?) ORDER BY rank LIMIT 400",
+                                (match, _CANDIDATES)).fetchall()
             if not ranked:
                 return []
             order = {rid: i for i, (rid,) in enumerate(ranked)}
