@@ -77,7 +77,7 @@ async def _task(run: Any, index: int, task: dict[str, Any], call_id: str, limit:
     if isinstance(toolsets, str):
         return _entry(index, status="error", error=toolsets)
     schema = task.get("output_schema") if isinstance(task.get("output_schema"), dict) else None
-    label = f"sub-agent {index + 1}: {goal[:60]}"
+    label = f"sub-agent {index + 1}: {goal if len(goal) <= 100 else goal[:99] + '…'}"
     async with limit:
         child = _make_child(run, index, task, toolsets, call_id, schema, max_iterations)
         _children[child] = ChildInfo(depth=run.depth + 1, parent_run=run.run_id, label=label)

@@ -138,7 +138,8 @@ class SessionStore:
     def search(self, query: str, *, limit: int = 3, exclude_run: str | None = None,
                roles: tuple[str, ...] = ("user", "assistant", "tool")) -> list[dict[str, Any]]:
         """The runs whose messages match ``query`` (FTS5 syntax; plain words if it does not parse), best
-        first: ``{run_id, notebook, started, prompt, matches, hits: [{id, role, tool_name, snippet}]}``."""
+        first: ``{run_id, notebook, started, prompt, matches, hits: [{id, role, tool_name, snippet}]}``. Sub-agents'
+        runs are left out, as Hermes does: their parent's ``delegate_task`` answer holds what they found."""
         limit = max(1, min(int(limit), 20))
 
         def find(db: sqlite3.Connection, match: str) -> list[Any]:
@@ -152,7 +153,8 @@ class SessionStore:
             order = {rid: i for i, (rid,) in enumerate(ranked)}
             marks = ",".join("?" * len(roles))
             rows = db.execute(f"SELECT id, run_id, role, tool_name FROM messages WHERE id IN "
-                              f"({','.join('?' * len(order))}) AND role IN ({marks}) AND run_id != ?",
+                              f"({','.join('?' * len(order))}) AND role IN ({marks}) AND run_id != ? "
+                              "AND run_id NOT IN (SELECT id FROM runs WHERE parent IS NOT NULL)",
                               (*order, *roles, exclude_run or "")).fetchall()
             return sorted(rows, key=lambda r: order[r[0]])
 
