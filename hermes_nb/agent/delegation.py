@@ -31,6 +31,8 @@ from hermes_nb.tools.calls.results import tool_error
 __all__ = ["ChildInfo", "child_info", "delegate"]
 
 DEFAULT_CHILD_ITERATIONS = 10
+#: Tokens (prompt + completion, as the server reports them) a child may spend before its next turn is refused.
+DEFAULT_CHILD_TOKENS = 200_000
 _NEVER = ("clarify", "memory")  # a child cannot ask the person, nor write the shared memory (Hermes's rule)
 _EXIT = {"done": "completed", "max_iterations": "max_iterations", "interrupted": "interrupted", "error": "error"}
 
@@ -77,6 +79,8 @@ async def _task(run: Any, index: int, task: dict[str, Any], call_id: str, limit:
     if isinstance(toolsets, str):
         return _entry(index, status="error", error=toolsets)
     schema = task.get("output_schema") if isinstance(task.get("output_schema"), dict) else None
+    if schema is not None and (broken := _unusable(schema)) is not None:
+        return _entry(index, status="error", error=f"output_schema is not a usable JSON schema: {broken}")
     label = f"sub-agent {index + 1}: {goal if len(goal) <= 100 else goal[:99] + '…'}"
     async with limit:
         child = _make_child(run, index, task, toolsets, call_id, schema, max_iterations)
@@ -168,7 +172,8 @@ def _make_child(run: Any, index: int, task: dict[str, Any], toolsets: list[str] 
     if schema is not None:
         lines.append(f"Your final answer must be only JSON matching this schema:\n{json.dumps(schema)}")
     iterations = max_iterations if isinstance(max_iterations, int) and max_iterations > 0 else DEFAULT_CHILD_ITERATIONS
-    return type(parent)(model=_child_model(parent.model, f"{call_id}.{index}"), enabled_toolsets=toolsets,
+    model = _Budgeted(_child_model(parent.model, f"{call_id}.{index}"), DEFAULT_CHILD_TOKENS)
+    return type(parent)(model=model, enabled_toolsets=toolsets,
                  disabled_toolsets=[n for n in dict.fromkeys(never) if validate_toolset(n)] or None,
                  system_prompt="\n\n".join(lines), max_iterations=min(iterations, 50), display=False,
                  tool_timeout=parent.tool_timeout, max_workers=parent.max_workers)
@@ -179,12 +184,35 @@ def _child_model(model: Any, key: str) -> Any:
     from hermes_nb.agent.replay import RecordingModel, ReplayModel
 
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
+    if isinstance(model, _Budgeted):  # a grandchild: its parent's own model, not the budget around it
+        model = model.inner
     if isinstance(model, ReplayModel):
         return ReplayModel(_sibling(model.path, safe), stream=model.stream, chunk_delay=model.chunk_delay,
                            on_drift=model.on_drift)
     if isinstance(model, RecordingModel):
         return RecordingModel(model.inner, _sibling(model.path, safe))
     return model
+
+
+class _Budgeted:
+    """A child's model with a token budget: once spent, the next turn is a ``ModelError`` (the child stops and
+    its summary says why)."""
+
+    def __init__(self, inner: Any, tokens: int) -> None:
+        self.inner, self.tokens, self.used = inner, tokens, 0
+        self.name = inner.name
+
+    def __getattr__(self, attr: str) -> Any:  # check_config, rewind, ...
+        return getattr(self.inner, attr)
+
+    async def complete(self, messages: list[dict[str, Any]], tools: Any, **kwargs: Any) -> Any:
+        from hermes_nb.agent.models import ModelError
+
+        if self.used >= self.tokens:
+            raise ModelError(f"the sub-agent spent its token budget ({self.used:,} of {self.tokens:,})")
+        turn = await self.inner.complete(messages, tools, **kwargs)
+        self.used += int(turn.usage.get("total_tokens") or 0)
+        return turn
 
 
 def _sibling(path: Path, key: str) -> Path:
@@ -212,6 +240,17 @@ def _parse(text: str) -> Any:
     return json.loads(fenced.group(1) if fenced else stripped)
 
 
+def _unusable(schema: dict[str, Any]) -> str | None:
+    """Why ``schema`` cannot check an answer (None when it can); the model wrote it, so anything may be in it."""
+    from hermes_nb.tools.schema.validation import compile_validator
+
+    try:
+        compile_validator({"type": "object", "properties": {"answer": schema}}, coerce=False)
+    except (ValueError, TypeError, RecursionError) as exc:
+        return str(exc)
+    return None
+
+
 def _schema_error(schema: dict[str, Any], text: str) -> str | None:
     """Why ``text`` is not JSON matching ``schema`` (None when it is)."""
     from hermes_nb.tools.errors import ToolArgumentError
@@ -225,8 +264,8 @@ def _schema_error(schema: dict[str, Any], text: str) -> str | None:
         check = compile_validator({"type": "object", "properties": {"answer": schema}, "required": ["answer"]},
                                   coerce=False)
         check({"answer": value})
-    except ToolArgumentError as exc:
-        return str(exc)
+    except (ToolArgumentError, RecursionError) as exc:
+        return str(exc) or type(exc).__name__
     return None
 
 

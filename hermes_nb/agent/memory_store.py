@@ -73,45 +73,34 @@ class MemoryStore:
     # -- the memory tool's actions (Hermes's result shapes) ---------------------------------------
 
     def add(self, target: MemoryTarget, content: str) -> dict[str, Any]:
-        content = _clean(content)
-        if not content:
-            return {"success": False, "error": "content is empty: say what to remember."}
-        with self._locked(target) as entries:
-            if content in entries:
-                return self._done(target, entries, "Entry already exists (no duplicate added).")
-            new = [*entries, content]
-            if len(DELIMITER.join(new)) > self.limit(target):
-                return self._full(target, entries, f"Adding this entry ({len(content):,} chars) would exceed the limit.")
-            self._write(target, new)
-        return self._done(target, new, "Entry added.")
+        return self.apply(target, [{"action": "add", "content": content}])
 
     def replace(self, target: MemoryTarget, old_text: str, content: str) -> dict[str, Any]:
-        old_text, content = old_text.strip(), _clean(content)
-        if not old_text or not content:
-            missing = "old_text" if not old_text else "content"
-            return {"success": False, "error": f"replace needs {missing}: old_text is a short unique part of the "
-                                               "entry to change, content its new text."}
-        with self._locked(target) as entries:
-            index = _match(entries, old_text)
-            if isinstance(index, dict):
-                return index
-            new = [*entries[:index], content, *entries[index + 1:]]
-            if len(DELIMITER.join(new)) > self.limit(target):
-                return self._full(target, entries, "The replacement would exceed the limit.")
-            self._write(target, new)
-        return self._done(target, new, "Entry replaced.")
+        return self.apply(target, [{"action": "replace", "old_text": old_text, "content": content}])
 
     def remove(self, target: MemoryTarget, old_text: str) -> dict[str, Any]:
-        old_text = old_text.strip()
-        if not old_text:
-            return {"success": False, "error": "remove needs old_text: a short unique part of the entry to remove."}
+        return self.apply(target, [{"action": "remove", "old_text": old_text}])
+
+    def apply(self, target: MemoryTarget, operations: list[Any]) -> dict[str, Any]:
+        """Hermes's ``operations``: add / replace / remove steps applied together or not at all, the limit
+        checked on the result only (so one call can make room and add)."""
+        if not operations:
+            return {"success": False, "error": "operations is empty."}
         with self._locked(target) as entries:
-            index = _match(entries, old_text)
-            if isinstance(index, dict):
-                return index
-            new = entries[:index] + entries[index + 1:]
-            self._write(target, new)
-        return self._done(target, new, "Entry removed.")
+            new, messages = list(entries), []
+            for n, op in enumerate(operations, 1):
+                where = f"Operation {n}: " if len(operations) > 1 else ""
+                step = _step(new, op if isinstance(op, dict) else {})
+                if isinstance(step, str):
+                    return {"success": False, "error": where + step, "current_entries": entries}
+                new, message = step
+                messages.append(message)
+            if len(DELIMITER.join(new)) > self.limit(target):
+                return self._full(target, entries, f"The {'change' if len(operations) == 1 else 'operations'} "
+                                                   "would exceed the limit.")
+            if new != entries:
+                self._write(target, new)
+        return self._done(target, new, messages[0] if len(messages) == 1 else f"Applied {len(messages)} operations.")
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -173,12 +162,27 @@ def _clean(content: Any) -> str:
     return text.replace(DELIMITER, "\n").replace("\n§", "\n§ ") if "§" in text else text
 
 
-def _match(entries: list[str], old_text: str) -> int | dict[str, Any]:
+def _step(entries: list[str], op: dict[str, Any]) -> tuple[list[str], str] | str:
+    """One operation on ``entries``: the entries after it and what it did, or why it cannot be done."""
+    action, content, old_text = op.get("action"), _clean(op.get("content")), str(op.get("old_text") or "").strip()
+    if action == "add":
+        if not content:
+            return "content is empty: say what to remember."
+        if content in entries:
+            return entries, "Entry already exists (no duplicate added)."
+        return [*entries, content], "Entry added."
+    if action not in ("replace", "remove"):
+        return f"Unknown action {action!r}: use add, replace or remove."
+    if not old_text:
+        return f"{action} needs old_text: a short unique part of the entry to {action}."
+    if action == "replace" and not content:
+        return "replace needs content (the new text); use remove to delete an entry."
     hits = [i for i, e in enumerate(entries) if old_text in e]
     if not hits:
-        return {"success": False, "error": f"No entry matched {old_text!r}; see current_entries and retry with "
-                                           "part of the exact text.", "current_entries": entries}
+        return f"No entry matched {old_text!r}; see current_entries and retry with part of the exact text."
     if len({entries[i] for i in hits}) > 1:
-        return {"success": False, "error": f"Several entries matched {old_text!r}; be more specific.",
-                "matches": [entries[i][:80] for i in hits]}
-    return hits[0]
+        return f"Several entries matched {old_text!r}; be more specific."
+    i = hits[0]
+    if action == "remove":
+        return entries[:i] + entries[i + 1:], "Entry removed."
+    return [*entries[:i], content, *entries[i + 1:]], "Entry replaced."

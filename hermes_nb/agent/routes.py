@@ -130,14 +130,9 @@ def _memory(run: Run | None, args: dict[str, Any]) -> Any:
     target = args.get("target", "memory")
     if target not in ("memory", "user"):
         return {"success": False, "error": f"Invalid target {target!r}: use 'memory' or 'user'."}
-    action = args.get("action")
-    if action == "add":
-        return store.add(target, args.get("content") or "")
-    if action == "replace":
-        return store.replace(target, args.get("old_text") or "", args.get("content") or "")
-    if action == "remove":
-        return store.remove(target, args.get("old_text") or "")
-    return {"success": False, "error": f"Unknown action {action!r}: use add, replace or remove."}
+    if args.get("operations"):
+        return store.apply(target, list(args["operations"]))
+    return store.apply(target, [{k: args[k] for k in ("action", "content", "old_text") if k in args}])
 
 
 def _session_search(run: Run | None, args: dict[str, Any]) -> Any:

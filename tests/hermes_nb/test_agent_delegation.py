@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from hermes_nb.agent.loop import Agent
 from hermes_nb.tools import async_bridge
 from hermes_nb.tools.registry import registry
@@ -172,3 +174,24 @@ def test_stopping_the_parent_stops_its_children_and_every_call_is_answered() -> 
     answer = next(m for m in agent.messages if m.get("tool_call_id") == "d1")
     assert "interrupted" in answer["content"]
     assert count == 3  # the parent's turn and one turn per child: no child went on after the stop
+
+
+def test_a_child_stops_at_its_token_budget_and_a_broken_output_schema_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hermes_nb.agent.delegation.DEFAULT_CHILD_TOKENS", 20)  # each scripted turn costs 15
+
+    def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        if prompt == "go":
+            return _parent([{"goal": "chatty"}, {"goal": "odd", "output_schema": {"type": "frobnicate"}}]) \
+                if turn == 0 else Reply(content="ok")
+        return Reply(tool_calls=(call("todo", {"todos": []}, f"t{turn}"),))  # never finishes on its own
+
+    with RoutedOpenAI(route) as srv:
+        Agent(model="m", base_url=srv.base_url, enabled_toolsets=["delegation", "todo"], display=False,
+              stream=False).run("go")
+        results = _results(srv.requests[-1])
+        chatty = [b for b in srv.requests if b["messages"][1:2] and b["messages"][1].get("content") == "chatty"]
+    assert results[0]["status"] == "error" and "token budget (30 of 20)" in results[0]["error"]
+    assert len(chatty) == 2  # the turn that passed the budget was the last one sent
+    assert results[1]["status"] == "error" and "not a usable JSON schema" in results[1]["error"]
+    assert not any(b["messages"][1:2] and b["messages"][1].get("content") == "odd" for b in srv.requests)

@@ -192,3 +192,21 @@ def test_search_text_that_is_not_fts5_syntax_still_searches() -> None:
         _agent(srv, "file").run('the "quarterly report: final')
     found = search_runs('"quarterly report:')
     assert found["success"] and found["count"] == 1
+
+
+def test_operations_make_room_and_add_in_one_call_or_change_nothing(hermes_home: Path) -> None:
+    from hermes_nb.agent.memory_store import LIMITS, MemoryStore
+
+    big = "y" * (LIMITS["memory"] - 20)
+    MemoryStore().add("memory", big)
+    swap = [{"action": "remove", "old_text": "yyyy"}, {"action": "add", "content": "Uses uv"}]
+    broken = [{"action": "add", "content": "kept?"}, {"action": "remove", "old_text": "not there"}]
+    script = [Reply(tool_calls=(call("memory", {"target": "memory", "operations": broken}, "m1"),)),
+              Reply(tool_calls=(call("memory", {"target": "memory", "operations": swap}, "m2"),)),
+              Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        _agent(srv, "memory").run("tidy memory")
+        failed, done = _tool_answer(srv.requests[1], "m1"), _tool_answer(srv.requests[2], "m2")
+    assert failed["success"] is False and failed["error"].startswith("Operation 2: No entry matched")
+    assert done["success"] is True and done["message"] == "Applied 2 operations."
+    assert MemoryStore().entries("memory") == ["Uses uv"]  # the failed batch added nothing

@@ -8,7 +8,8 @@ state these tools need; outside a run the extension's default route answers.
   ``in_progress``, ``completed``, ``cancelled``; without ``todos`` it reads the list. Hermes ``main`` names it
   ``todo_list``: both are registered (``todo_list`` in its own toolset, so a model is not offered it twice).
 - ``memory``: ``action`` add / replace / remove, ``target`` ``memory`` (the agent's notes, ``MEMORY.md``) or
-  ``user`` (``USER.md``), ``content``, ``old_text``; files under ``$HERMES_NB_HOME/memories/``.
+  ``user`` (``USER.md``), ``content``, ``old_text``, or Hermes main's ``operations`` (several at once, all or
+  nothing); files under ``$HERMES_NB_HOME/memories/``.
 - ``session_search``: ``query`` (FTS5) and ``limit`` over every stored run; without a query, the latest runs.
 - ``delegate_task``: ``goal``, ``context``, ``toolsets``, ``tasks``, ``role``, ``output_schema``,
   ``max_iterations``; sub-agents with a subset of the caller's toolsets, at most 3 at a time, 2 levels deep.
@@ -86,8 +87,16 @@ MEMORY_SCHEMA = {
             "content": {"type": "string", "description": "The entry's text (add and replace)."},
             "old_text": {"type": "string",
                          "description": "A short unique part of the entry to change (replace and remove)."},
+            "operations": {
+                "type": "array", "maxItems": 50,
+                "description": "Several changes at once, applied together or not at all; the limit is checked "
+                               "on the result, so one call can make room and add. Omit action when using it.",
+                "items": {"type": "object", "required": ["action"], "properties": {
+                    "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+                    "content": {"type": "string"}, "old_text": {"type": "string"}}},
+            },
         },
-        "required": ["action", "target"],
+        "required": ["target"],
     },
 }
 
