@@ -366,8 +366,11 @@ def command_ask(command: str) -> gate.Ask | None:
     description = " ".join(r[:1].upper() + r[1:] for r in reasons[:3])
     from hermes_nb.tools.safety import sandbox
 
-    if not sandbox.status().available:
+    state = sandbox.status()
+    if not state.available:
         description += " (Not sandboxed: nothing bounds what it can change.)"
+    else:
+        description += f" (It runs sandboxed: {state.mechanism}.)"
     return gate.Ask(tool="terminal", subject=command, key=findings[0].key, description=description,
                     scopes=frozenset(f.scope for f in findings), command=command, simple_commands=tuple(commands))
 

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from hermes_nb.agent.models import Usage
+    from hermes_nb.agent.turns import Turn
     from hermes_nb.tools.batch.records import BatchEvent, ToolCallResult
 
-__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "ChildEvent", "Emit", "Notice", "NoticeLevel",
-           "TextDelta", "TodoUpdated", "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnStarted",
-           "UsageUpdate", "tool_event"]
+__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "ChildEvent", "Emit", "ModelNamed", "Notice", "NoticeLevel",
+           "TextDelta", "TodoUpdated", "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnDone",
+           "TurnStarted", "UsageUpdate", "tool_event"]
 
 #: How a notice reads: "retry" is a model retry, "approval"/"denied" an approval's answer.
 NoticeLevel = Literal["info", "warning", "error", "retry", "approval", "denied"]
@@ -48,6 +49,13 @@ class TurnStarted:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TurnDone:
+    """A model turn answered: what it was sent and what it said (``hermes_nb.agent.turns.Turn``)."""
+
+    turn: Turn
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TextDelta:
     """A piece of the model's streamed text."""
 
@@ -59,6 +67,13 @@ class UsageUpdate:
     """The run's token counts so far, after each model turn."""
 
     usage: Usage  # a copy: the run keeps adding to its own
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelNamed:
+    """The server named the model that answered (it differs from the name the run started with)."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,7 +149,8 @@ class ChildEvent:
     event: AgentEvent
 
 
-AgentEvent: TypeAlias = (TurnStarted | TextDelta | UsageUpdate | ToolCallQueued | ToolStarted | ToolEnded | BatchDone
+AgentEvent: TypeAlias = (TurnStarted | TurnDone | TextDelta | UsageUpdate | ModelNamed | ToolCallQueued | ToolStarted
+              | ToolEnded | BatchDone
               | ApprovalAnswered | Notice | TodoUpdated | ChildEvent)
 #: Where the core puts its events (a queue's ``put_nowait``; the evaluation ignores them).
 Emit: TypeAlias = Callable[[AgentEvent], None]
