@@ -141,8 +141,11 @@ def test_a_repository_config_the_model_wrote_cannot_run_an_fsmonitor(ws: Path) -
     (ws / "repo" / "mon.sh").write_text("#!/bin/sh\ntouch ../ran\n")
     (ws / "repo" / "mon.sh").chmod(0o755)
     subprocess.run(["git", "-C", str(ws / "repo"), "config", "core.fsmonitor", "./mon.sh"], check=True)
-    assert run(command="cd repo && git status --short")["exit_code"] == 0
-    assert not (ws / "ran").exists()
+    asked: list[str] = []
+    result = json.loads(registry.dispatch("terminal", {"command": "cd repo && git status --short"},
+                                          approval_callback=lambda *a: asked.append(a[0]) or "once"))
+    assert asked and result["exit_code"] == 0  # a config naming a program asks (the classifier); said yes to,
+    assert not (ws / "ran").exists()  # the command-scope guard still keeps git from running it
     # the guard is what stops it: without the command-scope setting git runs the program
     subprocess.run(["git", "status", "--short"], cwd=ws / "repo", capture_output=True)
     assert (ws / "ran").exists()

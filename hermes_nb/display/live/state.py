@@ -159,7 +159,7 @@ def _take_aside(card: Card) -> None:
 
 
 def tool_emoji(name: str) -> str:
-    """The tool's own emoji, else the one default (``tools.entry.DEFAULT_EMOJI``)."""
+    """The tool's own emoji, else the one default (``tools.calls.entry.DEFAULT_EMOJI``)."""
     from hermes_nb.tools.registry import registry
 
     return registry.get_emoji(name)
