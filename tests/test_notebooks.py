@@ -79,12 +79,35 @@ def _check_mcp_and_plugins(nb: Any) -> None:
     clean_up = nb.cells[-2]
     assert "CLEAN-UP" in clean_up.source
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in clean_up.outputs)
+    offered = _text(_cell(nb, "turn = assemble_tool_definitions("))  # tool search: the bridge, not the schemas
+    assert "'tool_search'" in offered and "'mcp__time__" not in offered.split("\n")[0] and "Deferred tools (2)" in offered
+    assert "mcp__time__convert_time -> {" in _text(_cell(nb, "with use_catalog(turn.catalog)"))
+    assert "notebook_call char_count -> 5" in _text(_cell(nb, "lists-once"))  # the bridge of %mcp serve
     writes = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%writefile")]
     assert writes == ["%%writefile {plugin}/plugin.yaml", "%%writefile {plugin}/__init__.py",
                       "%%writefile {tools_dir}/reverse.py", "%%writefile {tools_dir}/reverse.py"]
 
 
+def _check_agent_state(nb: Any) -> None:
+    """One checklist updated in place, the second kernel's recall, two nested sub-agents, no replay drift."""
+    every = "".join(_text(c) + "".join(o.get("data", {}).get("text/html", "") for o in c.get("outputs", []))
+                    for c in nb.cells if c.cell_type == "code")
+    assert "Replay drift" not in every and "different tool results" not in every
+    (plan,) = [o["data"]["text/html"] for o in _cell(nb, "planner.run(").outputs if "text/html" in o.get("data", {})]
+    assert plan.count('class="hermes-nb-checklist"') == 1 and "3/3 done" in plan and "updated 3×" in plan
+    second = _text(_cell(nb, "start_new_kernel"))
+    pids = {line.split(":")[0]: line.split(":")[1].strip() for line in second.splitlines()
+            if line.startswith(("this kernel:", "second kernel:"))}
+    assert pids["this kernel"] != pids["second kernel"]
+    assert "You study Adélie penguins on Ross Island (that is in my memory)" in second
+    assert '✓ session_search' in second and '"mode": "discover"' in second
+    (lead,) = [o["data"]["text/html"] for o in _cell(nb, "lead.run(").outputs if "text/html" in o.get("data", {})]
+    assert lead.count('class="hermes-nb-child"') == 2 and "emperors breed through the winter" in lead
+    assert "Studies Adélie penguins on Ross Island" in _text(_cell(nb, "%memory"))
+
+
 CHECKS: dict[str, Callable[[Any], None]] = {
+    "05-agent-state.ipynb": _check_agent_state,
     "02-safe-scheduling.ipynb": _check_safe_scheduling,
     "03-mcp-and-plugins.ipynb": _check_mcp_and_plugins,
 }

@@ -2,9 +2,9 @@
 
 Import-compatible with Hermes Agent: a tool file that does ``from tools.registry import registry`` and
 calls ``registry.register(name=..., toolset=..., schema=..., handler=...)`` loads unchanged. The records
-live in ``tools.entry``, the text at the boundary in ``tools.results``, Hermes's extra names in
-``tools.hermes_compat``; all are re-exported here. Calling a handler is ``tools.calling``; a call's result
-stays ``(content, is_error)`` inside (``tools.outcome``): ``dispatch`` returns Hermes's string, ``execute``
+live in ``tools.calls.entry``, the text at the boundary in ``tools.calls.results``, Hermes's extra names in
+``tools.sources.hermes_compat``; all are re-exported here. Calling a handler is ``tools.calls.calling``; a call's result
+stays ``(content, is_error)`` inside (``tools.calls.outcome``): ``dispatch`` returns Hermes's string, ``execute``
 the ``Outcome`` record, and a batch records the flag it was given.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
@@ -20,14 +19,7 @@ from time import perf_counter
 from typing import Any
 
 from hermes_nb.tools.calls.call_hooks import CallHook
-from hermes_nb.tools.calls.calling import (
-    acall_handler,
-    call_handler,
-    failed,
-    settle_returned,
-    settled,
-    settled_async,
-)
+from hermes_nb.tools.calls.calling import acall_handler, call_handler, settled, settled_async
 from hermes_nb.tools.calls.entry import (
     SOURCES,
     Availability,
@@ -45,6 +37,7 @@ from hermes_nb.tools.calls.entry import (
 )
 from hermes_nb.tools.calls.outcome import Outcome, Settled
 from hermes_nb.tools.calls.results import (
+    MultimodalResult,
     execution_failed,
     parse_arguments,
     serialize_result,
@@ -52,15 +45,17 @@ from hermes_nb.tools.calls.results import (
     tool_result,
 )
 from hermes_nb.tools.errors import ToolArgumentError
-from hermes_nb.tools.safety.gate import decide, decide_without_asking
+from hermes_nb.tools.safety.gate import adecide, blocked, decide
 from hermes_nb.tools.sources.hermes_compat import (
     HermesQueries,
+    caller_globals,
     discover_builtin_tools,
     invalidate_check_fn_cache,
     is_hermes_style,
     keep_existing,
     no_cache_check_fn,
 )
+from hermes_nb.tools.sources.hermes_names import note_scope, renamed_target
 
 __all__ = [
     "SOURCES", "Availability", "Outcome", "Source", "ToolEntry", "ToolRegistry", "discover_builtin_tools",
@@ -76,6 +71,7 @@ class ToolRegistry(HermesQueries):
 
     _call_hooks: tuple[CallHook, ...] = ()  # replaced whole on change, so dispatch reads it without a lock
     _batch_hooks: tuple[tuple[Callable[[], Any], Callable[[], Awaitable[Any]]], ...] = ()  # likewise
+    _register_guards: tuple[Callable[[ToolEntry, ToolEntry, bool], None], ...] = ()  # likewise
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolEntry] = {}
@@ -109,19 +105,21 @@ class ToolRegistry(HermesQueries):
         metadata: Mapping[str, Any] | None = None,
         dynamic_schema_overrides: Callable[[], Any] | None = None,
         examples: Iterable[Any] = (),
+        scope: Any = None,
     ) -> ToolEntry:
         """Register (or replace) a tool. Hermes's positional order; hermes_nb's additions keyword-only.
 
         Re-registering a name from the same toolset and source replaces it. Taking a name that belongs
         to another toolset or source needs ``override=True`` (and is logged); from a Hermes-style file
         without it, the existing tool is kept and the refusal logged, as Hermes does. A bad schema is a
-        ``ValueError`` (``ToolSchemaError``) saying what is wrong.
+        ``ValueError`` (``ToolSchemaError``) saying what is wrong. ``scope`` (Hermes main's profile overlay)
+        is recorded in the metadata; a foreign one is said by ``%tools doctor`` (``hermes_names``).
         """
         checked_callables(name, toolset, handler, check_fn=check_fn, dynamic_schema_overrides=dynamic_schema_overrides)
         schema = checked_schema(name, schema, description)
         validator = validator_for(name, schema)
         source = checked_source(name, source)
-        caller = sys._getframe(1).f_globals
+        caller = caller_globals()
         entry = ToolEntry(
             name=name,
             toolset=toolset,
@@ -141,7 +139,7 @@ class ToolRegistry(HermesQueries):
             source=source,
             origin=caller.get("__name__") if origin is None else origin,
             disabled_reason=disabled_reason,
-            metadata=dict(metadata or {}),
+            metadata={**(metadata or {}), **note_scope(name, scope, origin)},
             validator=validator,
             examples=checked_examples(name, examples),
         )
@@ -156,6 +154,9 @@ class ToolRegistry(HermesQueries):
         name, toolset, source = entry.name, entry.toolset, entry.source
         with self._lock:
             old = self._tools.get(name)
+            if old is not None:
+                for guard in self._register_guards:
+                    guard(entry, old, override)  # may refuse (a plugin replacing what it does not own)
             if old is not None and (old.toolset != toolset or old.source != source):
                 if not override:
                     if hermes_style():  # as Hermes: logged, the existing tool kept, the file goes on
@@ -172,6 +173,12 @@ class ToolRegistry(HermesQueries):
             self._tools[name] = entry
             self._toolsets.setdefault(toolset, set()).add(name)
         return entry
+
+    def add_register_guard(self, guard: Callable[[ToolEntry, ToolEntry, bool], None]) -> Callable[[], None]:
+        """Run ``guard(new, old, override)`` before a tool is replaced (it refuses by raising); an undo."""
+        with self._lock:
+            self._register_guards = (*self._register_guards, guard)
+        return lambda: setattr(self, "_register_guards", tuple(g for g in self._register_guards if g is not guard))
 
     def deregister(self, name: str) -> ToolEntry | None:
         """Remove a tool; its toolset goes too when it empties. Returns the removed entry."""
@@ -291,7 +298,7 @@ class ToolRegistry(HermesQueries):
     def get_definitions(self, tool_names: Iterable[str], quiet: bool = False) -> list[dict[str, Any]]:
         """OpenAI definitions for the available tools among ``tool_names``, sorted by name.
 
-        Availability is ``tools.entry.is_available`` (the one computation, with its per-pass cache: each
+        Availability is ``tools.calls.entry.is_available`` (the one computation, with its per-pass cache: each
         distinct ``check_fn`` runs at most once per call; a raising check hides its tools).
         ``quiet`` is accepted for Hermes compatibility; reasons are in ``get_unavailable()``.
         Every call builds new dicts (the nested ``parameters`` is the entry's own, as in Hermes).
@@ -322,53 +329,45 @@ class ToolRegistry(HermesQueries):
         return out
 
     # -- dispatch ---------------------------------------------------------------------------------
-    # Inside, every step returns ``Settled`` (content, is_error); ``dispatch`` hands out the string,
-    # ``execute`` the ``Outcome`` record. The sync path is written flat: it is the hot path (bench_registry).
+    # One sequence of named steps for every way in (``dispatch``, ``execute``, their async twins, a batch):
+    # ``prepare`` (lookup, validate) → the gate (``decide``) → ``call_handler`` (call, settle). Each step is
+    # written once; inside, a result is ``Settled`` (content, is_error) until the edge (``dispatch``'s
+    # string, ``execute``'s ``Outcome``). Speed comes from the steps' own short cases, never from a copy.
 
     def prepare(self, name: Any, args: Any) -> tuple[ToolEntry, dict[str, Any]] | str:
         """Look up and validate a call: ``(entry, args)``, or the JSON error result for the model."""
         entry = self._tools.get(name) if type(name) is str else None
         if entry is None:
-            return _unknown(name, self._tools)
+            renamed = renamed_target(name, self._tools)  # Hermes main's todo_list for our todo, ...
+            if renamed is None:
+                return _unknown(name, self._tools)
+            entry = self._tools[renamed]
         if entry.disabled_reason:
             return tool_error(f"Tool {entry.name} is disabled: {entry.disabled_reason}")
-        parsed = parse_arguments(args)
-        if isinstance(parsed, str):
-            return tool_error(f"Invalid arguments for {entry.name}: {parsed}")
+        if type(args) is not dict:  # a dict needs no parsing: the model's JSON text, None, ... do
+            args = parse_arguments(args)
+            if isinstance(args, str):
+                return tool_error(f"Invalid arguments for {entry.name}: {args}")
+        if entry.validator is None:
+            return entry, args
         try:
-            validated = entry.validator(parsed) if entry.validator else parsed
+            return entry, entry.validator(args)
         except ToolArgumentError as exc:
             return tool_error(f"Invalid arguments for {entry.name}: {exc}")
-        return entry, validated
 
-    def dispatch(self, name: str, args: Any, **kwargs: Any) -> str:
-        """Run one tool call and return its result as a string. Never raises (except KeyboardInterrupt).
+    def dispatch(self, name: str, args: Any, **kwargs: Any) -> str | dict[str, Any]:
+        """Run one tool call and return its result as a string (Hermes's multimodal envelope as its dict).
+        Never raises (except KeyboardInterrupt).
 
         Lookup and validation, then the approval gate (``tools.safety.gate``; an ``approval_callback``
         keyword answers its prompts), then ``call``. ``execute`` is the same with the ``Outcome`` record.
+        Hermes main's ``scope`` keyword is accepted and not passed to the handler.
         """
-        try:
-            entry = self._tools.get(name) if type(name) is str else None
-            # The commonest call, flat (it is what bench_registry times): a known, enabled sync tool, no
-            # keywords, no hooks, a dict that validates as it is. The same steps as _run, in the same
-            # order; anything else (or an invalid call, for its message) goes through _run.
-            if entry is not None and not kwargs and type(args) is dict and not entry.disabled_reason \
-                    and not entry.is_async and not self._call_hooks and entry.validator is not None:
-                try:
-                    call_args = entry.validator(args)
-                except ToolArgumentError:
-                    return self._run(name, args, kwargs)[0]
-                decision = decide(entry, call_args)
-                if not decision.approved:
-                    return tool_error(decision.message, blocked=True)
-                try:
-                    result = entry.handler(call_args)
-                except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
-                    return execution_failed(exc)
-                if type(result) is str and result.isascii():  # settle_result's commonest case, inline
-                    return result
-                return settle_returned(result)[0]
-            return self._run(name, args, kwargs)[0]
+        try:  # ``settled``'s boundary, written out: a call less on the path every dispatch takes
+            if kwargs:
+                kwargs.pop("scope", None)
+            content = self._run(name, args, kwargs)[0]
+            return content.envelope() if type(content) is MultimodalResult else content
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a raising validator, GeneratorExit, a custom BaseException
@@ -380,12 +379,14 @@ class ToolRegistry(HermesQueries):
         content, is_error = settled(self._run, name, args, kwargs)
         return Outcome(content=content, is_error=is_error, started=started, ended=perf_counter())
 
-    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
+    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str | dict[str, Any]:
         """The same contract as ``dispatch``; async handlers are awaited on the caller's loop.
 
         Cancelling the awaiting task still cancels (asyncio's contract); a handler's own stray
         ``CancelledError`` is an error result like any other exception."""
-        return (await settled_async(self._run_async(name, args, kwargs)))[0]
+        kwargs.pop("scope", None)
+        content = (await settled_async(self._run_async(name, args, kwargs)))[0]
+        return content.envelope() if type(content) is MultimodalResult else content
 
     async def aexecute(self, name: str, args: Any, **kwargs: Any) -> Outcome:
         """``dispatch_async`` returning the ``Outcome``."""
@@ -394,52 +395,30 @@ class ToolRegistry(HermesQueries):
         return Outcome(content=content, is_error=is_error, started=started, ended=perf_counter())
 
     def _run(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
-        # prepare()'s usual case, inline: a known, enabled tool given a dict that validates as it is
-        entry = self._tools.get(name) if type(name) is str else None
-        call_args: dict[str, Any] | None = None
-        if entry is not None and not entry.disabled_reason and type(args) is dict and entry.validator is not None:
-            try:
-                call_args = entry.validator(args)
-            except ToolArgumentError:
-                pass  # prepare() below says what is wrong
-        if entry is None or call_args is None:
-            prepared = self.prepare(name, args)  # the general path, which also writes every error message
-            if isinstance(prepared, str):
-                return prepared, True
-            entry, call_args = prepared
-        decision = decide(entry, call_args, kwargs.pop("approval_callback", None) if kwargs else None)
-        if not decision.approved:
-            return tool_error(decision.message, blocked=True), True
-        if self._call_hooks or entry.is_async:
-            return call_handler(self._call_hooks, entry, call_args, kwargs)
-        try:  # call_handler's plain case, inline: a sync handler and no hooks
-            result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
-        except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
-            return failed(exc)
-        return settle_returned(result)
-
-    async def _run_async(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
-        import asyncio
-        import contextvars
-
         prepared = self.prepare(name, args)
         if isinstance(prepared, str):
             return prepared, True
         entry, call_args = prepared
-        approver = kwargs.pop("approval_callback", None)
-        decision = decide_without_asking(entry, call_args) if approver is None else None
-        if decision is None:  # a person must answer: wait in a thread, with the run's approver (context)
-            context = contextvars.copy_context()
-            decision = await asyncio.to_thread(context.run, decide, entry, call_args, approver)
+        decision = decide(entry, call_args, kwargs.pop("approval_callback", None) if kwargs else None)
         if not decision.approved:
-            return tool_error(decision.message, blocked=True), True
+            return blocked(decision)
+        return call_handler(self._call_hooks, entry, call_args, kwargs)
+
+    async def _run_async(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
+        prepared = self.prepare(name, args)
+        if isinstance(prepared, str):
+            return prepared, True
+        entry, call_args = prepared
+        decision = await adecide(entry, call_args, kwargs.pop("approval_callback", None))
+        if not decision.approved:
+            return blocked(decision)
         return await acall_handler(self._call_hooks, entry, call_args, kwargs)
 
     def call(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:
         """Call a prepared entry's handler (no policy here); the result as a string. Never raises (except
         KeyboardInterrupt).
 
-        Plugins' tool-call hooks (``tools.call_hooks``) run around the handler on every path: a
+        Plugins' tool-call hooks (``tools.calls.call_hooks``) run around the handler on every path: a
         ``dispatch`` and a batch's call alike."""
         return self.call_settled(entry, call_args, **kwargs)[0]
 
@@ -486,7 +465,7 @@ class ToolRegistry(HermesQueries):
                 log.exception("before-batch hook %r failed", asynchronous)
 
     def add_call_hook(self, hook: CallHook) -> Callable[[], None]:
-        """Run ``hook`` around every dispatched call (``tools.call_hooks``). Returns an undo."""
+        """Run ``hook`` around every dispatched call (``tools.calls.call_hooks``). Returns an undo."""
         with self._lock:
             self._call_hooks = (*self._call_hooks, hook)
 

@@ -15,12 +15,15 @@ from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
     BatchDone,
+    ChildEvent,
     Notice,
     TextDelta,
+    TodoUpdated,
     ToolEnded,
     ToolStarted,
 )
 from hermes_nb.display.cards import aside_text
+from hermes_nb.display.checklist import checklist_text
 from hermes_nb.display.live.render import (
     RunResult,
     card_text,
@@ -32,7 +35,7 @@ from hermes_nb.display.live.render import (
     transcript_text,
     usage_text,
 )
-from hermes_nb.display.live.state import Transcript
+from hermes_nb.display.live.state import Transcript, set_cost
 
 __all__ = ["MAX_UPDATES_PER_S", "HtmlView", "NullView", "TextView", "View", "in_kernel", "make_view"]
 
@@ -73,6 +76,7 @@ class NullView:
         pass
 
     def finish(self, result: RunResult) -> None:
+        set_cost(self.transcript, getattr(result, "cost", None))
         self.transcript.done = True
 
     def abort(self, message: str) -> None:
@@ -117,6 +121,7 @@ class HtmlView(NullView):
         return {"text/html": transcript_html(self.transcript), "text/plain": transcript_text(self.transcript)}
 
     def finish(self, result: RunResult) -> None:
+        set_cost(self.transcript, getattr(result, "cost", None))
         self.transcript.done = True
         self.transcript.shown_live = True
         self._update()
@@ -161,17 +166,30 @@ class TextView(NullView):
                 self._line(note_text((message, level)))
             case Notice(message=message, level=level):
                 self._line(note_text((message, level)).strip())
+            case TodoUpdated(todos=todos):  # a terminal cannot redraw: the plan again, as it is now
+                self._line(checklist_text(todos))
+            case ChildEvent(label=label, event=ToolEnded(tool_call_id=call_id)):
+                self._child_line(label, call_id)
             case _:
                 pass  # usage and turns: the last line says the totals
+
+    def _child_line(self, label: str, call_id: str) -> None:
+        for card in self.transcript.cards.values():
+            child = next((c for c in card.subagents.values() if c.prompt == label), None)
+            if child is not None and call_id in child.cards:
+                self._line(f"    ↳ {label[:40]} {card_text(child.cards[call_id]).strip()}")
+                return
 
     def abort(self, message: str) -> None:
         super().abort(message)
         self._line(f"✗ {message}")
 
     def finish(self, result: RunResult) -> None:
+        set_cost(self.transcript, getattr(result, "cost", None))
         self.transcript.done = True
         self.transcript.shown_live = True
-        self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); {usage_text(result.usage)}")
+        self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); "
+                   f"{usage_text(result.usage, self.transcript.cost)}")
 
 
 def in_kernel() -> bool:
