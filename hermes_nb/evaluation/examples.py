@@ -91,7 +91,7 @@ def run_examples(names: Iterable[str], reg: Any) -> ExampleReport:
         if entry is None:
             raise UsageError(f"%tools test: no tool named {name!r} (see %tools)")
         for example in entry.examples:
-            actual = decode_result(reg.dispatch(entry.name, dict(example.args)))
+            actual = decode_result(reg.execute(entry.name, dict(example.args)).content)  # text view, not the dict
             ok, note = matches(example, actual)
             results.append(ExampleResult(tool=entry.name, ok=ok, args=dict(example.args),
                                          expected=example.expected, actual=actual, note=note))

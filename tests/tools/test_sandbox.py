@@ -270,3 +270,13 @@ def test_the_prompt_names_the_mechanism() -> None:
 
     ask = command_ask("rm -rf build")
     assert ask is not None and f"(It runs sandboxed: {sandbox.status().mechanism}.)" in ask.description
+
+
+def test_a_module_the_command_plants_for_the_kernel_is_set_aside(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`write_file` asks before shadowing a module; a command gets the same rule after it ends."""
+    require_bwrap()
+    monkeypatch.chdir(world.ws)
+    result = run_command("echo 'import os' > bashlex.py; mkdir pandas; touch pandas/__init__.py; echo x > mine.py",
+                         timeout=30)
+    assert not (world.ws / "bashlex.py").exists() and not (world.ws / "pandas").exists()
+    assert (world.ws / "mine.py").exists() and "shadow the module 'bashlex'" in result["stderr"]
