@@ -118,13 +118,17 @@ def test_registry_dispatch_returns_the_multimodal_envelope_as_a_dict():
 
 
 def test_hermes_mains_new_tool_names_reach_the_tool_under_its_old_name():
-    _register("todo", lambda args, **kw: "todo answered")
-    assert registry.dispatch("todo_list", {}) == "todo answered"
-    assert handle_function_call("todo_list", {}) == "todo answered"
-    assert "todo_list" not in registry.get_all_tool_names()  # the model is offered the registered name only
-    _register("process_manage", lambda args, **kw: "new name answered")
-    assert registry.dispatch("process", {}) == "new name answered"  # and the old name reaches the new one
-    assert "Unknown tool" in registry.dispatch("cronjob_manage", {})  # no cronjob tool: no alias
+    _register("process", lambda args, **kw: "process answered")
+    assert registry.dispatch("process_manage", {}) == "process answered"
+    assert handle_function_call("process_manage", {}) == "process answered"
+    assert "process_manage" not in registry.get_all_tool_names()  # the model is offered the registered name only
+    _register("cronjob_manage", lambda args, **kw: "new name answered")
+    assert registry.dispatch("cronjob", {}) == "new name answered"  # and the old name reaches the new one
+    _register("process_manage", lambda args, **kw: "its own")
+    assert registry.dispatch("process_manage", {}) == "its own"  # an alias never hides a registered tool
+    registry.deregister("process")
+    registry.deregister("process_manage")
+    assert "Unknown tool" in registry.dispatch("process_manage", {})  # no process tool: no alias
 
 
 def test_register_accepts_a_scope_and_doctor_says_a_foreign_one_is_not_kept_apart(hermes_home):

@@ -3,7 +3,8 @@
 - Renamed tools: ``todo`` → ``todo_list``, ``process`` → ``process_manage``, ``cronjob`` →
   ``cronjob_manage``. A call to the new name reaches the tool hermes_nb ships under the old one (and the
   old name reaches a tool registered under the new one); the model is offered only the registered name.
-  An alias never hides a tool actually registered under that name.
+  An alias never hides a tool actually registered under that name (the agent-loop tools register both
+  ``todo`` and ``todo_list`` themselves).
 - ``register(..., scope=...)``: a profile overlay (Hermes keys it by the profile's home). hermes_nb has one
   registry per kernel, so a scope other than this home is recorded on the tool and said by
   ``%tools doctor``; the tool is registered as usual.
