@@ -71,7 +71,7 @@ class LocalModel:
         self.stream = stream
         self.temperature = 0.2 if temperature is None else temperature
         self.tool_choice = check_tool_choice(tool_choice)
-        self.max_tokens = max_tokens or 256
+        self.max_tokens = max_tokens or 512  # grammar-led calls spend a token per character or two
         self.seed = seed
         self.n_threads, self.n_ctx = n_threads, n_ctx
         self._grammars: dict[str, Any] = {}
@@ -130,10 +130,15 @@ class LocalModel:
         with lock:
             if cancel.is_set():
                 return "", "stop", Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+            sampled = [0]  # tokens the runtime sampled: it asks its stopping criteria once for each
+
+            def stop_here(ids: Any, logits: Any) -> bool:
+                sampled[0] += 1
+                return cancel.is_set()
+
             stream = llama.create_completion(
                 prompt, max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed, stop=[END],
-                stream=True, grammar=grammar,
-                stopping_criteria=StoppingCriteriaList([lambda ids, logits: cancel.is_set()]))
+                stream=True, grammar=grammar, stopping_criteria=StoppingCriteriaList([stop_here]))
             start = ""  # the answer's start, held while it may still become a tool call
             for chunk in stream:
                 choice = chunk["choices"][0]
@@ -147,9 +152,10 @@ class LocalModel:
                     piece, start = start, None
                 if start is None and CALL_OPEN not in "".join(pieces[-3:]):
                     show(piece)
-            prompt_tokens = len(llama.tokenize(prompt.encode("utf-8"), special=True))
+            prompt_tokens = len(llama.tokenize(prompt.encode("utf-8"), special=True))  # as the runtime did
             text = "".join(pieces)
-            completion = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
+            # an answer that ended by itself sampled one more token, its end-of-turn, which is not the answer's
+            completion = sampled[0] - (1 if finish == "stop" and sampled[0] else 0)
         return text, finish, Usage(prompt_tokens=prompt_tokens, completion_tokens=completion,
                                    total_tokens=prompt_tokens + completion)
 

@@ -40,7 +40,7 @@ def test_a_required_call_always_parses_names_an_offered_tool_and_its_tool_accept
 prompts = ["What is the area of a 3 by 2 rectangle?", "Say hello to Ada, formally.", "Convert 1500 metres to km."]
 runs = []
 for i, prompt in enumerate(prompts):
-    r = Agent(model="local", tool_choice="required", temperature=0.8, seed=i, max_tokens=48,
+    r = Agent(model="local", tool_choice="required", temperature=0.8, seed=i, max_tokens=160,
               max_iterations=2, display=False).run(prompt)
     runs.append({"reason": r.stopped_reason, "error": r.error, "usage": r.usage, "model": r.model,
                  "calls": [{"name": c.name, "args": json.loads(c.arguments), "is_error": c.is_error,
