@@ -31,11 +31,13 @@ _moved.install()  # old module paths (hermes_nb.replay, hermes_nb.tools.plugins,
 #: Feature modules set up on load, in order: (module, function returning an undo). Each is cheap: the
 #: magics are stand-ins until first used, and what only a tool call needs waits for the registry's first use.
 _FEATURES: tuple[tuple[str, str], ...] = (
+    ("hermes_nb.tools.safety.imports", "install"),  # hermes_nb's own imports never come from the workspace
     ("hermes_nb.magics.cells", "install"),  # which cell runs: its number and id (%%tool's errors, its tools)
+    ("hermes_nb.display.interrupts", "install"),  # ■ inside hermes_nb: one line, not library frames
     ("hermes_nb.startup", "tool_magics"),  # %%tool, %tools, %toolsets (hermes_nb.magics.tools, on first use)
     ("hermes_nb.startup", "prompts"),  # inline approval and clarify prompts, before the first tool call
     ("hermes_nb.startup", "mcp"),  # %mcp; plugins on first use; configured MCP servers in the background
-    ("hermes_nb.startup", "agent"),  # %%agent
+    ("hermes_nb.startup", "agent"),  # %%agent, %memory, %sessions; the agent-loop tools' routes outside a run
     ("hermes_nb.startup", "hermes"),  # %hermes; Hermes's own tools when hermes-agent is installed
     ("hermes_nb.startup", "plugins"),  # %plugins (list, enable, disable)
 )
@@ -98,7 +100,8 @@ def _forget_configurables(ip: Any) -> Any:
 
 
 #: One line, known without reading any tool (the count would cost built-in discovery at load).
-_SUMMARY = ("hermes_nb: %%tool, %tools, %toolsets, %%agent, %mcp, %hermes, %plugins ready; tools are read on first use "
+_SUMMARY = ("hermes_nb: %%tool, %tools, %toolsets, %%agent, %memory, %sessions, %mcp, %hermes, %plugins ready; "
+            "tools are read on first use "
             "(%tools lists them, %tools doctor says why one is unavailable)")
 
 

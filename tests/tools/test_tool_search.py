@@ -328,3 +328,13 @@ def test_a_real_servers_tools_deferred_by_its_config_and_called_through_the_brid
         assert json.loads(now.content)["timezone"] == "Asia/Tokyo"
     finally:
         shutdown_mcp_servers()
+
+
+def test_oversized_tool_call_arguments_are_refused_unparsed(deferred: list[Any]) -> None:
+    save_config({"tool_search": {"enabled": "on", "defer": ["forecasts"]}, "budget": {"argument_chars": 70_000}})
+    a = assemble_tool_definitions(RUN)
+    huge = json.dumps({"calls": [{"name": "weather_now", "arguments": {"city": "x" * 80_000}}]})
+    with use_catalog(a.catalog):
+        assert unwrap_calls([_call("tool_call", huge, "h")])[0]["function"]["name"] == "tool_call"
+        [result] = run_tool_batch([_call("tool_call", huge, "h")])
+    assert result.name == "tool_call" and result.is_error and deferred == []

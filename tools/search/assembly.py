@@ -10,6 +10,7 @@ search). A deferred tool's availability is looked at again when it is searched, 
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Iterable
@@ -53,13 +54,16 @@ class _Plan:
 _lock = threading.Lock()
 _plans: dict[tuple[Any, ...], _Plan] = {}
 _tokens: dict[int, tuple[Any, int]] = {}  # id(entry) -> (entry, estimated tokens of its schema)
+_changes = itertools.count(1)
 _version = 0
 _registry: Any = None  # the registry, once watched
 
 
 def _changed(event: str, name: str) -> None:
+    # a fresh number per change (``next`` is atomic): listeners run in any thread, and a lost ``+= 1``
+    # could leave a plan built before a change under the number after it
     global _version
-    _version += 1
+    _version = next(_changes)
 
 
 def _watch() -> Any:
@@ -146,16 +150,17 @@ def _plan(enabled: tuple[str, ...] | None, disabled: tuple[str, ...] | None, set
 def _estimate(entries: list[Any]) -> int:
     """Tokens of these tools' schemas (chars / 4), each entry measured once."""
     total = 0
-    for entry in entries:
-        known = _tokens.get(id(entry))
-        if known is None or known[0] is not entry:
-            known = _tokens[id(entry)] = (entry, len(json.dumps(entry.schema, ensure_ascii=False,
-                                                                 default=str)) // _CHARS_PER_TOKEN + 1)
-        total += known[1]
-    if len(_tokens) > 4 * max(len(entries), 1024):  # entries replaced since: forget the old ones
-        live = {id(e) for e in entries}
-        for key in [k for k in _tokens if k not in live]:
-            del _tokens[key]
+    with _lock:  # two threads may plan at once (the table is shared)
+        for entry in entries:
+            known = _tokens.get(id(entry))
+            if known is None or known[0] is not entry:
+                known = _tokens[id(entry)] = (entry, len(json.dumps(entry.schema, ensure_ascii=False,
+                                                                     default=str)) // _CHARS_PER_TOKEN + 1)
+            total += known[1]
+        if len(_tokens) > 4 * max(len(entries), 1024):  # entries replaced since: forget the old ones
+            live = {id(e) for e in entries}
+            for key in [k for k in _tokens if k not in live]:
+                del _tokens[key]
     return total
 
 
