@@ -267,7 +267,8 @@ def test_unwrapped_read_only_calls_share_time_as_direct_ones_do(deferred: list[A
                           metadata={"defer": True})
     a = assemble_tool_definitions(RUN)
     with use_catalog(a.catalog):
-        results = run_tool_batch([_bridge_call("meet_a", {"city": "x"}, "1"), _bridge_call("meet_b", {"city": "y"}, "2")])
+        results = run_tool_batch([_bridge_call("meet_a", {"city": "x"}, "1"),
+                                  _bridge_call("meet_b", {"city": "y"}, "2")])
     assert [(r.name, r.content, r.parallel) for r in results] == [("meet_a", "met", True), ("meet_b", "met", True)]
 
 
