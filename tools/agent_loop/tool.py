@@ -47,6 +47,8 @@ TODO_SCHEMA = {
                         "id": {"type": "string", "description": "A short unique id you choose."},
                         "content": {"type": "string", "description": "Task description."},
                         "status": {"type": "string", "enum": list(STATUSES)},
+                        "parent": {"type": "string",
+                                   "description": "Optional id of another item, making this a nested subtask."},
                     },
                     "required": ["id", "content", "status"],
                 },
