@@ -109,6 +109,7 @@ class ToolRegistry(HermesQueries):
         metadata: Mapping[str, Any] | None = None,
         dynamic_schema_overrides: Callable[[], Any] | None = None,
         examples: Iterable[Any] = (),
+        requires_packages: Iterable[str] | str | None = None,
     ) -> ToolEntry:
         """Register (or replace) a tool. Hermes's positional order; hermes_nb's additions keyword-only.
 
@@ -129,6 +130,7 @@ class ToolRegistry(HermesQueries):
             handler=handler,
             check_fn=check_fn,
             requires_env=(requires_env,) if isinstance(requires_env, str) else tuple(requires_env or ()),
+            requires_packages=_requirements(name, requires_packages) if requires_packages else (),
             is_async=bool(is_async) or inspect.iscoroutinefunction(handler),
             description=schema.get("description", ""),
             emoji=emoji or "",
@@ -310,7 +312,7 @@ class ToolRegistry(HermesQueries):
             entry = get(name)
             if entry is None:
                 continue
-            if entry.disabled_reason or entry.requires_env:  # rare: one test for both on the hot path
+            if entry.disabled_reason or entry.requires_env or entry.requires_packages:  # rare: one test on the hot path
                 if not is_available(entry, cache):
                     continue
             elif entry.check_fn is not None and check_result(entry.check_fn, cache) is not True:
@@ -495,6 +497,12 @@ class ToolRegistry(HermesQueries):
                 self._call_hooks = tuple(h for h in self._call_hooks if h is not hook)
 
         return undo
+
+
+def _requirements(name: str, items: Any) -> tuple[str, ...]:
+    from hermes_nb.tools.lazy_deps import checked_requirements  # only for tools that need packages
+
+    return checked_requirements(name, items)
 
 
 def _unknown(name: Any, tools: Mapping[str, ToolEntry]) -> str:
