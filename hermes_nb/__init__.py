@@ -37,6 +37,7 @@ _FEATURES: tuple[tuple[str, str], ...] = (
     ("hermes_nb.startup", "mcp"),  # %mcp; plugins on first use; configured MCP servers in the background
     ("hermes_nb.startup", "agent"),  # %%agent
     ("hermes_nb.startup", "hermes"),  # %hermes; Hermes's own tools when hermes-agent is installed
+    ("hermes_nb.startup", "plugins"),  # %plugins (list, enable, disable)
 )
 
 
@@ -97,7 +98,7 @@ def _forget_configurables(ip: Any) -> Any:
 
 
 #: One line, known without reading any tool (the count would cost built-in discovery at load).
-_SUMMARY = ("hermes_nb: %%tool, %tools, %toolsets, %%agent, %mcp, %hermes ready; tools are read on first use "
+_SUMMARY = ("hermes_nb: %%tool, %tools, %toolsets, %%agent, %mcp, %hermes, %plugins ready; tools are read on first use "
             "(%tools lists them, %tools doctor says why one is unavailable)")
 
 

@@ -17,7 +17,7 @@ from hermes_nb.magics.registry import add_magics, resolve_on_config
 from hermes_nb.tools.mcp_client.start import start_configured_servers, wait_for_mcp_start
 from hermes_nb.tools.sources.first_use import defer_until_used
 
-__all__ = ["agent", "hermes", "mcp", "prompts", "tool_magics", "wait_for_mcp_start"]
+__all__ = ["agent", "hermes", "mcp", "plugins", "prompts", "tool_magics", "wait_for_mcp_start"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,11 @@ def hermes(ip: Any) -> Callable[[], None]:
             bridge.stop()
 
     return undo
+
+
+def plugins(ip: Any) -> Callable[[], None]:
+    """``%plugins`` (``hermes_nb.magics.plugins``): the plugins found, and enabling or disabling one."""
+    return add_magics(ip, "hermes_nb.magics.plugins:PluginMagics", line=("plugins",)).remove
 
 
 def _hermes_findable() -> bool:

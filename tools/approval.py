@@ -372,11 +372,27 @@ def command_ask(command: str) -> gate.Ask | None:
                     scopes=frozenset(f.scope for f in findings), command=command, simple_commands=tuple(commands))
 
 
-def check_dangerous_command(command: str, approval_callback: ApprovalCallback | None = None) -> ApprovalResult:
+def check_dangerous_command(command: str, *args: Any, approval_callback: ApprovalCallback | None = None,
+                            env_type: str | None = None, has_host_access: bool = False) -> ApprovalResult:
     """Decide whether ``command`` may run through the terminal: the gate's decision for one shell line.
 
-    Returns ``{"approved", "scope", "pattern_key", "message"}``; ``message`` is written for the model.
+    ``check_dangerous_command(command, approval_callback)``, or Hermes's
+    ``check_dangerous_command(command, env_type, approval_callback=None, has_host_access=False)``: a string
+    second argument is Hermes's terminal backend. It changes nothing here (no backend skips the check:
+    the notebook's terminal is this machine). Returns ``{"approved", "scope", "pattern_key", "message"}``;
+    ``message`` is written for the model.
     """
+    rest = list(args)
+    if rest and (rest[0] is None or isinstance(rest[0], str)) and (len(rest) > 1 or isinstance(rest[0], str)):
+        rest.pop(0)  # Hermes's order: (command, env_type, approval_callback, has_host_access); env_type unused
+    if rest:
+        if approval_callback is not None:
+            raise TypeError("check_dangerous_command() got approval_callback twice")
+        approval_callback = rest.pop(0)
+    if rest:
+        rest.pop(0)  # has_host_access: a Hermes container flag, no meaning here
+    if rest:
+        raise TypeError(f"check_dangerous_command() takes at most 4 positional arguments ({len(args) + 1} given)")
     decision = gate.decide_ask("terminal", command_ask(command), approval_callback, command=command)
     if decision.scope == "safe":
         return {"approved": True, "scope": "safe", "pattern_key": None, "message": "Read-only command; no approval needed."}

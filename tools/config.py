@@ -13,7 +13,8 @@ from typing import Any
 
 from hermes_nb.tools.errors import ConfigError
 
-__all__ = ["config_path", "expand_vars", "hermes_home", "load_config", "save_config", "update_config", "using_home"]
+__all__ = ["config_path", "expand_vars", "hermes_home", "load_config", "save_config", "update_config", "using_home",
+           "write_config_text"]
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _lock = threading.Lock()
@@ -95,10 +96,15 @@ def save_config(config: dict[str, Any]) -> Path:
     """Write the whole config atomically and link-safely (``tools.safety.safe_write``)."""
     import yaml
 
+    return write_config_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+
+
+def write_config_text(text: str) -> Path:
+    """Write config.yaml's text as given (an edit that keeps the person's comments), atomically and
+    link-safe (``safety.safe_write``)."""
     from hermes_nb.tools.safety.safe_write import write_atomic
 
     path = config_path()
-    text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
     write_atomic(Path(os.path.realpath(path.parent)), path.name, text.encode("utf-8"))
     global generation
     generation += 1

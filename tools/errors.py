@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BridgeError",
     "HermesNbError",
+    "PluginToolOverrideError",
     "ToolArgumentError",
     "ToolSchemaError",
     "UnknownToolsetError",
@@ -34,3 +35,8 @@ class BridgeError(HermesNbError, RuntimeError):
 
 class ConfigError(HermesNbError, ValueError):
     """A configuration value is wrong; the message names the key."""
+
+
+class PluginToolOverrideError(HermesNbError, PermissionError):
+    """A plugin tried to replace or remove a tool it does not own, and config.yaml does not allow it
+    (Hermes's name; a ``PermissionError``, as Hermes raises)."""

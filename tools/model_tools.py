@@ -7,9 +7,10 @@ Importing this module arms built-in tool discovery: it runs once, on the registr
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.tools.calls.call_hooks import call_context
+from hermes_nb.tools.calls.results import MultimodalResult
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.sources.first_use import (  # discovery on first use
     arm,
@@ -18,8 +19,11 @@ from hermes_nb.tools.sources.first_use import (  # discovery on first use
 )
 from hermes_nb.tools.toolsets import resolve_multiple_toolsets
 
+if TYPE_CHECKING:
+    from hermes_nb.tools.search.assembly import Assembly
+
 __all__ = [
-    "check_tool_availability", "check_toolset_requirements",
+    "assemble_tool_definitions", "check_tool_availability", "check_toolset_requirements",
     "defer_until_used", "ensure_discovered", "get_all_tool_names", "get_available_toolsets", "get_tool_definitions",
     "get_toolset_for_tool", "handle_function_call",
 ]
@@ -32,7 +36,9 @@ def get_tool_definitions(
 ) -> list[dict[str, Any]]:
     """OpenAI tool definitions for the enabled toolsets (all when None) minus the disabled ones.
 
-    ``skip_tool_search_assembly`` is accepted for Hermes callers (hermes_nb has no tool-search bridge).
+    Every tool goes direct: the tool-search bridge (``tool_search`` / ``tool_describe`` / ``tool_call``)
+    is never among them, because it answers only inside a run whose tools are deferred; the agent loop
+    asks ``assemble_tool_definitions`` instead. ``skip_tool_search_assembly`` is accepted for Hermes callers.
 
     An unknown toolset name raises ``UnknownToolsetError`` listing the known ones: a typo must not
     silently give the model zero tools.
@@ -44,7 +50,25 @@ def get_tool_definitions(
         names = set(resolve_multiple_toolsets(_names(enabled_toolsets)))
     if disabled_toolsets:
         names -= set(resolve_multiple_toolsets(_names(disabled_toolsets)))
-    return registry.get_definitions(names, quiet=quiet_mode)
+    from hermes_nb.tools.search.catalog import BRIDGE_NAMES
+
+    return registry.get_definitions(names - BRIDGE_NAMES, quiet=quiet_mode)
+
+
+def assemble_tool_definitions(
+    enabled_toolsets: Iterable[str] | None = None,
+    disabled_toolsets: Iterable[str] | None = None,
+    *,
+    model: str | None = None,
+) -> Assembly:
+    """A turn's definitions with tool search (``tools.search``): the direct tools, and in place of the
+    deferred ones the bridge tools, with the catalog the run's batch needs and the system prompt's listing.
+    With nothing deferred, ``.definitions`` is what ``get_tool_definitions`` returns."""
+    from hermes_nb.tools.search.assembly import assemble
+
+    ensure_discovered()
+    return assemble(None if enabled_toolsets is None else _names(enabled_toolsets),
+                    None if disabled_toolsets is None else _names(disabled_toolsets), model=model)
 
 
 def _names(toolsets: Iterable[str]) -> list[str]:
@@ -64,21 +88,60 @@ def handle_function_call(
     enabled_tools: list[str] | None = None,
     skip_pre_tool_call_hook: bool = False,
     **kw: Any,
-) -> str:
-    """Dispatch one model tool call; never raises. Hermes's signature.
+) -> str | dict[str, Any]:
+    """Dispatch one model tool call; never raises. Hermes's signature and result: a string, or the
+    multimodal envelope ``{"_multimodal": True, "content": [...], "text_summary": ...}`` as a dict.
 
-    ``task_id``, ``session_id`` and ``user_task`` reach the handler as keyword arguments (when given);
-    ``tool_call_id``, ``turn_id`` and ``api_request_id`` reach only the plugins' tool-call hooks;
-    ``skip_pre_tool_call_hook`` says the caller already asked the ``pre_tool_call`` hooks.
+    ``task_id``, ``session_id`` and ``user_task`` reach the handler as keyword arguments, ``None`` when
+    the caller gave none (as Hermes passes them), to every handler that accepts them (a ``**kw`` or a
+    parameter of that name); ``tool_call_id``, ``turn_id`` and ``api_request_id`` reach only the plugins'
+    tool-call hooks; ``skip_pre_tool_call_hook`` says the caller already asked the ``pre_tool_call`` hooks.
     ``enabled_tools`` is accepted for Hermes callers (only its ``execute_code`` reads it).
     """
+    takes = _context_keywords(function_name)
     for key, value in (("task_id", task_id), ("session_id", session_id), ("user_task", user_task)):
         if value is not None:
             kw[key] = value
+        elif key in takes:
+            kw.setdefault(key, None)
     hook_fields = {"tool_call_id": tool_call_id or "", "turn_id": turn_id or "",
                    "api_request_id": api_request_id or "", "skip_pre_tool_call_hook": skip_pre_tool_call_hook}
     with call_context(**hook_fields):
-        return registry.dispatch(function_name, function_args, **kw)
+        result = registry.dispatch(function_name, function_args, **kw)
+    return result.envelope() if isinstance(result, MultimodalResult) else result
+
+
+_CONTEXT_KEYS = frozenset({"task_id", "session_id", "user_task"})
+_takes_cache: dict[Any, frozenset[str]] = {}
+
+
+def _context_keywords(name: Any) -> frozenset[str]:
+    """Which of Hermes's context keywords the tool's handler accepts (cached per handler)."""
+    entry = registry.get_entry(name) if isinstance(name, str) else None
+    if entry is None:
+        return frozenset()
+    handler = entry.handler
+    try:
+        return _takes_cache[handler]
+    except (KeyError, TypeError):
+        pass
+    import inspect
+
+    try:
+        params = list(inspect.signature(handler).parameters.values())[1:]  # the first is the arguments dict
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        takes = _CONTEXT_KEYS
+    else:
+        takes = frozenset(p.name for p in params if p.name in _CONTEXT_KEYS and p.kind is not p.VAR_POSITIONAL)
+    try:
+        if len(_takes_cache) > 4096:
+            _takes_cache.clear()
+        _takes_cache[handler] = takes
+    except TypeError:  # an unhashable callable: asked again next time
+        pass
+    return takes
 
 
 def check_tool_availability(quiet: bool = False) -> tuple[list[str], list[dict[str, Any]]]:

@@ -39,6 +39,7 @@ from hermes_nb.agent.events import (
 from hermes_nb.agent.history import repair_history
 from hermes_nb.agent.model_choice import resolve_model
 from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
+from hermes_nb.agent.tool_search import Assembly, turn_tools, unwrap_calls, with_listing
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
@@ -274,7 +275,7 @@ class Agent:
                 iterations += 1
                 emit(TurnStarted(iteration=iterations))
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
-                tools = self._definitions()
+                tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
                 turn = await self._complete(tools, emit)
                 for key in usage:
                     usage[key] += turn.usage[key]  # type: ignore[literal-required]
@@ -303,13 +304,13 @@ class Agent:
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
                            model=self.model.name)
 
-    async def _complete(self, tools: list[dict[str, Any]],
+    async def _complete(self, tools: Assembly,
                         emit: Emit) -> Any:
         """One model turn; text that cannot be sent (a lone surrogate, a non-JSON value) never escapes."""
         for attempt in (1, 2):
             try:
                 return await self.model.complete(
-                    list(self.messages), tools,
+                    with_listing(list(self.messages), tools.listing), tools.definitions,
                     on_text=lambda d: emit(TextDelta(delta=d)),
                     on_retry=lambda m: emit(Notice(message=m, level="retry")))
             except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
@@ -317,22 +318,20 @@ class Agent:
                     raise ModelError(f"the conversation held text that could not be sent ({type(exc).__name__}: "
                                      f"{exc}); it was repaired (U+FFFD marks what was replaced), so the next "
                                      f"run continues") from exc
-                if attempt == 2 or not repair_history(tools):
+                if attempt == 2 or not repair_history(tools.definitions):
                     raise
                 # a tool's own definition (an MCP server's description, say): cleaned for this turn, said once
                 emit(Notice(message=f"a tool definition held text that could not be sent ({exc}); "
                                     "sent with U+FFFD in its place", level="warning"))
         raise AssertionError("unreachable")
 
-    def _definitions(self) -> list[dict[str, Any]]:
-        from hermes_nb.tools.model_tools import get_tool_definitions
-
+    def _definitions(self) -> Assembly:
         enabled = self.enabled_toolsets
         if enabled is None:
             from hermes_nb.selection import enabled_toolsets
 
             enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
-        return get_tool_definitions(enabled, self.disabled_toolsets, quiet_mode=True)
+        return turn_tools(enabled, self.disabled_toolsets, self.model.name)
 
     def _install_approval(self, emit: Emit) -> Callable[[], None]:
         """Make this agent's approval callback the approver of this run only (a context variable of the
@@ -368,14 +367,15 @@ class Agent:
                 finished[event.tool_call_id] = event.result
             emit(tool_event(event))
 
-        for i, call in enumerate(calls):
-            emit(ToolCallQueued(index=i, id=call.id, name=call.name, arguments=call.arguments))
-        batch = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                 for c in calls]
+        batch = unwrap_calls([{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                              for c in calls])  # a tool_call of a deferred tool: its card and record name the tool
+        for i, call in enumerate(batch):
+            emit(ToolCallQueued(index=i, id=call["id"], **{k: call["function"][k] for k in ("name", "arguments")}))
         results = await arun_tool_batch(batch, max_workers=self.max_workers, timeout=self.tool_timeout,
                                         on_event=on_event)
         messages = [
-            {**r.to_message(), "content": maybe_persist_tool_result(r.content, r.name, r.tool_call_id)}
+            {**r.to_message(), "name": calls[r.index].name,  # the name the model called (tool_call, say)
+             "content": maybe_persist_tool_result(r.content, r.name, r.tool_call_id)}
             for r in results
         ]
         messages = enforce_turn_budget(messages)

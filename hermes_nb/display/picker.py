@@ -79,15 +79,19 @@ class ToolsetRow:
     available: int
     includes: tuple[str, ...]
     reason: str  # why it cannot be picked; "" when it can
+    #: every tool is deferrable: with tool search on, the model finds them with tool_search
+    deferred: bool = False
 
     @property
     def label(self) -> str:
         n = len(self.tools)
-        return f"{self.name} ({n} tool{'s' if n != 1 else ''})"
+        return f"{self.name} ({n} tool{'s' if n != 1 else ''})" + (" 🔎" if self.deferred else "")
 
     @property
     def note(self) -> str:
         parts = [self.description] if self.description else []
+        if self.deferred:
+            parts.append("deferred: behind tool_search when tool search is on")
         if self.includes:
             parts.append("includes " + ", ".join(self.includes))
         if self.reason:
@@ -97,9 +101,12 @@ class ToolsetRow:
 
 def toolset_rows(reg: ToolRegistry | None = None) -> list[ToolsetRow]:
     """Every toolset (static table and registry), with counts and why it is unavailable."""
+    from hermes_nb.tools.search.catalog import is_deferrable
+    from hermes_nb.tools.search.settings import load_settings
     from hermes_nb.tools.toolsets import get_all_toolsets, resolve_toolset
 
     reg = reg or global_registry
+    search = load_settings()
     rows = []
     for name, spec in get_all_toolsets().items():
         names = tuple(n for n in resolve_toolset(name) if n in reg)
@@ -113,7 +120,8 @@ def toolset_rows(reg: ToolRegistry | None = None) -> list[ToolsetRow]:
                 f" (+{len(names) - 1} more)" if len(names) > 1 else "")
         rows.append(ToolsetRow(name=name, description=spec["description"], tools=names,
                                available=len(names) - len(unavailable), includes=tuple(spec["includes"]),
-                               reason=reason))
+                               reason=reason, deferred=search.enabled != "off" and bool(names) and all(
+                                   (e := reg.get_entry(n)) is not None and is_deferrable(e, search) for n in names)))
     # Composites (toolsets that include others) after the plain ones, so the two kinds read apart.
     return sorted(rows, key=lambda r: bool(r.includes))
 

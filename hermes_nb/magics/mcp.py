@@ -95,6 +95,8 @@ class MCPMagics(Magics):
     @argument("--port", type=int, default=0, help="serve: the port (default: any free one)")
     @argument("--name", dest="serve_name", default="hermes-nb", metavar="NAME", help="serve: the server's name")
     @argument("--host", default=None, help="serve: listen beyond loopback on this address (with a warning)")
+    @argument("--bridge", action="store_true",
+              help="serve: also notebook_tools / notebook_call, for clients that read the tool list once")
     @line_magic
     @uncommented
     def mcp(self, line: str) -> Any:
@@ -109,7 +111,7 @@ class MCPMagics(Magics):
         %mcp approve NAME                      accept a tool's changed definition (or all of a server's)
         %mcp show NAME                         a server's tools and descriptions
         %mcp attachment ID                     an image or resource from a result ("id=..." in its text)
-        %mcp serve [--toolsets A,B] [--port N] [--name NAME] [--host H]
+        %mcp serve [--toolsets A,B] [--port N] [--name NAME] [--host H] [--bridge]
                                                serve this kernel's tools over MCP (streamable HTTP)
         %mcp serve                             (when serving) its URL, clients and call counts
         %mcp serve stop                        stop serving

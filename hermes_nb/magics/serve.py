@@ -21,7 +21,8 @@ def serve(shell: Any, args: Any) -> Table | str:
     if args.name is not None:
         raise UsageError(f"%mcp serve: unknown argument {args.name!r}; use %mcp serve [stop] (see %mcp?)")
     running = mcp_serve.current()
-    asked = args.toolsets is not None or args.port or args.host is not None or args.serve_name != "hermes-nb"
+    asked = (args.toolsets is not None or args.port or args.host is not None or args.serve_name != "hermes-nb"
+             or args.bridge)
     if running is not None:
         if asked:
             raise UsageError("%mcp serve: already serving; %mcp serve stop first to serve with other options")
@@ -60,7 +61,8 @@ def _options(args: Any) -> Any:
             raise UsageError(f"%mcp serve --toolsets: unknown toolset {(bad or [args.toolsets])[0]!r} (see %toolsets)")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"%mcp serve --port: {args.port} is not a port number")
-    return ServeOptions(toolsets=toolsets, port=args.port, name=args.serve_name, host=args.host or "127.0.0.1")
+    return ServeOptions(toolsets=toolsets, port=args.port, name=args.serve_name, host=args.host or "127.0.0.1",
+                        bridge=bool(args.bridge))
 
 
 def _in_kernel(shell: Any) -> bool:
@@ -85,9 +87,17 @@ def _started_table(server: Any) -> Table:
         ("token", f"{server.token}  (shown once; also in {serve_file()}, readable only by you)"),
         ("tools", f"{len(tools)}: {', '.join(tools)}" if tools else "none yet"),
         ("toolsets", _toolsets_text(server)),
+        *_bridge_rows(server),
         ("stdio clients", "hermes-nb-mcp-proxy  (reads the url and token from the file above)"),
     )
     return Table(headers=("", ""), rows=rows, title=f"Serving MCP server {server.options.name}")
+
+
+def _bridge_rows(server: Any) -> tuple[tuple[str, str], ...]:
+    if not server.options.bridge:
+        return ()
+    return (("bridge", "notebook_tools, notebook_call: clients that list tools once still find and call "
+                       "tools defined later"),)
 
 
 def status_table(server: Any) -> Table:
@@ -105,6 +115,7 @@ def status_table(server: Any) -> Table:
         ("token", f"{server.token[:4]}… (full token in {serve_file()})"),
         ("toolsets", _toolsets_text(server)),
         ("tools", str(len(app.view.names()))),
+        *_bridge_rows(server),
         ("clients", who),
         ("calls", str(app.calls)),
         ("tools/list_changed sent", str(server.announcements)),

@@ -37,6 +37,8 @@ class CellToolOptions:
     interactive: bool = False
     path_params: tuple[str, ...] = ()
     examples: tuple[Any, ...] = ()  # ToolExample records from --example
+    #: ``--defer``: behind tool search's bridge when it is on (``hermes_nb.tools.search``)
+    defer: bool = False
 
 
 def defined_functions(source: str) -> list[str] | None:
@@ -119,8 +121,10 @@ def register_function(
         check = make_check(options.check, namespace) if options.check else None
     except SyntaxError as exc:
         raise UsageError(f"%%tool --check: not a Python expression: {exc.msg}") from None
+    if options.defer and options.interactive:
+        raise UsageError("%%tool --defer: an --interactive tool asks the person, so it is never deferred")
     is_async = inspect.iscoroutinefunction(fn)
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = {"defer": True} if options.defer else {}
     target = watched(fn, spec.name)  # the person sees its traceback and printed text; the model does not
     if is_async and kernel_loop is not None:
         target, is_async = _on_kernel_loop(fn, kernel_loop), False

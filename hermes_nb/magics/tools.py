@@ -52,6 +52,8 @@ class ToolMagics(Magics):
     @argument("--max-chars", type=int, default=None, metavar="N", help="Results longer than N chars spill to a file.")
     @argument("--read-only", action="store_true", help="The tool changes nothing (may run beside any call).")
     @argument("--interactive", action="store_true", help="The tool asks the person (its batch runs serially).")
+    @argument("--defer", action="store_true",
+              help="Deferrable: with tool search on, the model finds it with tool_search instead of its schema.")
     @argument("--path-param", action="append", default=[], metavar="NAME",
               help="An argument holding a file path (repeatable), for safe parallel scheduling.")
     @argument("--example", action="append", default=[], metavar="'ARGS -> RESULT'",
@@ -92,7 +94,7 @@ class ToolMagics(Magics):
             description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
             requires_packages=tuple(_unquote(r) for item in args.requires for r in item.split(",") if r.strip()),
             check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
-            interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)),
+            interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)), defer=args.defer,
             examples=_examples(args.example),
         )
         loop = _kernel_loop() if _state.nest_asyncio_enabled else None

@@ -35,6 +35,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 
+from hermes_nb.serve import bridge as served_bridge
 from hermes_nb.tools.registry import ToolRegistry
 
 __all__ = ["CallEvents", "ClientStats", "ServedApp", "ToolView", "asking_client"]
@@ -150,8 +151,9 @@ class ServedApp:
     """The ASGI app of one ``%mcp serve``: door checks, then the SDK's streamable HTTP session manager."""
 
     def __init__(self, *, view: ToolView, name: str, token: str, allowed_hosts: list[str],
-                 events: CallEvents | None = None, path: str = "/mcp") -> None:
+                 events: CallEvents | None = None, path: str = "/mcp", bridge: bool = False) -> None:
         self.view, self.token, self.path = view, token, path
+        self.bridge = bridge  # also serve notebook_tools / notebook_call (hermes_nb.serve.bridge)
         self.events: CallEvents = events or NoEvents()
         self.clients: dict[str, ClientStats] = {}
         self.calls = 0
@@ -237,7 +239,10 @@ class ServedApp:
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         self._client(ctx)
-        return types.ListToolsResult(tools=[_tool(d, self.view.registry) for d in self.view.definitions()])
+        tools = [_tool(d, self.view.registry) for d in self.view.definitions()]
+        if self.bridge:  # the bridge's names are its own: a served tool of that name is reached through it
+            tools = [t for t in tools if t.name not in served_bridge.BRIDGE_TOOLS] + served_bridge.bridge_tools()
+        return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         from hermes_nb.tools.batch.scheduling import BatchEvent, arun_tool_batch
@@ -245,6 +250,14 @@ class ServedApp:
 
         _, stats = self._client(ctx)
         name, arguments = params.name, json.dumps(params.arguments or {}, ensure_ascii=False)
+        if self.bridge and name in served_bridge.BRIDGE_TOOLS:
+            if name == served_bridge.NOTEBOOK_TOOLS:  # a listing, as tools/list is: no call to count
+                return _text_result(served_bridge.listing(self.view.definitions()), is_error=False)
+            parsed = served_bridge.parse_call(params.arguments or {})
+            if isinstance(parsed, str):
+                return _text_result(json.dumps({"error": parsed}), is_error=True)
+            # from here on, exactly a direct call of the named tool: selection check, batch, gate, budget
+            name, arguments = parsed[0], json.dumps(parsed[1], ensure_ascii=False)
         call_id = f"mcp-{self._run}-{next(self._ids)}"
         with self._lock:
             self.calls += 1
@@ -279,7 +292,7 @@ class ServedApp:
                 stats.running -= 1
                 stats.errors += is_error
             self.events.call_ended(call_id, content, is_error, note)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=content)], is_error=is_error)
+        return _text_result(content, is_error=is_error)
 
     # -- tools/list_changed -----------------------------------------------------------------------
 
@@ -298,6 +311,10 @@ class ServedApp:
                 with self._lock:
                     self._sessions.pop(key, None)
         return sent
+
+
+def _text_result(text: str, *, is_error: bool) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
 
 async def _respond(send: Callable[..., Any], status: int, message: str, extra: list[tuple[bytes, bytes]]) -> None:

@@ -54,6 +54,8 @@ class ServeOptions:
     port: int = 0
     name: str = "hermes-nb"
     host: str = "127.0.0.1"
+    #: also serve ``notebook_tools`` / ``notebook_call`` (``hermes_nb.serve.bridge``)
+    bridge: bool = False
 
 
 def serve_file() -> Path:
@@ -121,7 +123,8 @@ class ServingServer:
         self.url = f"http://{shown}:{self.port}/mcp"
         self.started = time.time()
         self.app = ServedApp(view=ToolView(registry=registry, toolsets=options.toolsets), name=options.name,
-                             token=self.token, allowed_hosts=_allowed_hosts(options.host, self.port), events=events)
+                             token=self.token, allowed_hosts=_allowed_hosts(options.host, self.port), events=events,
+                             bridge=options.bridge)
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._undos: list[Callable[[], None]] = []

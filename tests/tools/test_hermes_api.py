@@ -515,7 +515,7 @@ def test_session_id_reaches_the_handler():
 
     registry.register(name="who", toolset="core_api", schema=schema("who"), handler=lambda a, **kw: kw)
     answer = json.loads(handle_function_call("who", {}, task_id="task-1", tool_call_id="call-1", session_id="s-1"))
-    assert answer == {"task_id": "task-1", "session_id": "s-1"}  # tool_call_id is for the hooks only
+    assert answer == {"task_id": "task-1", "session_id": "s-1", "user_task": None}  # tool_call_id: the hooks only
 
 
 def test_model_tools_module_names_answer_from_the_live_registry():

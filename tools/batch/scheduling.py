@@ -55,6 +55,7 @@ from hermes_nb.tools.batch.state import (
 from hermes_nb.tools.errors import BridgeError
 from hermes_nb.tools.interaction import main_thread_waiting, service
 from hermes_nb.tools.registry import ToolRegistry
+from hermes_nb.tools.search.scope import unwrap_calls
 
 __all__ = ["INTERRUPTED_MESSAGE", "BatchEvent", "BatchInterrupted", "BatchSegment", "ToolCallResult",
            "arun_tool_batch", "plan_tool_batch", "run_tool_batch", "should_parallelize_tool_batch"]
@@ -110,7 +111,8 @@ def run_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry | None =
         from hermes_nb.tools.registry import registry as registry_
         registry = registry_
     registry.before_batch()  # e.g. MCP list_changed: applied between batches, never during one
-    batch = Batch(tool_calls, registry, timeout, on_event)
+    # tool search: a `tool_call` of a deferred tool becomes that tool's call here, before the plan and the gate
+    batch = Batch(unwrap_calls(tool_calls), registry, timeout, on_event)
     try:
         with main_thread_waiting():
             for seg in batch.plan:
@@ -173,7 +175,7 @@ async def arun_tool_batch(tool_calls: Sequence[Any], *, registry: ToolRegistry |
         from hermes_nb.tools.registry import registry as registry_
         registry = registry_
     await registry.abefore_batch()
-    batch = Batch(tool_calls, registry, timeout, on_event)
+    batch = Batch(unwrap_calls(tool_calls), registry, timeout, on_event)  # tool search's tool_call, as above
     pool = shared_pool(max_workers)
     limit = asyncio.Semaphore(max(1, max_workers))
     tasks: list[asyncio.Task[None]] = []

@@ -42,6 +42,10 @@ class MultimodalResult(str):
         self.parts = tuple(parts)
         return self
 
+    def envelope(self) -> dict[str, Any]:
+        """Hermes's dict again (what ``registry.dispatch`` / ``handle_function_call`` hand a Hermes caller)."""
+        return {"_multimodal": True, "content": [dict(p) for p in self.parts], "text_summary": str(self)}
+
     @classmethod
     def from_envelope(cls, envelope: dict[str, Any]) -> MultimodalResult:
         parts = [p for p in envelope["content"] if isinstance(p, dict) and isinstance(p.get("type"), str)]

@@ -27,11 +27,14 @@ from typing import Any
 __all__ = [
     "ALIASED_PREFIXES",
     "CompatSourceLoader",
+    "add_plugin_package",
     "alias_import",
+    "builtins_for",
     "compat_builtins",
     "hermes_name",
     "install_fallback",
     "scope_package",
+    "set_scope_builtins",
 ]
 
 CORE = "hermes_nb.tools"
@@ -53,6 +56,46 @@ def hermes_name(name: str) -> str | None:
     return f"{target}.{rest}" if dot else target
 
 
+#: Hermes's ``hermes_plugins.<slug>`` (a folder plugin's own package) → the module hermes_nb loaded it as.
+_PLUGIN_PACKAGES: dict[str, str] = {}
+_PLUGIN_NAMESPACE = "hermes_plugins"
+
+
+def add_plugin_package(slug: str, module_name: str) -> Callable[[], None]:
+    """Let plugin code import ``hermes_plugins.<slug>[.sub]`` (Hermes's name) as ``module_name``; the undo."""
+    _PLUGIN_PACKAGES[slug] = module_name
+
+    def undo() -> None:
+        if _PLUGIN_PACKAGES.get(slug) == module_name:
+            del _PLUGIN_PACKAGES[slug]
+
+    return undo
+
+
+def _plugin_target(name: str) -> str | None:
+    """``hermes_plugins.guard.helpers`` → ``hermes_nb_plugins.user_guard.helpers`` (``None``: not one)."""
+    head, _, rest = name.partition(".")
+    if head != _PLUGIN_NAMESPACE or not rest:
+        return None
+    slug, dot, sub = rest.partition(".")
+    real = _PLUGIN_PACKAGES.get(slug)
+    if real is None:
+        return None
+    return f"{real}.{sub}" if dot else real
+
+
+def _plugin_namespace() -> types.ModuleType:
+    """What ``import hermes_plugins.x`` binds: a view whose attributes are the loaded plugin packages.
+
+    Never put in ``sys.modules``: hermes-agent's own loader owns that name in a process that has both."""
+    view = types.ModuleType(_PLUGIN_NAMESPACE)
+    view.__path__ = []  # type: ignore[attr-defined]
+    for slug, real in _PLUGIN_PACKAGES.items():
+        if real in sys.modules:
+            setattr(view, slug, sys.modules[real])
+    return view
+
+
 def alias_import(
     name: str,
     globals: Mapping[str, Any] | None = None,
@@ -60,7 +103,13 @@ def alias_import(
     fromlist: Sequence[str] | None = (),
     level: int = 0,
 ) -> Any:
-    """``__import__`` with Hermes's absolute names mapped onto hermes_nb's core."""
+    """``__import__`` with Hermes's absolute names mapped onto hermes_nb's core (and a plugin's own
+    ``hermes_plugins.<name>`` package onto the module it was loaded as)."""
+    if level == 0 and name.partition(".")[0] == _PLUGIN_NAMESPACE:
+        real = _plugin_target(name)
+        if real is not None:
+            module = builtins.__import__(real, globals, locals, fromlist or (), 0)
+            return module if fromlist else _plugin_namespace()
     target = hermes_name(name) if level == 0 else None
     if target is None:
         return builtins.__import__(name, globals, locals, fromlist or (), level)
@@ -96,8 +145,33 @@ class CompatSourceLoader(importlib.machinery.SourceFileLoader):
         return self.source_to_code(self.get_data(path), path)  # type: ignore[return-value]
 
     def exec_module(self, module: types.ModuleType) -> None:
-        module.__dict__["__builtins__"] = compat_builtins()
+        module.__dict__["__builtins__"] = builtins_for(module.__name__)
         super().exec_module(module)
+
+
+#: Module-name prefix → the ``__builtins__`` its modules get (a plugin's: imports of the registry give
+#: that plugin's own view). Set when the plugin loads, so a submodule imported later gets the same.
+_SCOPED_BUILTINS: dict[str, dict[str, Any]] = {}
+
+
+def set_scope_builtins(prefix: str, scoped: dict[str, Any]) -> Callable[[], None]:
+    """Modules named ``prefix`` or ``prefix.*`` loaded from now on run with ``scoped``; returns the undo."""
+    _SCOPED_BUILTINS[prefix] = scoped
+
+    def undo() -> None:
+        if _SCOPED_BUILTINS.get(prefix) is scoped:
+            del _SCOPED_BUILTINS[prefix]
+
+    return undo
+
+
+def builtins_for(module_name: str) -> dict[str, Any]:
+    """The ``__builtins__`` for a module hermes_nb loads: its plugin's (longest prefix), else the plain alias."""
+    best = ""
+    for prefix in _SCOPED_BUILTINS:
+        if (module_name == prefix or module_name.startswith(prefix + ".")) and len(prefix) > len(best):
+            best = prefix
+    return _SCOPED_BUILTINS[best] if best else compat_builtins()
 
 
 def _aliased(fullname: str) -> bool:

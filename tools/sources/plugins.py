@@ -1,19 +1,19 @@
 """Plugins: user and project plugin folders, Python entry points, and plain Hermes-style tool files.
 
 - ``$HERMES_NB_HOME/plugins/<name>/`` with ``plugin.yaml`` (name, version, description) and an
-  ``__init__.py`` defining ``register(ctx)``;
+  ``__init__.py`` defining ``register(ctx)``; its own modules import as ``from . import helpers`` or, as
+  in Hermes, ``hermes_plugins.<name>.helpers`` (an alias for that plugin's code only);
 - ``./.hermes/plugins/<name>/``, the same, only when ``HERMES_ENABLE_PROJECT_PLUGINS`` is set;
 - entry points in the groups ``hermes_agent.plugins`` and ``hermes_nb.plugins`` (a ``register(ctx)``
   function, or a module that has one);
-- ``$HERMES_NB_HOME/tools/*.py`` that call ``registry.register(...)`` at module level (AST scan).
+- ``$HERMES_NB_HOME/tools/*.py`` and ``tools/<name>/tool.py`` that call ``registry.register(...)`` at
+  module level (AST scan).
 
-``plugins: {disabled: [name, ...]}`` in config.yaml switches any of them off. Each failure is isolated
-and recorded with ``record_failure("plugin", name, ...)``.
-
-``ctx.register_hook(name, callback)`` takes Hermes's hooks (``tools.plugin_hooks``): the tool-call hooks
-run around dispatch until the plugin unloads; any other hook is accepted, not run, and listed by
-``%tools doctor`` (as ``<plugin>/unsupported``) without failing the plugin. So are Hermes's other
-``ctx.register_*`` calls (commands, middleware, skills, providers...), which have no notebook meaning.
+``plugins.enabled`` (an allowlist) and ``plugins.disabled`` in config.yaml apply to every source
+(``plugin_config``); without either key everything found loads. ``found_plugins()`` says what each
+discovery found and why each one did or did not load (``%plugins``). Each failure is isolated and
+recorded with ``record_failure("plugin", name, ...)``. What ``register(ctx)`` can do is
+``plugin_context``; which tools a plugin may replace is decided there, for every path its code takes.
 """
 
 from __future__ import annotations
@@ -30,17 +30,27 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.tools.config import hermes_home
-from hermes_nb.tools.errors import ConfigError
-from hermes_nb.tools.registry import ToolEntry, registry
-from hermes_nb.tools.sources.hermes_imports import CompatSourceLoader, scope_package
-from hermes_nb.tools.sources.load_report import clear_failures, record_failure
-from hermes_nb.tools.sources.plugin_hooks import SUPPORTED_HOOKS, add_hook
+from hermes_nb.tools.errors import ConfigError, PluginToolOverrideError
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools.sources.hermes_imports import (
+    CompatSourceLoader,
+    add_plugin_package,
+    scope_package,
+    set_scope_builtins,
+)
+from hermes_nb.tools.sources.load_report import clear_failures, failures, record_failure
+from hermes_nb.tools.sources.plugin_config import PluginPolicy, plugin_policy
+from hermes_nb.tools.sources.plugin_context import PluginContext
+from hermes_nb.tools.sources.plugin_hooks import SUPPORTED_HOOKS
+from hermes_nb.tools.sources.plugin_views import builtins_with_view
 
 __all__ = [
     "ENTRY_POINT_GROUPS",
+    "FoundPlugin",
     "PluginContext",
     "PluginInfo",
     "discover_plugins",
+    "found_plugins",
     "loaded_plugins",
     "unload_plugins",
 ]
@@ -64,9 +74,21 @@ class PluginInfo:
     hooks: tuple[str, ...] = ()  # hook names it registered, run or not
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FoundPlugin:
+    """A plugin the last discovery found: ``state`` is loaded, disabled, not enabled or failed."""
+
+    name: str
+    kind: str
+    state: str
+    location: str = ""
+    reason: str = ""
+
+
 _loaded: dict[str, PluginInfo] = {}
-_hook_undos: dict[str, list[Callable[[], None]]] = {}  # plugin name -> undo of each hook it registered
+_contexts: dict[str, PluginContext] = {}  # plugin name -> its live context (tools, hooks, undos)
 _file_digests: dict[str, str] = {}  # tool-file name -> digest of the content that loaded
+_found: dict[str, FoundPlugin] = {}
 
 
 def loaded_plugins() -> list[PluginInfo]:
@@ -74,78 +96,21 @@ def loaded_plugins() -> list[PluginInfo]:
     return sorted(_loaded.values(), key=lambda p: p.name)
 
 
-class PluginContext:
-    """What ``register(ctx)`` receives: ``ctx.register_tool(...)`` takes ``registry.register``'s arguments."""
-
-    def __init__(self, plugin: str, origin: str | None = None) -> None:
-        self.plugin = plugin
-        self.origin = origin or plugin  # a tool file's tools name the file
-        self.tools: list[str] = []
-        self.hooks: list[str] = []
-        self.hook_undos: list[Callable[[], None]] = []
-        self.unsupported: list[str] = []  # Hermes ctx.register_* calls with no notebook meaning
-
-    def dispatch_tool(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        """Hermes's ``ctx.dispatch_tool``: call a tool the way the model would (never raises)."""
-        return registry.dispatch(tool_name, args, **kwargs)
-
-    def __getattr__(self, attr: str) -> Any:
-        # Hermes's ctx has many more register_* methods (commands, middleware, skills, providers); a
-        # plugin calling one still loads its tools and hooks, and %tools doctor lists what was skipped.
-        if attr.startswith("register_"):
-            def skipped(*args: Any, **kwargs: Any) -> None:
-                self.unsupported.append(f"ctx.{attr}")
-
-            return skipped
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
-
-    def register_hook(self, hook_name: str, callback: Callable[..., Any]) -> None:
-        """Hermes's ``ctx.register_hook``: tool-call hooks run around dispatch; others are listed, not run."""
-        if not isinstance(hook_name, str) or not hook_name:
-            raise ValueError(f"hook name must be a non-empty string, got {hook_name!r}")
-        self.hook_undos.append(add_hook(self.plugin, hook_name, callback))
-        self.hooks.append(hook_name)
-
-    def register_tool(self, name: str, toolset: str, schema: dict[str, Any], handler: Callable[..., Any],
-                      *args: Any, **kwargs: Any) -> ToolEntry | None:  # fmt: skip
-        """Register a tool as ``source="plugin"``, ``origin=<plugin>`` (a tool file: its path).
-
-        A name held by a built-in, notebook or MCP tool, or by another plugin, is never taken: that one
-        tool is recorded as a failure and skipped (``None``).
-        """
-        kwargs.pop("source", None)
-        kwargs.pop("origin", None)
-        kwargs.pop("override", None)
-        existing = registry.get_entry(name)
-        if existing is not None and (existing.source != "plugin" or existing.origin != self.origin):
-            record_failure(
-                "plugin",
-                f"{self.plugin}/{name}",
-                f"tool {name!r} not registered: the name belongs to {existing.source} tool "
-                f"{existing.origin or ''} (toolset {existing.toolset!r})".replace("  ", " "),
-            )
-            return None
-        try:
-            entry = registry.register(
-                name, toolset, schema, handler, *args, source="plugin", origin=self.origin, **kwargs
-            )
-        except ValueError as exc:
-            record_failure("plugin", f"{self.plugin}/{name}", f"tool {name!r} not registered: {exc}")
-            return None
-        self.tools.append(name)
-        return entry
+def found_plugins() -> list[FoundPlugin]:
+    """Every plugin the last ``discover_plugins()`` found, loaded or not, with why."""
+    return sorted(_found.values(), key=lambda p: p.name)
 
 
-def _disabled_names() -> set[str]:
-    from hermes_nb.tools.config import load_config
+def _live_context(name: str) -> Callable[[], PluginContext]:
+    """What a plugin's registry view asks each time: its context, while the plugin is loaded."""
 
-    try:
-        section = load_config().get("plugins") or {}
-    except ConfigError as exc:
-        record_failure("plugin", "config.yaml", str(exc))
-        return set()
-    disabled = section.get("disabled") if isinstance(section, dict) else None
-    return {str(n) for n in disabled} if isinstance(disabled, list) else set()
+    def context() -> PluginContext:
+        ctx = _contexts.get(name)
+        if ctx is None:
+            raise PluginToolOverrideError(f"plugin {name!r} is not loaded; its registry calls are refused")
+        return ctx
+
+    return context
 
 
 def _read_manifest(folder: Path) -> dict[str, Any]:
@@ -162,7 +127,7 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
+def _import_folder(module_name: str, folder: Path, ctx: PluginContext) -> types.ModuleType:
     init = folder / "__init__.py"
     if not init.exists():
         raise ImportError(f"{folder} has no __init__.py")
@@ -172,6 +137,8 @@ def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
         sys.modules[MODULE_PREFIX] = namespace
     for stale in [m for m in sys.modules if m.startswith(module_name + ".")]:  # submodules of the last load
         del sys.modules[stale]
+    ctx.undos.append(set_scope_builtins(module_name, builtins_with_view(_live_context(ctx.plugin))))
+    ctx.undos.append(add_plugin_package(folder.name.replace("-", "_"), module_name))
     spec = importlib.util.spec_from_file_location(
         module_name, init, loader=CompatSourceLoader(module_name, str(init)), submodule_search_locations=[str(folder)]
     )
@@ -189,35 +156,38 @@ def _import_folder(module_name: str, folder: Path) -> types.ModuleType:
 
 def _forget(name: str) -> None:
     """Remove what an earlier load of this plugin registered (before loading it again)."""
-    old = _loaded.pop(name, None)
+    _loaded.pop(name, None)
     _file_digests.pop(name, None)
-    for undo in _hook_undos.pop(name, []):
-        undo()
+    ctx = _contexts.pop(name, None)
     clear_failures("plugin", f"{name}/unsupported")
-    if old is None:
+    if ctx is None:
         return
-    origin = old.location if old.kind == "tool-file" else name
-    for tool in old.tools:
+    for undo in reversed(ctx.undos):
+        undo()
+    for tool in ctx.tools:
         entry = registry.get_entry(tool)
-        if entry is not None and entry.source == "plugin" and entry.origin == origin:
+        if entry is not None and ctx.owns(entry):
             registry.deregister(tool)
+    if ctx.displaced:  # what an allowed override replaced comes back, unless something else took the name
+        snapshot = registry.snapshot()
+        for tool, old in ctx.displaced.items():
+            snapshot.setdefault(tool, old)
+        registry.restore(snapshot)
 
 
-def _run_register(name: str, kind: str, target: Any, meta: dict[str, Any], location: str) -> bool:
+def _run_register(ctx: PluginContext, kind: str, target: Any, meta: dict[str, Any], location: str) -> None:
     register = (
         target
         if callable(target) and not isinstance(target, types.ModuleType)
         else getattr(target, "register", None)
     )
     if not callable(register):
-        raise TypeError(f"plugin {name!r} has no register(ctx) function")
-    ctx = PluginContext(name, origin=location if kind == "tool-file" else None)
+        raise TypeError(f"plugin {ctx.plugin!r} has no register(ctx) function")
     try:
         register(ctx)
     finally:
-        _hook_undos[name] = ctx.hook_undos
-        _loaded[name] = PluginInfo(
-            name=name,
+        _loaded[ctx.plugin] = PluginInfo(
+            name=ctx.plugin,
             kind=kind,
             version=str(meta.get("version", "")),
             description=str(meta.get("description", "")),
@@ -225,37 +195,55 @@ def _run_register(name: str, kind: str, target: Any, meta: dict[str, Any], locat
             tools=tuple(ctx.tools),
             hooks=tuple(ctx.hooks),
         )
-    _note_unsupported(name, ctx)
-    return True
+    _note_unsupported(ctx)
 
 
-def _note_unsupported(name: str, ctx: PluginContext) -> None:
+def _note_unsupported(ctx: PluginContext) -> None:
     """What a notebook never calls: one line in ``%tools doctor``; the plugin itself loaded."""
     hooks = sorted(set(ctx.hooks) - SUPPORTED_HOOKS)
     skipped = ([f"hook{'s' if len(hooks) > 1 else ''} {', '.join(hooks)}"] if hooks else [])
     skipped += sorted(set(ctx.unsupported))
     if skipped:
-        record_failure("plugin", f"{name}/unsupported",
+        record_failure("plugin", f"{ctx.plugin}/unsupported",
                        f"not supported in a notebook, never called: {'; '.join(skipped)} "
                        f"(the plugin's tools and tool-call hooks work)")
 
 
-def _load_one(name: str, kind: str, loader: Callable[[], tuple[Any, dict[str, Any], str]]) -> bool:
+Loader = Callable[[PluginContext], tuple[Any, dict[str, Any], str]]
+
+
+def _load_one(name: str, kind: str, location: str, policy: PluginPolicy, loader: Loader,
+              origin: str | None = None) -> bool:  # fmt: skip
     _forget(name)
+    for stale in failures():  # what the last load of this plugin left in %tools doctor (a refused tool...)
+        if stale.source == "plugin" and stale.name.startswith(f"{name}/"):
+            clear_failures("plugin", stale.name)
+    ctx = PluginContext(name, origin=origin, policy=policy)
+    _contexts[name] = ctx
     try:
-        target, meta, location = loader()
-        _run_register(name, kind, target, meta, location)
+        target, meta, location = loader(ctx)
+        _run_register(ctx, kind, target, meta, location)
     except Exception as exc:  # boundary: one broken plugin never stops the others
         log.warning("plugin %s failed to load: %s: %s", name, type(exc).__name__, exc)
         detail = "".join(traceback.format_exception(exc)[-8:])
         record_failure("plugin", name, f"{type(exc).__name__}: {exc}", detail=detail)
         _forget(name)  # a half-run register(ctx) leaves nothing behind
+        _found[name] = FoundPlugin(name=name, kind=kind, state="failed", location=location,
+                                   reason=f"{type(exc).__name__}: {exc}")
         return False
     clear_failures("plugin", name)
+    _found[name] = FoundPlugin(name=name, kind=kind, state="loaded", location=location)
     return True
 
 
-def _folder_plugins(root: Path, kind: str, disabled: set[str]) -> list[str]:
+def _skip(name: str, kind: str, location: str, policy: PluginPolicy, *names: str) -> None:
+    _forget(name)
+    state = "disabled" if any(n in policy.disabled for n in (name, *names)) else "not enabled"
+    _found[name] = FoundPlugin(name=name, kind=kind, state=state, location=location,
+                               reason=policy.why_not(name, *names))
+
+
+def _folder_plugins(root: Path, kind: str, policy: PluginPolicy) -> list[str]:
     if not root.is_dir():
         return []
     out = []
@@ -264,46 +252,58 @@ def _folder_plugins(root: Path, kind: str, disabled: set[str]) -> list[str]:
             meta = _read_manifest(folder)
         except Exception as exc:  # boundary: a bad manifest is that plugin's failure
             record_failure("plugin", folder.name, f"plugin.yaml: {type(exc).__name__}: {exc}")
+            _found[folder.name] = FoundPlugin(name=folder.name, kind=kind, state="failed", location=str(folder),
+                                              reason=f"plugin.yaml: {exc}")
             continue
         name = str(meta.get("name") or folder.name)
-        if name in disabled or folder.name in disabled:
+        if not policy.allows(name, folder.name):
+            _skip(name, kind, str(folder), policy, folder.name)
             continue
         module_name = f"{MODULE_PREFIX}.{kind}_{''.join(c if c.isalnum() else '_' for c in folder.name)}"
 
-        def loader(folder: Path = folder, meta: dict[str, Any] = meta, module_name: str = module_name) -> Any:
-            return _import_folder(module_name, folder), meta, str(folder)
+        def loader(ctx: PluginContext, folder: Path = folder, meta: dict[str, Any] = meta,
+                   module_name: str = module_name) -> Any:  # fmt: skip
+            return _import_folder(module_name, folder, ctx), meta, str(folder)
 
-        if _load_one(name, kind, loader):
+        if _load_one(name, kind, str(folder), policy, loader):
             out.append(name)
     return out
 
 
-def _entry_point_plugins(disabled: set[str]) -> list[str]:
+def _entry_point_plugins(policy: PluginPolicy) -> list[str]:
     from importlib.metadata import entry_points
 
     out = []
     for group in ENTRY_POINT_GROUPS:
         for ep in sorted(entry_points(group=group), key=lambda e: e.name):
-            if ep.name in disabled:
+            location = f"{group}: {ep.value}"
+            if not policy.allows(ep.name):
+                _skip(ep.name, "entry-point", location, policy)
                 continue
             dist = getattr(ep, "dist", None)
             meta = {"version": getattr(dist, "version", "") or ""}
 
-            def loader(ep: Any = ep, meta: dict[str, Any] = meta, group: str = group) -> Any:
-                scope_package(ep.module.partition(".")[0])  # Hermes's import paths, for this plugin only
-                return ep.load(), meta, f"{group}: {ep.value}"
+            def loader(ctx: PluginContext, ep: Any = ep, meta: dict[str, Any] = meta, location: str = location) -> Any:
+                top = ep.module.partition(".")[0]
+                scope_package(top)  # Hermes's import paths, for this plugin only
+                ctx.undos.append(set_scope_builtins(top, builtins_with_view(_live_context(ctx.plugin))))
+                return ep.load(), meta, location
 
-            if _load_one(ep.name, "entry-point", loader):
+            if _load_one(ep.name, "entry-point", location, policy, loader):
                 out.append(ep.name)
     return out
 
 
-def _tool_files(disabled: set[str]) -> list[str]:
+def _tool_files(policy: PluginPolicy) -> list[str]:
     """Load new and edited tool files, drop the tools of deleted or disabled ones; the names loaded."""
     from hermes_nb.tools.sources.plugin_files import load_tool_file, scan_tool_folder
 
     found, unreadable = scan_tool_folder(hermes_home() / "tools")
-    current = {f.name: f for f in found if f.registers and f.name not in disabled}
+    current = {f.name: f for f in found if f.registers}
+    for name, tool_file in list(current.items()):
+        if not policy.allows(name):
+            _skip(name, "tool-file", str(tool_file.path), policy)
+            del current[name]
     for name in [n for n, info in _loaded.items() if info.kind == "tool-file" and n not in current]:
         _forget(name)  # deleted, disabled, unreadable, or no longer registers anything
     for name, message in unreadable.items():
@@ -315,13 +315,14 @@ def _tool_files(disabled: set[str]) -> list[str]:
             record_failure("plugin", name, f"tool file {tool_file.path} not loaded: plugin {name!r} exists")
             continue
         if old is not None and _file_digests.get(name) == tool_file.digest:
+            _found[name] = FoundPlugin(name=name, kind="tool-file", state="loaded", location=str(tool_file.path))
             out.append(name)  # unchanged since it loaded: its tools stay as they are
             continue
 
-        def loader(tool_file: Any = tool_file) -> Any:
+        def loader(ctx: PluginContext, tool_file: Any = tool_file) -> Any:
             return _ToolFileTarget(tool_file=tool_file, run=load_tool_file), {}, str(tool_file.path)
 
-        if _load_one(name, "tool-file", loader):
+        if _load_one(name, "tool-file", str(tool_file.path), policy, loader, origin=str(tool_file.path)):
             _file_digests[name] = tool_file.digest
             out.append(name)
     return out
@@ -335,23 +336,31 @@ class _ToolFileTarget:
     run: Callable[..., Any]
 
     def __call__(self, ctx: PluginContext) -> None:
-        self.run(self.tool_file, ctx.register_tool)
+        self.run(self.tool_file, ctx, _live_context(ctx.plugin))
 
 
 def discover_plugins() -> list[str]:
     """Load every enabled plugin (user, project, entry points, tool files); the names loaded."""
-    disabled = _disabled_names()
-    for name in [n for n in _loaded if n in disabled]:
+    try:
+        policy = plugin_policy()
+    except ConfigError as exc:  # fail closed: a config that cannot be read enables nothing
+        record_failure("plugin", "config.yaml", f"{exc}; no plugin loaded")
+        policy = PluginPolicy(enabled=frozenset())
+    else:
+        clear_failures("plugin", "config.yaml")
+    for name in [n for n in _loaded if not policy.allows(n)]:
         _forget(name)
-    loaded = _folder_plugins(hermes_home() / "plugins", "user", disabled)
+    _found.clear()
+    loaded = _folder_plugins(hermes_home() / "plugins", "user", policy)
     if os.environ.get("HERMES_ENABLE_PROJECT_PLUGINS"):
-        loaded += _folder_plugins(Path.cwd() / ".hermes" / "plugins", "project", disabled)
-    loaded += _entry_point_plugins(disabled)
-    loaded += _tool_files(disabled)
+        loaded += _folder_plugins(Path.cwd() / ".hermes" / "plugins", "project", policy)
+    loaded += _entry_point_plugins(policy)
+    loaded += _tool_files(policy)
     return loaded
 
 
 def unload_plugins() -> None:
     """Remove the tools every loaded plugin (tool files included) registered. Idempotent."""
-    for name in list(_loaded):
+    for name in list(_contexts) + list(_loaded):
         _forget(name)
+    _found.clear()

@@ -1,0 +1,301 @@
+"""Tool search (``hermes_nb.tools.search``): what is deferred, the assembly, BM25 ranking, and the bridge
+tools through a real batch (the gate, rules and hooks see the real tool; the catalog is the run's only)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any
+
+import pytest
+
+from hermes_nb.tools.batch.scheduling import arun_tool_batch, run_tool_batch
+from hermes_nb.tools.config import save_config
+from hermes_nb.tools.model_tools import assemble_tool_definitions, get_tool_definitions
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools.safety.gate import use_approver
+from hermes_nb.tools.search import index
+from hermes_nb.tools.search.assembly import render_listing
+from hermes_nb.tools.search.catalog import BRIDGE_NAMES, make_catalog
+from hermes_nb.tools.search.scope import unwrap_calls, use_catalog
+from hermes_nb.tools.search.settings import context_window, load_settings, parse_settings
+
+OBJ = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+       "required": ["city"]}
+
+
+def _tool(name: str, toolset: str, description: str, *, calls: list[Any] | None = None, **kw: Any) -> None:
+    def handler(args: dict[str, Any], **_: Any) -> dict[str, Any]:
+        if calls is not None:
+            calls.append((name, args))
+        return {"tool": name, "args": args}
+
+    registry.register(name, toolset, {"description": description, "parameters": OBJ}, handler, **kw)
+
+
+@pytest.fixture
+def deferred() -> list[Any]:
+    """Toolset ``weather`` (deferred by its mark), ``forecasts`` (deferred by config), ``plain`` (direct),
+    and ``secret`` (deferred, but not among the enabled toolsets of the runs below)."""
+    calls: list[Any] = []
+    _tool("weather_now", "weather", "Current weather conditions in a city.", calls=calls,
+          metadata={"defer": True}, read_only=True)
+    _tool("weather_alerts", "weather", "Severe weather alerts for a region.", calls=calls,
+          metadata={"defer": True}, read_only=True)
+    _tool("forecast_days", "forecasts", "Daily forecast for the coming days.", calls=calls)
+    _tool("plain_echo", "plain", "Echo the city back.", calls=calls)
+    _tool("secret_vault", "secret", "Open the vault in a city.", calls=calls, metadata={"defer": True})
+    save_config({"tool_search": {"enabled": "on", "defer": ["forecasts"]}})
+    return calls
+
+
+def _names(defs: list[dict[str, Any]]) -> list[str]:
+    return sorted(d["function"]["name"] for d in defs)
+
+
+def _call(name: str, arguments: Any, call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}}
+
+
+def _bridge_call(name: str, arguments: Any, call_id: str = "c1") -> dict[str, Any]:
+    return _call("tool_call", {"calls": [{"name": name, "arguments": arguments}]}, call_id)
+
+
+RUN = ["weather", "forecasts", "plain"]
+
+
+# -- settings -------------------------------------------------------------------------------------
+
+
+def test_settings_defaults_values_and_typos(caplog: pytest.LogCaptureFixture) -> None:
+    assert load_settings().enabled == "auto" and load_settings().threshold_pct == 5.0  # no config.yaml
+    s = parse_settings({"tool_search": {"enabled": "on", "threshold_pct": 2, "defer": "notebook"},
+                        "mcp_servers": {"time": {"command": "x", "defer": True}, "docs": {"url": "http://x"}},
+                        "mcpServers": {"gh": {"command": "y", "defer": True}}})
+    assert (s.enabled, s.threshold_pct, s.defer, s.servers) == ("on", 2.0, frozenset({"notebook"}),
+                                                               frozenset({"time", "gh"}))
+    with caplog.at_level(logging.WARNING):
+        bad = parse_settings({"tool_search": {"enabled": "sometimes", "threshold_pct": "five"},
+                              "mcp_servers": {"x": {"defer": "yes"}}})
+    assert (bad.enabled, bad.threshold_pct, bad.servers) == ("auto", 5.0, frozenset())
+    text = caplog.text
+    assert "tool_search.enabled must be auto, on or off, got 'sometimes'" in text
+    assert "threshold_pct" in text and "defer must be true or false" in text
+    assert parse_settings({"tool_search": False}).enabled == "off"
+
+
+def test_context_windows_from_the_table_and_128k_when_unknown() -> None:
+    assert context_window("gpt-4o-mini") == 128_000
+    assert context_window("gpt-4") == 8_192 and context_window("gpt-4.1-nano") == 1_047_576  # longest prefix
+    assert context_window("openrouter/anthropic/claude-3.5-sonnet") == 200_000  # after the provider part
+    assert context_window("SmolLM2-135M-Instruct") == 8_192
+    assert context_window("my-own-model") == context_window(None) == 128_000
+
+
+# -- what is deferred, and the assembly ----------------------------------------------------------
+
+
+def test_tool_search_on_replaces_the_deferred_schemas_with_the_bridge(deferred: list[Any]) -> None:
+    a = assemble_tool_definitions(RUN, model="gpt-4o")
+    assert _names(a.definitions) == ["plain_echo", "tool_call", "tool_describe", "tool_search"]
+    assert a.catalog is not None
+    assert sorted(e.name for e in a.catalog.entries) == ["forecast_days", "weather_alerts", "weather_now"]
+    assert "secret_vault" not in a.catalog  # the catalog is exactly the run's enabled toolsets
+    for name in ("weather_now", "weather_alerts", "forecast_days"):
+        assert f"- {name}: " in a.listing
+    assert "secret_vault" not in a.listing
+    disabled = assemble_tool_definitions(RUN, ["forecasts"], model="gpt-4o")
+    assert disabled.catalog is not None and "forecast_days" not in disabled.catalog
+
+
+def test_off_and_nothing_marked_leave_every_tool_direct(deferred: list[Any]) -> None:
+    save_config({"tool_search": {"enabled": "off", "defer": ["forecasts"]}})
+    a = assemble_tool_definitions(RUN, model="gpt-4o")
+    assert _names(a.definitions) == ["forecast_days", "plain_echo", "weather_alerts", "weather_now"]
+    assert a.catalog is None and a.listing == ""
+    save_config({"tool_search": {"enabled": "on"}})
+    assert assemble_tool_definitions(["plain"]).catalog is None  # nothing deferrable: no bridge
+
+
+def test_auto_defers_only_past_the_threshold_of_the_model_window(deferred: list[Any]) -> None:
+    save_config({"tool_search": {"enabled": "auto", "threshold_pct": 5}})
+    small = assemble_tool_definitions(RUN, model="gpt-4o")  # 5% of 128k: two small schemas stay direct
+    assert small.catalog is None and "weather_now" in _names(small.definitions)
+    assert 0 < small.deferrable_tokens <= small.threshold_tokens == 6_400
+    long = "Tell the weather. " * 40
+    for i in range(12):
+        _tool(f"weather_extra_{i}", "weather", long, metadata={"defer": True})
+    big = assemble_tool_definitions(RUN, model="gpt-4")  # 5% of 8 192 = 409 tokens, now passed
+    assert big.catalog is not None and big.deferrable_tokens > big.threshold_tokens == 409
+    assert "weather_extra_3" in big.catalog and "weather_extra_3" not in _names(big.definitions)
+    assert assemble_tool_definitions(RUN, model="gpt-4o").catalog is None  # the same tools fit 128k's 5%
+
+
+def test_clarify_interactive_and_bridge_names_are_never_deferred(deferred: list[Any]) -> None:
+    _tool("ask_person", "plain", "Ask the person.", interactive=True, metadata={"defer": True})
+    save_config({"tool_search": {"enabled": "on", "defer": ["clarify", "plain", "tool_search", "weather"]}})
+    a = assemble_tool_definitions([*RUN, "clarify"], model="gpt-4o")
+    assert a.catalog is not None
+    assert {"clarify", "ask_person"} <= set(_names(a.definitions))
+    assert "plain_echo" in a.catalog and not ({"clarify", "ask_person"} | BRIDGE_NAMES) & set(a.catalog.by_name)
+
+
+def test_plain_definitions_never_offer_the_bridge(deferred: list[Any]) -> None:
+    assert not BRIDGE_NAMES & set(_names(get_tool_definitions(None)))
+    assert not BRIDGE_NAMES & set(_names(get_tool_definitions(["tool_search"])))
+    assert assemble_tool_definitions(["tool_search"]).definitions == []
+
+
+def test_a_tool_registered_later_is_in_the_next_turns_catalog(deferred: list[Any]) -> None:
+    first = assemble_tool_definitions(RUN)
+    assert assemble_tool_definitions(RUN).catalog is first.catalog  # nothing changed: the same plan
+    _tool("weather_radar", "weather", "Rain radar map.", metadata={"defer": True})
+    after = assemble_tool_definitions(RUN)
+    assert after.catalog is not None and "weather_radar" in after.catalog
+    registry.deregister("weather_radar")
+    gone = assemble_tool_definitions(RUN).catalog
+    assert gone is not None and "weather_radar" not in gone
+
+
+def test_the_listing_keeps_within_its_token_cap() -> None:
+    for i in range(300):
+        _tool(f"many_tool_{i:03}", "many", f"Tool number {i} of many, with a description of some length.",
+              metadata={"defer": True})
+    catalog = make_catalog(registry.get_entry(f"many_tool_{i:03}") for i in range(300))
+    full = render_listing(catalog, 100_000)
+    assert full.count("\n- many_tool_") == 300 and "Tool number 7 of many" in full
+    capped = render_listing(catalog, 500)
+    assert len(capped) <= 500 * 4 and "more: tool_search finds them" in capped
+    shown = capped.count("\n- many_tool_")
+    assert 0 < shown < 300 and f"… and {300 - shown:,} more" in capped
+
+
+# -- ranking --------------------------------------------------------------------------------------
+
+
+def test_bm25_ranks_by_name_description_and_parameters(deferred: list[Any]) -> None:
+    _tool("mcp__time__convert_time", "mcp-time", "Convert time between timezones.", metadata={"defer": True})
+    _tool("mcp__everything__getTinyImage", "mcp-everything", "Returns the MCP logo.", metadata={"defer": True})
+    catalog = make_catalog(e for e in registry.entries() if e.metadata.get("defer"))
+    assert index.search(catalog, "convert timezones", 3)[0].name == "mcp__time__convert_time"  # stemmed
+    assert index.search(catalog, "tiny image", 3)[0].name == "mcp__everything__getTinyImage"  # camelCase split
+    assert index.search(catalog, "severe alerts", 3)[0].name == "weather_alerts"
+    assert index.search(catalog, "weather_now", 3)[0].name == "weather_now"  # an exact name first
+    index.search(catalog, "the of to", 3)  # only stop words: searched as they are, no crash
+    for hostile in ('"', 'weather" OR "*', "NEAR(a b)", "-weather", "weather*", "x:y", "{}()^", ""):
+        index.search(catalog, hostile, 5)  # no query text reaches FTS5's syntax
+    found, missing = index.select(catalog, " weather_now , nope,weather_alerts")
+    assert [e.name for e in found] == ["weather_now", "weather_alerts"] and missing == ["nope"]
+
+
+# -- the bridge through a real batch --------------------------------------------------------------
+
+
+def test_tool_search_and_describe_answer_from_the_runs_catalog_only(deferred: list[Any]) -> None:
+    a = assemble_tool_definitions(RUN)
+    calls = [_call("tool_search", {"queries": ["weather alerts", "vault", "select:forecast_days,secret_vault"]},
+                   "s"),
+             _call("tool_describe", {"names": ["weather_now", "secret_vault", "now"]}, "d")]
+    with use_catalog(a.catalog):
+        search, describe = run_tool_batch(calls)
+    assert not search.is_error and not describe.is_error
+    found = json.loads(search.content)
+    assert found["total_available"] == 3
+    alerts, vault, select = found["results"]
+    assert alerts["matches"][0] == "weather_alerts"
+    assert vault["matches"] == [] and "hint" in vault  # the vault is in the registry, not in this run
+    assert select["matches"] == ["forecast_days"] and select["not_found"] == ["secret_vault"]
+    assert "secret_vault" not in found["tools"] and found["tools"]["weather_alerts"]["required"] == ["city"]
+    described = json.loads(describe.content)
+    assert described["tools"]["weather_now"]["parameters"] == OBJ
+    assert described["not_found"] == ["secret_vault", "now"] and "weather_now" in described["hint"]
+
+
+def test_tool_call_unwraps_to_the_real_tool_before_the_gate_rules_and_hooks(deferred: list[Any]) -> None:
+    seen_by_hook: list[str] = []
+
+    class Hook:
+        def before(self, entry: Any, args: dict[str, Any], context: Any) -> None:
+            seen_by_hook.append(entry.name)
+
+        def after(self, entry: Any, args: dict[str, Any], context: Any, result: str, **_: Any) -> str:
+            return result
+
+    undo = registry.add_call_hook(Hook())
+    asked: list[str] = []
+    save_config({"tool_search": {"enabled": "on", "defer": ["forecasts"]},
+                 "approvals": {"tools": {"weather_alerts": "deny", "forecast_days": "ask"}}})
+    try:
+        a = assemble_tool_definitions(RUN)
+        batch = [_bridge_call("weather_now", {"city": "Oslo"}, "a"),
+                 _bridge_call("weather_alerts", {"city": "Oslo"}, "b"),
+                 _bridge_call("forecast_days", {"city": "Oslo", "days": 2}, "c")]
+        with use_catalog(a.catalog), use_approver(lambda command, key, description: asked.append(command) or "deny"):
+            now, alerts, forecast = run_tool_batch(batch)
+    finally:
+        undo()
+    assert (now.name, now.tool_call_id, now.is_error) == ("weather_now", "a", False)
+    assert json.loads(now.content) == {"tool": "weather_now", "args": {"city": "Oslo"}}
+    assert alerts.name == "weather_alerts" and alerts.is_error and "blocked" in alerts.content  # the deny rule
+    assert forecast.name == "forecast_days" and forecast.is_error and asked and "forecast_days" in asked[0]
+    assert seen_by_hook == ["weather_now"] and deferred == [("weather_now", {"city": "Oslo"})]
+
+
+def test_unwrapped_read_only_calls_share_time_as_direct_ones_do(deferred: list[Any]) -> None:
+    inside, both = [0], threading.Event()
+
+    def meet(args: dict[str, Any], **_: Any) -> str:
+        inside[0] += 1
+        if inside[0] >= 2:
+            both.set()
+        return "met" if both.wait(10) else "alone"
+
+    for name in ("meet_a", "meet_b"):
+        registry.register(name, "weather", {"description": "Meet.", "parameters": OBJ}, meet, read_only=True,
+                          metadata={"defer": True})
+    a = assemble_tool_definitions(RUN)
+    with use_catalog(a.catalog):
+        results = run_tool_batch([_bridge_call("meet_a", {"city": "x"}, "1"), _bridge_call("meet_b", {"city": "y"}, "2")])
+    assert [(r.name, r.content, r.parallel) for r in results] == [("meet_a", "met", True), ("meet_b", "met", True)]
+
+
+@pytest.mark.parametrize(("arguments", "said"), [
+    ({"calls": [{"name": "secret_vault", "arguments": {"city": "x"}}]}, "not deferred tools of this run"),
+    ({"calls": [{"name": "plain_echo", "arguments": {"city": "x"}}]}, "called directly"),
+    ({"calls": [{"name": "weather_now", "arguments": {}}, {"name": "weather_alerts", "arguments": {}}]},
+     "one tool per call"),
+    ({"calls": [{"name": "tool_search", "arguments": {}}]}, "cannot run 'tool_search'"),
+    ('{"calls": [', "not valid JSON"),
+    ({"calls": [{"name": "now", "arguments": {"city": "x"}}]}, "did you mean"),
+])
+def test_a_tool_call_that_cannot_be_unwrapped_runs_nothing_and_says_why(deferred: list[Any], arguments: Any,
+                                                                        said: str) -> None:
+    a = assemble_tool_definitions(RUN)
+    with use_catalog(a.catalog):
+        [result] = run_tool_batch([_call("tool_call", arguments, "x")])
+    assert result.name == "tool_call" and result.is_error and said in result.content, result.content
+    assert deferred == []
+
+
+def test_without_a_runs_catalog_the_bridge_reaches_nothing(deferred: list[Any]) -> None:
+    results = run_tool_batch([_bridge_call("weather_now", {"city": "x"}), _call("tool_search", {"queries": "x"}, "s")])
+    assert all(r.is_error and "no agent run with deferred tools" in r.content for r in results)
+    assert deferred == []
+    batch = [_bridge_call("weather_now", {"city": "x"})]
+    assert unwrap_calls(batch) is batch
+
+
+def test_arun_tool_batch_unwraps_in_the_awaiting_tasks_context(deferred: list[Any]) -> None:
+    import asyncio
+
+    async def go() -> Any:
+        a = assemble_tool_definitions(RUN)
+        with use_catalog(a.catalog):
+            return await arun_tool_batch([_bridge_call("weather_now", {"city": "Rome"}),
+                                          _call("tool_search", {"queries": ["alerts"]}, "s")])
+
+    now, search = asyncio.run(go())
+    assert now.name == "weather_now" and not now.is_error
+    assert json.loads(search.content)["results"][0]["matches"] == ["weather_alerts"]

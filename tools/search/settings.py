@@ -1,0 +1,143 @@
+"""The ``tool_search:`` block of config.yaml, the per-server ``defer:`` flags, and known context windows.
+
+```yaml
+tool_search: {enabled: auto, threshold_pct: 5, listing_max_tokens: 1000, defer: [notebook, mcp-github]}
+mcp_servers:
+  everything: {command: node, args: [...], defer: true}
+```
+
+``enabled``: ``off`` never defers, ``on`` defers every deferrable tool, ``auto`` (the default) defers them
+when their schemas together pass ``threshold_pct`` of the model's context window. The file is re-read
+only when it changes (one ``stat`` per turn); a value that does not fit is said once in the log and
+the default applies, so a typo never stops a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "SearchSettings", "context_window", "load_settings", "parse_settings"]
+
+log = logging.getLogger(__name__)
+
+#: Tokens assumed for a model the table does not know.
+DEFAULT_CONTEXT_WINDOW = 128_000
+#: Context windows of models people run, by name prefix (the longest prefix that matches wins);
+#: names are compared lower-case, after any ``provider/`` part.
+CONTEXT_WINDOWS: Mapping[str, int] = {
+    "gpt-3.5-turbo": 16_385, "gpt-4": 8_192, "gpt-4-32k": 32_768, "gpt-4-turbo": 128_000, "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576, "gpt-4.5": 128_000, "gpt-5": 400_000, "o1": 200_000, "o3": 200_000, "o4-mini": 200_000,
+    "claude": 200_000, "gemini-1.5": 1_048_576, "gemini-2": 1_048_576, "llama3": 8_192, "llama-3": 8_192,
+    "llama3.1": 131_072, "llama-3.1": 131_072, "llama3.2": 131_072, "llama-3.2": 131_072, "llama3.3": 131_072,
+    "qwen2.5": 32_768, "qwen3": 40_960, "mistral": 32_768, "mixtral": 32_768, "phi-3": 4_096, "phi-4": 16_384,
+    "deepseek": 65_536, "smollm2": 8_192, "hermes-3": 131_072, "hermes-4": 131_072, "replay": DEFAULT_CONTEXT_WINDOW,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchSettings:
+    """Tool search as configured (defaults when config.yaml says nothing)."""
+
+    enabled: Literal["auto", "on", "off"] = "auto"
+    threshold_pct: float = 5.0
+    listing_max_tokens: int = 1000
+    search_default_limit: int = 5
+    max_search_limit: int = 25
+    #: tool and toolset names marked deferrable in ``tool_search.defer``
+    defer: frozenset[str] = frozenset()
+    #: MCP servers whose config says ``defer: true``
+    servers: frozenset[str] = frozenset()
+
+
+def context_window(model: str | None) -> int:
+    """The model's context window in tokens, from ``CONTEXT_WINDOWS``; 128 000 when unknown."""
+    name = (model or "").strip().lower().rsplit("/", 1)[-1]
+    best = ""
+    for prefix in CONTEXT_WINDOWS:
+        if name.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_WINDOW
+
+
+def _number(raw: Mapping[str, Any], key: str, default: float, low: float, high: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        log.warning("config.yaml tool_search.%s must be a number from %g to %g, got %r; using %g",
+                    key, low, high, value, default)
+        return default
+    return value
+
+
+def parse_settings(config: Mapping[str, Any]) -> SearchSettings:
+    """``SearchSettings`` from a whole parsed config; each value that does not fit is logged and defaulted."""
+    raw = config.get("tool_search")
+    if raw is None:
+        raw = {}
+    elif isinstance(raw, bool):  # `tool_search: false` / `true`
+        raw = {"enabled": "on" if raw else "off"}
+    elif not isinstance(raw, Mapping):
+        log.warning("config.yaml tool_search must be a mapping, got %s; using the defaults", type(raw).__name__)
+        raw = {}
+    enabled = raw.get("enabled", "auto")
+    enabled = {True: "on", False: "off"}.get(enabled, enabled) if isinstance(enabled, bool) else enabled
+    if enabled not in ("auto", "on", "off"):
+        log.warning("config.yaml tool_search.enabled must be auto, on or off, got %r; using auto", enabled)
+        enabled = "auto"
+    defer = raw.get("defer") or []
+    if isinstance(defer, str):
+        defer = [defer]
+    if not isinstance(defer, list):
+        log.warning("config.yaml tool_search.defer must be a list of tool or toolset names, got %r", defer)
+        defer = []
+    max_limit = int(_number(raw, "max_search_limit", 25, 1, 100))
+    return SearchSettings(
+        enabled=enabled, threshold_pct=float(_number(raw, "threshold_pct", 5.0, 0, 100)),
+        listing_max_tokens=int(_number(raw, "listing_max_tokens", 1000, 0, 100_000)),
+        search_default_limit=int(_number(raw, "search_default_limit", 5, 1, max_limit)),
+        max_search_limit=max_limit, defer=frozenset(str(d) for d in defer), servers=_servers(config))
+
+
+def _servers(config: Mapping[str, Any]) -> frozenset[str]:
+    out: set[str] = set()
+    for block in ("mcp_servers", "mcpServers"):
+        servers = config.get(block)
+        if not isinstance(servers, Mapping):
+            continue
+        for name, server in servers.items():
+            flag = server.get("defer") if isinstance(server, Mapping) else None
+            if flag is True:
+                out.add(str(name))
+            elif flag is not None and flag is not False:
+                log.warning("config.yaml MCP server %r: defer must be true or false, got %r", name, flag)
+    return frozenset(out)
+
+
+_cache: tuple[tuple[str, int, int, int], SearchSettings] | None = None
+
+
+def load_settings() -> SearchSettings:
+    """The settings from config.yaml, re-read only when the file changes (or hermes_nb wrote it)."""
+    global _cache
+    from hermes_nb.tools import config
+    from hermes_nb.tools.errors import ConfigError
+
+    path = config.config_file()
+    try:
+        st = os.stat(path)
+    except OSError:
+        return SearchSettings()
+    key = (path, st.st_mtime_ns, st.st_size, config.generation)
+    cached = _cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    try:
+        settings = parse_settings(config.load_config())
+    except ConfigError as exc:
+        log.warning("tool search: ignoring the config: %s", exc)
+        settings = SearchSettings()
+    _cache = (key, settings)
+    return settings
