@@ -21,7 +21,7 @@ class Agent(Protocol):
 
     code_vars: dict[str, Any] | None
 
-    def _definitions(self) -> list[dict[str, Any]]: ...
+    def _definitions(self) -> Any: ...  # the turn's ``Assembly`` (tool search): ``.definitions`` is what is offered
 
 
 _sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -43,7 +43,7 @@ def install_code_host(agent: Agent, emit: Emit) -> Callable[[], None]:
     def queued(parent: str, call_id: str, name: str, arguments: str) -> None:
         emit(ToolCallQueued(index=0, id=call_id, name=name, arguments=arguments, parent=parent))
 
-    host = CodeHost(definitions=agent._definitions, session=lambda reset: _session(agent, reset),
+    host = CodeHost(definitions=lambda: agent._definitions().definitions, session=lambda reset: _session(agent, reset),
                     on_queued=queued, on_event=lambda event: emit(tool_event(event)))
     scope = use_code_host(host)
     scope.__enter__()
