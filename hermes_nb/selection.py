@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from traitlets import HasTraits, List, Unicode
+from traitlets import Bool, HasTraits, List, Unicode
 
-__all__ = ["Selection", "current", "enabled_toolsets", "select", "selection"]
+__all__ = ["Selection", "current", "enabled_toolsets", "offered_toolsets", "select", "selection"]
 
 
 class Selection(HasTraits):
@@ -17,10 +17,12 @@ class Selection(HasTraits):
 
     enabled = List(Unicode(), help="Enabled toolset names; [] with mode 'all' means everything.")
     mode = Unicode("all", help="'all' (every toolset) or 'list' (only `enabled`).")
+    chosen = Bool(False, help="Whether the person chose (the picker, %toolsets, select()) since the process began.")
 
     def select(self, names: Iterable[str] | None) -> None:
         """Enable exactly these toolsets (``None`` or ``["all"]`` selects every toolset)."""
         names = None if names is None else list(dict.fromkeys(names))
+        self.chosen = True
         if names is None or any(n in ("all", "*") for n in names):
             self.mode, self.enabled = "all", []
             return
@@ -59,6 +61,21 @@ def select(names: Iterable[str] | None) -> None:
 
 def enabled_toolsets() -> list[str] | None:
     return selection.enabled_toolsets()
+
+
+def offered_toolsets() -> list[str] | None:
+    """What an agent with no toolsets of its own offers: the selection; outside a notebook, when nobody
+    chose, only the person's own toolsets (notebook tools, plugins, MCP), not the built-ins, so ``terminal``
+    and ``python`` are offered only when asked for (eight built-in tools cost a small local model ~2 300
+    prompt tokens a turn, measured)."""
+    from hermes_nb import _state
+
+    if selection.chosen or _state.shell is not None:
+        return selection.enabled_toolsets()
+    from hermes_nb.tools.model_tools import registry
+    from hermes_nb.tools.toolsets import TOOLSETS
+
+    return sorted(name for name in registry.get_toolsets() if name not in TOOLSETS)
 
 
 def current() -> Selection:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from hermes_nb.agent.models import Usage
     from hermes_nb.tools.batch.records import BatchEvent, ToolCallResult
 
-__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "Emit", "Notice", "NoticeLevel", "TextDelta",
+__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "Emit", "ModelNamed", "Notice", "NoticeLevel", "TextDelta",
            "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnStarted", "UsageUpdate",
            "tool_event"]
 
@@ -59,6 +59,13 @@ class UsageUpdate:
     """The run's token counts so far, after each model turn."""
 
     usage: Usage  # a copy: the run keeps adding to its own
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelNamed:
+    """The server named the model that answered (it differs from the name the run started with)."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,7 +123,7 @@ class Notice:
     level: NoticeLevel = "info"
 
 
-AgentEvent: TypeAlias = (TurnStarted | TextDelta | UsageUpdate | ToolCallQueued | ToolStarted | ToolEnded | BatchDone
+AgentEvent: TypeAlias = (TurnStarted | TextDelta | UsageUpdate | ModelNamed | ToolCallQueued | ToolStarted | ToolEnded | BatchDone
               | ApprovalAnswered | Notice)
 #: Where the core puts its events (a queue's ``put_nowait``; the evaluation ignores them).
 Emit: TypeAlias = Callable[[AgentEvent], None]

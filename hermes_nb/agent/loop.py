@@ -29,6 +29,7 @@ from hermes_nb.agent.events import (
     ApprovalAnswered,
     BatchDone,
     Emit,
+    ModelNamed,
     Notice,
     TextDelta,
     ToolCallQueued,
@@ -38,7 +39,16 @@ from hermes_nb.agent.events import (
 )
 from hermes_nb.agent.history import repair_history
 from hermes_nb.agent.model_choice import resolve_model
-from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, Model, ModelError, ToolCallSpec, Usage, empty_usage
+from hermes_nb.agent.models import (
+    DEFAULT_TURN_TIMEOUT,
+    Model,
+    ModelError,
+    ToolCallSpec,
+    Usage,
+    add_usage,
+    empty_usage,
+    length_notice,
+)
 from hermes_nb.agent.tool_search import Assembly, turn_tools, unwrap_calls, with_listing
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.calls.results import clean_text
@@ -50,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
 
-StoppedReason = Literal["done", "max_iterations", "interrupted", "error"]
+StoppedReason = Literal["done", "max_iterations", "interrupted", "error", "length"]
 INTERRUPTED = "interrupted by the user"
 
 
@@ -118,12 +128,16 @@ class Agent:
         tool_timeout: float | None = None,
         max_workers: int = 8,
         turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
+        tool_choice: str | dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        extra_body: dict[str, Any] | None = None,
         code_vars: dict[str, Any] | None = None,
     ) -> None:
         self.model: Model = resolve_model(
             model, base_url, api_key, stream=stream, temperature=temperature,
             parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries,
-            turn_timeout=turn_timeout)
+            turn_timeout=turn_timeout, tool_choice=tool_choice, max_tokens=max_tokens, seed=seed, extra_body=extra_body)
         if record is not None:
             from hermes_nb.agent.replay import RecordingModel
 
@@ -263,6 +277,7 @@ class Agent:
         pending: tuple[ToolCallSpec, ...] = ()
         finished: dict[str, Any] = {}
         undo = self._install_approval(emit)
+        shown = self.model.name
         undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
         try:
             while True:
@@ -277,9 +292,16 @@ class Agent:
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
                 turn = await self._complete(tools, emit)
-                for key in usage:
-                    usage[key] += turn.usage[key]  # type: ignore[literal-required]
+                add_usage(usage, turn.usage)
                 emit(UsageUpdate(usage=usage.copy()))
+                if turn.model and turn.model != shown:  # the server named the model that answered
+                    shown = turn.model
+                    emit(ModelNamed(name=shown))
+                if turn.finish_reason == "length":  # cut at max_tokens: a half answer or half a call is no answer
+                    self.messages.append(_assistant_message(turn.content, ()))
+                    reason, text = "length", turn.content
+                    emit(Notice(message=length_notice(self.model), level="warning"))
+                    break
                 calls = _unique_ids(turn.tool_calls, self.messages)
                 self.messages.append(_assistant_message(turn.content, calls))
                 if not calls:
@@ -302,7 +324,7 @@ class Agent:
             self._task = None
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
-                           model=self.model.name)
+                           model=shown)
 
     async def _complete(self, tools: Assembly,
                         emit: Emit) -> Any:
@@ -328,9 +350,9 @@ class Agent:
     def _definitions(self) -> Assembly:
         enabled = self.enabled_toolsets
         if enabled is None:
-            from hermes_nb.selection import enabled_toolsets
+            from hermes_nb.selection import offered_toolsets
 
-            enabled = enabled_toolsets()  # the picker's selection, read afresh every turn
+            enabled = offered_toolsets()  # the picker's selection, read afresh every turn
         return turn_tools(enabled, self.disabled_toolsets, self.model.name)
 
     def _install_approval(self, emit: Emit) -> Callable[[], None]:

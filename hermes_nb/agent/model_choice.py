@@ -11,7 +11,11 @@ from typing import Any
 from hermes_nb.agent.models import OpenAIModel, is_local_url
 from hermes_nb.agent.replay import ReplayModel
 
-__all__ = ["resolve_model"]
+__all__ = ["MODEL_OPTIONS", "resolve_model"]
+
+#: The keyword options a model takes beside its name, base URL and key (``Agent``'s and ``evaluate``'s).
+MODEL_OPTIONS = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries", "turn_timeout",
+                 "tool_choice", "max_tokens", "seed", "extra_body")
 
 
 def resolve_model(
@@ -22,16 +26,18 @@ def resolve_model(
 ) -> Any:
     """The ``Model`` for these arguments, with defaults from the environment (read now).
 
-    ``replay:PATH`` gives the offline ``ReplayModel``. A base URL on 127.0.0.1 or localhost needs no key
-    (a dummy one is sent). A missing key is reported when the run starts, not here.
+    ``replay:PATH`` gives the offline ``ReplayModel``.
+    A base URL on 127.0.0.1 or localhost needs no key (a dummy one is sent). With no model named, an endpoint
+    at a base URL is asked which model it serves. A missing key is reported when the run starts, not here.
     """
     if model is not None and not isinstance(model, str):
         return model  # a Model object, e.g. ReplayModel(path, on_drift="stop")
-    model = model or os.environ.get("HERMES_NB_MODEL") or "gpt-4o-mini"
-    if model.startswith("replay:"):
+    model = model or os.environ.get("HERMES_NB_MODEL") or None
+    if model and model.startswith("replay:"):
         return ReplayModel(model.removeprefix("replay:"), stream=bool(options.get("stream", True)))
     base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
     if not api_key and is_local_url(base_url):
         api_key = "not-needed"
-    return OpenAIModel(model=model, base_url=base_url, api_key=api_key, **options)
+    return OpenAIModel(model=model, base_url=base_url, api_key=api_key,
+                       **{k: v for k, v in options.items() if k in MODEL_OPTIONS or k == "aiohttp"})

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from pathlib import PurePosixPath
+from typing import Any, NotRequired, Protocol, TypedDict
 from urllib.parse import urlparse
 
+from hermes_nb.agent.requests import RequestOptions, request_body
+from hermes_nb.agent.server_errors import backoff, error_key, retry_after, server_message
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import HermesNbError
 
@@ -28,6 +30,7 @@ __all__ = [
     "OpenAIModel",
     "ToolCallSpec",
     "Usage",
+    "add_usage",
 ]
 
 #: Callbacks the loop passes in: streamed text, and "retrying in N s" notices.
@@ -36,7 +39,10 @@ RetryCallback = Callable[[str], None]
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-_MAX_DELAY = 60.0
+#: Statuses that say "not now" (retried while they last); any other answered twice alike is the answer.
+_BUSY_STATUS = {408, 429, 503}
+#: Sent when no model is named and the server lists none (OpenAI's own API, or a listing that failed).
+DEFAULT_MODEL = "gpt-4o-mini"
 
 #: One model turn, retries included, ends by then: a server trickling keep-alives resets no read
 #: timeout but cannot pass this. Ten minutes: long answers from slow local models still fit.
@@ -61,6 +67,8 @@ class Usage(TypedDict):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    #: Turns whose usage the server did not report (their tokens are unknown, not 0).
+    unreported: NotRequired[int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +88,8 @@ class ModelTurn:
     tool_calls: tuple[ToolCallSpec, ...] = ()
     usage: Usage = field(default_factory=lambda: Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0))
     finish_reason: str | None = None
+    #: The model the server says answered ("" when it did not say), shortened to a file name for a path.
+    model: str = ""
 
 
 class Model(Protocol):
@@ -101,13 +111,42 @@ def empty_usage() -> Usage:
     return Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
 
 
+def unreported_usage() -> Usage:
+    """One turn whose server reported no usage."""
+    return Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0, unreported=1)
+
+
 def usage_from(raw: Any) -> Usage:
-    """Usage from an openai object or a dict (missing fields are 0)."""
+    """Usage from an openai object or a dict; ``None`` (nothing reported) counts one unreported turn."""
     if raw is None:
-        return empty_usage()
+        return unreported_usage()
     get = raw.get if isinstance(raw, dict) else lambda k, d=None: getattr(raw, k, d)
     p, c = int(get("prompt_tokens", 0) or 0), int(get("completion_tokens", 0) or 0)
-    return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=int(get("total_tokens", 0) or (p + c)))
+    usage = Usage(prompt_tokens=p, completion_tokens=c, total_tokens=int(get("total_tokens", 0) or (p + c)))
+    if get("unreported", 0):
+        usage["unreported"] = int(get("unreported", 0))
+    return usage
+
+
+def add_usage(total: Usage, turn: Usage) -> None:
+    """Add one turn's usage to a run's ``total`` in place (unreported turns are counted, not summed as 0)."""
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        total[key] += turn[key]  # type: ignore[literal-required]
+    if turn.get("unreported"):
+        total["unreported"] = total.get("unreported", 0) + turn["unreported"]
+
+
+def length_notice(model: Any) -> str:
+    """What a run cut at the token limit says (``model.max_tokens`` when it has one)."""
+    limit = getattr(model, "max_tokens", None)
+    said = f"max_tokens={limit}" if limit else "the server's own max_tokens"
+    return (f"The answer was cut at the token limit ({said}): stopped_reason 'length'. "
+            "Raise it with Agent(max_tokens=...) or %%agent --max-tokens N, then run again.")
+
+
+def shown_model_name(name: str) -> str:
+    """A model id as a transcript shows it: a server's file path (llama.cpp lists its GGUF) as its name."""
+    return PurePosixPath(name).name if "/" in name and name.lower().endswith((".gguf", ".bin")) else name
 
 
 class OpenAIModel:
@@ -116,23 +155,33 @@ class OpenAIModel:
     def __init__(
         self,
         *,
-        model: str,
+        model: str | None,
         base_url: str | None,
         api_key: str | None,
         stream: bool = True,
         temperature: float | None = None,
-        parallel_tool_calls: bool = True,
+        parallel_tool_calls: bool | None = True,
         timeout: float | None = None,
         max_retries: int = 3,
         turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
         aiohttp: bool = False,
+        tool_choice: Any = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
-        self.name = model
+        from hermes_nb.agent.requests import check_tool_choice
+
+        # No name given: the server's own (its one listed model), asked at the first turn; OpenAI's default
+        # for OpenAI itself. Sending "gpt-4o-mini" to a llama.cpp server made the header name the wrong model.
+        self._ask_server_for_name = not model and bool(base_url)
+        self.name = model or ("(the server's model)" if self._ask_server_for_name else DEFAULT_MODEL)
         self.base_url = base_url
         self.api_key = api_key
         self.stream = stream
-        self.temperature = temperature
-        self.parallel_tool_calls = parallel_tool_calls
+        self.options = RequestOptions(tool_choice=check_tool_choice(tool_choice),
+                                      parallel_tool_calls=parallel_tool_calls, max_tokens=max_tokens,
+                                      temperature=temperature, seed=seed, extra_body=dict(extra_body or {}))
         self.timeout = timeout
         self.max_retries = max_retries
         self.turn_timeout = turn_timeout  # the whole turn, retries included; the client's timeout is per read
@@ -142,6 +191,21 @@ class OpenAIModel:
         self.aiohttp = aiohttp
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self.options.max_tokens
+
+    @property
+    def temperature(self) -> float | None:
+        return self.options.temperature
+
+    @property
+    def parallel_tool_calls(self) -> bool | None:
+        return self.options.parallel_tool_calls
+
+    def __repr__(self) -> str:  # never the key: a repr lands in saved notebooks
+        return f"OpenAIModel(model={self.name!r}, base_url={self.base_url!r})"
 
     def check_config(self) -> None:
         """Raise ``ModelConfigError`` when a real model cannot be reached as configured."""
@@ -200,30 +264,31 @@ class OpenAIModel:
         import openai
 
         client = self._get_client()
-        kwargs: dict[str, Any] = {"model": self.name, "messages": [_wire(m) for m in messages]}
-        if tools:
-            kwargs["tools"] = tools
-            kwargs["parallel_tool_calls"] = self.parallel_tool_calls
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
+        if self._ask_server_for_name:
+            await self._name_from_server(client)
+        kwargs = request_body(self.name, messages, tools, self.options)
         loop = asyncio.get_running_loop()
         deadline = None if self.turn_timeout is None else loop.time() + self.turn_timeout
-        attempt = 0
+        attempt, last_error = 0, ""
         while True:
             try:
                 return await self._attempt(client, kwargs, on_text, on_retry, deadline)
             except _TurnDeadline:
                 raise ModelError(self._deadline_message(attempt)) from None
             except openai.APIStatusError as exc:
-                status = exc.status_code
+                status, key = exc.status_code, error_key(exc)
                 if status not in _RETRY_STATUS or attempt >= self.max_retries:
-                    raise ModelError(self._describe(exc, attempt)) from exc
-                delay = _retry_after(exc) or _backoff(attempt)
+                    raise ModelError(self._describe(exc, attempt, kwargs)) from exc
+                if key == last_error and status not in _BUSY_STATUS:  # the same answer twice: the server's answer
+                    raise ModelError(self._describe(exc, attempt, kwargs) + " (the same error twice: not retried "
+                                     "again)") from exc
+                last_error = key
+                delay = retry_after(exc) or backoff(attempt)
                 reason = f"HTTP {status}"
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
                 if attempt >= self.max_retries:
-                    raise ModelError(self._describe(exc, attempt)) from exc
-                delay, reason = _backoff(attempt), type(exc).__name__
+                    raise ModelError(self._describe(exc, attempt, kwargs)) from exc
+                delay, reason = backoff(attempt), type(exc).__name__
             except UnicodeDecodeError as exc:  # bytes that are not UTF-8 in the answer: retrying would not help
                 raise ModelError(f"the model server at {self.base_url or 'https://api.openai.com/v1'} sent text "
                                  f"that is not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
@@ -234,6 +299,19 @@ class OpenAIModel:
                 on_retry(f"{reason} from the model; retrying in {delay:.1f} s (attempt {attempt + 1} "
                          f"of {self.max_retries + 1})")
             await asyncio.sleep(delay)
+
+    async def _name_from_server(self, client: Any) -> None:
+        """The model the server lists (its only one, or its first), asked once; kept as is if it lists none."""
+        import openai
+
+        self._ask_server_for_name = False
+        try:
+            text = await client.get("/models", cast_to=str)
+            listed = json.loads(text).get("data") or []
+            first = listed[0].get("id") if isinstance(listed, list) and listed and isinstance(listed[0], dict) else None
+        except (openai.OpenAIError, ValueError, AttributeError):
+            first = None  # a server without /models: the request names the default and the server decides
+        self.name = clean_text(first) if isinstance(first, str) and first else DEFAULT_MODEL
 
     async def _attempt(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
                        on_retry: RetryCallback | None, deadline: float | None) -> ModelTurn:
@@ -283,11 +361,20 @@ class OpenAIModel:
             for i, tc in enumerate(msg.get("tool_calls") or ()) if isinstance(tc, dict)
         )
         content = clean_text(str(msg.get("content") or ""))
+        if not choice or (not content and not calls and not choice.get("finish_reason")):
+            raise ModelError(self._no_answer("an answer with no choices" if not choice else "an empty message"))
         if content and on_text is not None:
             on_text(content)
         usage = data.get("usage")
         return ModelTurn(content=content, tool_calls=calls, usage=usage_from(usage if isinstance(usage, dict) else None),
-                         finish_reason=choice.get("finish_reason"))
+                         finish_reason=choice.get("finish_reason"), model=self._answered_by(data.get("model")))
+
+    def _answered_by(self, name: Any) -> str:
+        return shown_model_name(clean_text(name) if isinstance(name, str) and name else self.name)
+
+    def _no_answer(self, what: str) -> str:
+        return (f"the server sent no answer: the model server at {self.base_url or 'https://api.openai.com/v1'} "
+                f"sent {what} (no text, no tool call, no finish reason)")
 
     async def _streamed(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
                         heard: list[float]) -> ModelTurn:
@@ -304,11 +391,13 @@ class OpenAIModel:
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         pieces: dict[int, list[str]] = {}  # arguments joined once at the end: += would copy them per chunk
-        usage = empty_usage()
-        finish = None
+        usage: Usage | None = None
+        finish, model, chunks = None, None, 0
         held = ""  # a high surrogate that ended a chunk: shown with the next one, where its other half is
         async for chunk in stream:
             heard[0] = loop.time()
+            chunks += 1
+            model = model or getattr(chunk, "model", None)
             if getattr(chunk, "usage", None):
                 usage = usage_from(chunk.usage)
             for choice in chunk.choices or ():
@@ -337,9 +426,13 @@ class OpenAIModel:
                          arguments=clean_text("".join(pieces.pop(i, ()))))
             for i, c in sorted(calls.items())
         )
-        return ModelTurn(content=clean_text("".join(text)), tool_calls=specs, usage=usage, finish_reason=finish)
+        content = clean_text("".join(text))
+        if not content and not specs and finish is None:
+            raise ModelError(self._no_answer("an empty stream" if not chunks else f"{chunks} chunk(s) with nothing in them"))
+        return ModelTurn(content=content, tool_calls=specs, usage=usage or usage_from(None), finish_reason=finish,
+                         model=self._answered_by(model))
 
-    def _describe(self, exc: Exception, attempt: int) -> str:
+    def _describe(self, exc: Exception, attempt: int, body: dict[str, Any] | None = None) -> str:
         import openai
 
         where = self.base_url or "https://api.openai.com/v1"
@@ -350,7 +443,11 @@ class OpenAIModel:
             return (f"model {self.name!r} was not found at {where} (HTTP 404): check HERMES_NB_MODEL "
                     f"or Agent(model=...) and OPENAI_BASE_URL")
         if isinstance(exc, openai.APIStatusError):
-            return f"the model server at {where} answered HTTP {exc.status_code}{tries}: {_body(exc)}"
+            text = f"the model server at {where} answered HTTP {exc.status_code}{tries}: {server_message(exc)}"
+            if (body or {}).get("tool_choice") == "required" and exc.status_code >= 500:
+                text += (" (tool_choice='required' was sent, which some servers cannot do: name the tool instead, "
+                         "tool_choice={'type': 'function', 'function': {'name': ...}})")
+            return text
         if isinstance(exc, openai.APITimeoutError):
             return f"the model server at {where} did not answer in time{tries}"
         return f"could not connect to the model server at {where}{tries}: {exc.__cause__ or exc}"
@@ -391,40 +488,6 @@ def _complete_text(text: str) -> tuple[str, str]:
     if text and "\ud800" <= text[-1] <= "\udbff":
         return clean_text(text[:-1]), text[-1]
     return clean_text(text), ""
-
-
-def _wire(message: dict[str, Any]) -> dict[str, Any]:
-    """A history message as chat completions takes it (tool messages keep ``name`` only locally)."""
-    if message.get("role") == "tool" and "name" in message:
-        return {k: v for k, v in message.items() if k != "name"}
-    return message
-
-
-def _body(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            return str(err.get("message") or json.dumps(err))[:300]
-        return str(err)[:300]
-    return str(getattr(exc, "message", exc))[:300]
-
-
-def _retry_after(exc: Any) -> float | None:
-    """Seconds from a Retry-After (or retry-after-ms) header, capped."""
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    try:
-        if headers.get("retry-after-ms"):
-            return min(float(headers["retry-after-ms"]) / 1000, _MAX_DELAY)
-        if headers.get("retry-after"):
-            return min(float(headers["retry-after"]), _MAX_DELAY)
-    except (TypeError, ValueError):  # an HTTP date or garbage: fall back to backoff
-        return None
-    return None
-
-
-def _backoff(attempt: int) -> float:
-    return min(0.5 * 2**attempt, _MAX_DELAY) * (0.75 + random.random() / 2)
 
 
 def is_local_url(base_url: str | None) -> bool:

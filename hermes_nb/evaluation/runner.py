@@ -106,9 +106,9 @@ def offered_tools(template: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
 
     enabled = template.get("enabled_toolsets")
     if enabled is None:
-        from hermes_nb.selection import enabled_toolsets
+        from hermes_nb.selection import offered_toolsets
 
-        enabled = enabled_toolsets()
+        enabled = offered_toolsets()
     return tuple(get_tool_definitions(enabled, template.get("disabled_toolsets"), quiet_mode=True))
 
 
@@ -122,9 +122,9 @@ def _decode(arguments: str) -> Any:
 def shared_model(template: Mapping[str, Any], *, aiohttp: bool = False) -> Any:
     """The model of the template, built once and shared by every case (one client, one connection pool);
     ``aiohttp``: through openai's aiohttp transport when installed (the caller then closes it: ``aclose``)."""
+    from hermes_nb.agent.model_choice import MODEL_OPTIONS as options
     from hermes_nb.agent.model_choice import resolve_model
 
-    options = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries", "turn_timeout")
     extra = {"aiohttp": True} if aiohttp else {}
     return resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"),
                          **{k: template[k] for k in options if k in template}, **extra)

@@ -16,6 +16,10 @@ __all__ = ["AgentMagics", "current_agent"]
 
 #: The kernel's agent (module state: survives ``%reload_ext``, cleared by unload).
 _agent: Any = None
+#: The model settings given on earlier ``%%agent`` lines (each new one updates them and rebuilds the agent).
+_settings: dict[str, Any] = {}
+#: ``%%agent`` options that configure the model (the option's dest → the ``Agent`` argument).
+_MODEL_OPTIONS = ("model", "base_url", "api_key", "tool_choice", "max_tokens", "temperature", "seed")
 
 
 def current_agent() -> Any:
@@ -44,7 +48,18 @@ class AgentMagics(Magics):
     @magic_arguments(name="%agent")  # usage line: %%agent (IPython adds one "%")
     @argument("action", nargs="?", default=None,
               help="Line form only: 'reset' starts a new conversation (%%agent reset).")
-    @argument("--model", default=None, help="Model name, or replay:PATH (default: $HERMES_NB_MODEL).")
+    @argument("--model", default=None,
+              help="Model name, 'local' (the embedded SmolLM2), or replay:PATH (default: $HERMES_NB_MODEL).")
+    @argument("--base-url", default=None, metavar="URL",
+              help="An OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL).")
+    @argument("--api-key", default=None, metavar="KEY",
+              help="The endpoint's key; write --api-key $name to take it from a variable, so the saved "
+                   "notebook holds the name, not the key (default: $OPENAI_API_KEY). Never shown in output.")
+    @argument("--tool-choice", default=None, metavar="CHOICE",
+              help="auto, required, none, or a tool's name (a forced call holds until the model has called).")
+    @argument("--max-tokens", default=None, type=int, metavar="N", help="Longest answer, in tokens.")
+    @argument("--temperature", default=None, type=float, metavar="T", help="Sampling temperature.")
+    @argument("--seed", default=None, type=int, metavar="N", help="Sampling seed, where the server takes one.")
     @argument("--toolsets", default=None, metavar="A,B",
               help="Toolsets the model sees (default: the picker's selection).")
     @argument("--new", action="store_true", help="Start a new conversation before this prompt.")
@@ -54,15 +69,20 @@ class AgentMagics(Magics):
     @line_cell_magic
     @uncommented
     def agent(self, line: str, cell: str | None = None) -> Any:
-        """%%agent [--model M] [--toolsets a,b] [--new] [--out NAME] [--no-format]: the cell body is the prompt.
+        """%%agent [--model M] [--base-url URL] [--tool-choice C] [--toolsets a,b] [--new] [--out NAME] [--no-format]:
+        the cell body is the prompt.
 
         ``{city}`` or ``{In[3]}`` in the prompt is filled from the notebook's variables (``{{`` is a brace;
-        ``--no-format`` sends braces as written). The result (an AgentResult) is the cell's value, so it lands in ``_``. ``%agent reset`` starts a
-        new conversation. One agent per kernel; ``--model`` or ``--toolsets`` reconfigure it.
+        ``--no-format`` sends braces as written). The result (an AgentResult) is the cell's value, so it lands
+        in ``_``. ``%agent reset`` starts a new conversation. One agent per kernel; model options (``--model``,
+        ``--base-url``, ``--tool-choice``...) and ``--toolsets`` reconfigure it, and later cells keep them.
 
-        Example:
+        Examples:
 
             %%agent --toolsets geometry
+            What is the area of a 3 by 2 rectangle?
+
+            %%agent --model local --tool-choice required --toolsets geometry
             What is the area of a 3 by 2 rectangle?
         """
         try:
@@ -101,6 +121,7 @@ class AgentMagics(Magics):
         """Drop the kernel's agent (the extension's unload; not a magic)."""
         global _agent
         _agent = None
+        _settings.clear()
 
 
 def _filled(prompt: str, namespace: Any) -> str:
@@ -119,11 +140,17 @@ def _run(prompt: str, args: Any, toolsets: list[str] | None) -> Any:
     global _agent
     from hermes_nb.agent.loop import Agent
 
-    if _agent is None or args.model is not None:
+    given = {name: getattr(args, name) for name in _MODEL_OPTIONS if getattr(args, name) is not None}
+    if _agent is None or given:
+        settings = {**_settings, **given}
         old = _agent
         if old is not None and args.toolsets is None:
             toolsets = old.enabled_toolsets
-        _agent = Agent(model=args.model, enabled_toolsets=toolsets)
+        try:
+            _agent = Agent(**settings, enabled_toolsets=toolsets)
+        except ValueError as exc:  # a tool choice it cannot send: one line, the settings as they were
+            raise UsageError(f"%%agent: {exc}") from None
+        _settings.update(given)
         if old is not None and not args.new:
             _agent.messages = old.messages  # a new model continues the same conversation
     elif args.toolsets is not None:

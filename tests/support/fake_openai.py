@@ -2,7 +2,8 @@
 
 ``FakeOpenAI(script)`` serves ``POST /v1/chat/completions`` from a list of ``Reply`` objects, one per
 request, in order: a message (content and/or tool calls), or an HTTP error (429 with Retry-After,
-500, 401, 404), optionally after a delay, or a stream that only trickles keep-alives; text may be chunked by UTF-16 units (split surrogate pairs). Streaming requests get SSE chunks with
+500, 401, 404), optionally after a delay, or a stream that only trickles keep-alives; text may be chunked by UTF-16 units (split surrogate pairs); an answer may leave usage out, end "length", name another model
+or be empty. ``GET /v1/models`` lists ``model``. Streaming requests get SSE chunks with
 ``"object": "chat.completion.chunk"`` and tool-call arguments split across chunks. Every request body
 is kept in ``requests`` so tests assert what the model was sent.
 
@@ -36,8 +37,15 @@ class Reply:
     #: Seconds between SSE keep-alive comments sent instead of an answer, until the client hangs up or
     #: the server closes (a server that trickles: every read succeeds, no answer ever comes).
     trickle: float = 0.0
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5,
-                                                            "total_tokens": 15})
+    #: ``None``: the server reports no usage (no usage chunk, no usage field), as llama-cpp-python's streams.
+    usage: dict[str, int] | None = field(default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5,
+                                                                   "total_tokens": 15})
+    #: Overrides the finish reason ("length": cut at max_tokens).
+    finish_reason: str | None = None
+    #: The model the answer names (default: the one the request named).
+    model: str | None = None
+    #: HTTP 200 and nothing in it: a stream with no data lines, a body with no choices (an error: no message).
+    empty: bool = False
 
 
 class _Server(ThreadingHTTPServer):
@@ -93,16 +101,21 @@ class FakeOpenAI:
             return self.script.pop(0)
 
 
+def _finish(reply: Reply) -> str:
+    return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
 def _message_json(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.tool_calls:
         message["tool_calls"] = [{"id": c["id"], "type": "function",
                                   "function": {"name": c["name"], "arguments": c["arguments"]}}
                                  for c in reply.tool_calls]
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-            "usage": reply.usage}
+    body = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [] if reply.empty else [{"index": 0, "message": message, "finish_reason": _finish(reply)}]}
+    if reply.usage is not None:
+        body["usage"] = reply.usage
+    return body
 
 
 def _chunks(reply: Reply, model: str, include_usage: bool) -> list[dict[str, Any]]:
@@ -121,8 +134,8 @@ def _chunks(reply: Reply, model: str, include_usage: bool) -> list[dict[str, Any
         args = _utf16_units(c["arguments"]) if reply.utf16_chunks else c["arguments"]
         for i in range(0, len(args), 5):  # arguments split across chunks, as real servers do
             out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[i:i + 5]}}]}))
-    out.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
-    if include_usage:
+    out.append(chunk({}, _finish(reply)))
+    if include_usage and reply.usage is not None:
         out.append({**base, "choices": [], "usage": reply.usage})
     return out
 
@@ -166,6 +179,12 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except OSError:  # the client gave up and hung up
                 return
 
+        def do_GET(self) -> None:
+            if self.path.endswith("/models"):
+                self._send_json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+            else:
+                self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
@@ -176,11 +195,13 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if reply.delay and server.closed.wait(reply.delay):
                 return
             if reply.status != 200:
-                self._send_json(reply.status, {"error": {"message": reply.content or f"HTTP {reply.status}",
+                message = "" if reply.empty else reply.content or f"HTTP {reply.status}"  # empty: a bare AssertionError
+                self._send_json(reply.status, {"error": {"message": message,
                                                          "type": "fake", "code": reply.status}}, reply.headers)
                 return
+            model = reply.model or body.get("model", server.model)
             if not body.get("stream"):
-                self._send_json(200, _message_json(reply, body.get("model", server.model)))
+                self._send_json(200, _message_json(reply, model))
                 return
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self.send_response(200)
@@ -191,7 +212,7 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if reply.trickle:
                 self._trickle(reply.trickle)
                 return
-            for c in _chunks(reply, body.get("model", server.model), include_usage):
+            for c in [] if reply.empty else _chunks(reply, model, include_usage):
                 self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")

@@ -69,14 +69,16 @@ def test_a_plugin_reading_profile_name_llm_and_inject_message_loads(hermes_home:
     """)
     assert "aware" in plugins.discover_plugins(), notes()
     seen = sys.modules[f"{plugins.MODULE_PREFIX}.user_aware"].SEEN
-    assert seen == {"profile": "custom", "llm": "PluginLlm", "injected": False}
+    assert seen == {"profile": "default", "llm": "PluginLlm", "injected": False}  # a home of its own: its root
 
 
 def test_profile_name_follows_hermes_rule_on_the_hermes_nb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(Path, "home", lambda: tmp_path)
     assert profile_name(tmp_path / ".hermes_nb") == "default"
     assert profile_name(tmp_path / ".hermes_nb" / "profiles" / "coder") == "coder"
-    assert profile_name(tmp_path / "elsewhere") == "custom"
+    assert profile_name(tmp_path / ".hermes_nb" / "backups") == "custom"
+    assert profile_name(tmp_path / "opt" / "data") == "default"  # a home elsewhere is its own root
+    assert profile_name(tmp_path / "opt" / "data" / "profiles" / "ci") == "ci"
     monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path / ".hermes_nb" / "profiles" / "worker1"))
     assert PluginContext("p").profile_name == "worker1"
 

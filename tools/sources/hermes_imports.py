@@ -72,10 +72,15 @@ def add_plugin_package(slug: str, module_name: str) -> Callable[[], None]:
     return undo
 
 
+#: Where Hermes's plugins import themselves from: ``hermes_plugins.<slug>`` (how Hermes loads a folder
+#: plugin) and ``plugins.<slug>`` (a bundled plugin of the hermes-agent wheel, copied into a plugins folder).
+_SELF_IMPORT_HEADS = (_PLUGIN_NAMESPACE, "plugins")
+
+
 def _plugin_target(name: str) -> str | None:
     """``hermes_plugins.guard.helpers`` → ``hermes_nb_plugins.user_guard.helpers`` (``None``: not one)."""
     head, _, rest = name.partition(".")
-    if head != _PLUGIN_NAMESPACE or not rest:
+    if head not in _SELF_IMPORT_HEADS or not rest:
         return None
     slug, dot, sub = rest.partition(".")
     real = _PLUGIN_PACKAGES.get(slug)
@@ -84,11 +89,11 @@ def _plugin_target(name: str) -> str | None:
     return f"{real}.{sub}" if dot else real
 
 
-def _plugin_namespace() -> types.ModuleType:
+def _plugin_namespace(head: str) -> types.ModuleType:
     """What ``import hermes_plugins.x`` binds: a view whose attributes are the loaded plugin packages.
 
-    Never put in ``sys.modules``: hermes-agent's own loader owns that name in a process that has both."""
-    view = types.ModuleType(_PLUGIN_NAMESPACE)
+    Never put in ``sys.modules``: hermes-agent owns those names in a process that has both."""
+    view = types.ModuleType(head)
     view.__path__ = []  # type: ignore[attr-defined]
     for slug, real in _PLUGIN_PACKAGES.items():
         if real in sys.modules:
@@ -105,11 +110,11 @@ def alias_import(
 ) -> Any:
     """``__import__`` with Hermes's absolute names mapped onto hermes_nb's core (and a plugin's own
     ``hermes_plugins.<name>`` package onto the module it was loaded as)."""
-    if level == 0 and name.partition(".")[0] == _PLUGIN_NAMESPACE:
+    if level == 0 and name.partition(".")[0] in _SELF_IMPORT_HEADS:
         real = _plugin_target(name)
         if real is not None:
             module = builtins.__import__(real, globals, locals, fromlist or (), 0)
-            return module if fromlist else _plugin_namespace()
+            return module if fromlist else _plugin_namespace(name.partition(".")[0])
     target = hermes_name(name) if level == 0 else None
     if target is None:
         return builtins.__import__(name, globals, locals, fromlist or (), level)

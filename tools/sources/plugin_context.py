@@ -7,8 +7,8 @@
   plugin in ``plugins.allow_tool_override`` (or Hermes's ``plugins.entries.<name>.allow_tool_override``).
   A replaced tool comes back when the plugin unloads. The same holds for the ``registry`` the plugin's
   code imports (``plugin_views``), at load or any time later, and for ``deregister``.
-- ``ctx.profile_name``: ``"default"`` for ``~/.hermes_nb``, ``<name>`` for ``~/.hermes_nb/profiles/<name>``,
-  else ``"custom"`` (Hermes's rule, on hermes_nb's home).
+- ``ctx.profile_name``: ``"default"`` for ``~/.hermes_nb`` (or a home elsewhere), ``<name>`` for
+  ``<root>/profiles/<name>``, ``"custom"`` for another folder inside ``~/.hermes_nb`` (Hermes's rule).
 - ``ctx.llm``: ``complete(messages)`` through the model installed with ``set_plugin_llm`` (none by
   default: a clear error says so). ``ctx.inject_message`` returns ``False``: a notebook has no waiting
   conversation to put a message into (Hermes does the same outside its CLI).
@@ -102,12 +102,20 @@ class PluginLlm:
 
 
 def profile_name(home: Path | None = None) -> str:
-    """Hermes's profile name for hermes_nb's home: ``default``, ``<name>`` under ``profiles/``, or ``custom``."""
+    """Hermes's profile name for hermes_nb's home (Hermes 0.19.0's rule): the root is ``~/.hermes_nb``
+    when the home is inside it, else the home itself (or the folder above its ``profiles/``). The root is
+    ``default``, ``<root>/profiles/<name>`` is ``<name>``, anything else under the root ``custom``."""
     resolved = (home or hermes_home()).expanduser().resolve()
-    default = (Path.home() / ".hermes_nb").resolve()
-    if resolved == default:
+    native = (Path.home() / ".hermes_nb").resolve()
+    if resolved == native or native in resolved.parents:
+        root = native
+    elif resolved.parent.name == "profiles":
+        root = resolved.parent.parent
+    else:
+        root = resolved
+    if resolved == root:
         return "default"
-    if resolved.parent == default / "profiles":
+    if resolved.parent == root / "profiles":
         return resolved.name
     return "custom"
 

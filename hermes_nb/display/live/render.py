@@ -63,8 +63,7 @@ def transcript_html(t: Transcript) -> str:
         parts.append(f'<div style="color:{_GREY}">⏳ waiting for the model…</div>')
     if t.usage:
         u = t.usage
-        parts.append(f'<div style="color:{_GREY};margin-top:4px">tokens: {u.get("prompt_tokens", 0)} prompt + '
-                     f'{u.get("completion_tokens", 0)} completion = {u.get("total_tokens", 0)}</div>')
+        parts.append(f'<div style="color:{_GREY};margin-top:4px">{escape_html(usage_text(u))}</div>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -202,9 +201,13 @@ def timeline_text(cards: list[Card]) -> str:
 
 
 def usage_text(u: Mapping[str, Any]) -> str:
-    """The token counts in one line."""
-    return (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
+    """The token counts in one line; turns the server did not report are said, never counted as 0."""
+    unreported = int(u.get("unreported", 0) or 0)
+    if unreported and not u.get("total_tokens"):
+        return "tokens: not reported by the server"
+    text = (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
             f"{u.get('total_tokens', 0)}")
+    return text + (f" ({unreported} turn(s) not reported)" if unreported else "")
 
 
 # -- the result's own repr --------------------------------------------------------------------------
@@ -239,4 +242,5 @@ def result_text(result: RunResult) -> str:
 
 def _summary(result: RunResult) -> str:
     return (f"{result.stopped_reason} · {result.iterations} turn(s) · {len(result.tool_calls)} tool call(s) · "
-            f"{result.usage.get('total_tokens', 0)} tokens")
+            + ("tokens not reported" if result.usage.get("unreported") and not result.usage.get("total_tokens")
+               else f"{result.usage.get('total_tokens', 0)} tokens"))

@@ -15,6 +15,7 @@ from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
     BatchDone,
+    ModelNamed,
     Notice,
     TextDelta,
     ToolCallQueued,
@@ -102,6 +103,8 @@ class Transcript:
                 self.items.append(["notice", message, level])
             case UsageUpdate(usage=usage):
                 self.usage = usage
+            case ModelNamed(name=name):
+                self.model = name  # the header names the model the server says answered
             case TurnStarted():
                 pass  # the display needs no turn marker
             case _:
