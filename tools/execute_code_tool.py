@@ -133,7 +133,7 @@ def _nested_call(host: CodeHost, parent: str, deadline: float, script: Any, name
 def _value(content: str) -> Any:
     """What a script gets: JSON results as Python values, other text as str."""
     text = str(content)
-    if text[:1] in "{[\"" or text[:1].isdigit() or text in ("true", "false", "null"):
+    if text[:1] in "{[\"-" or text[:1].isdigit() or text in ("true", "false", "null"):
         try:
             return json.loads(text)
         except ValueError:

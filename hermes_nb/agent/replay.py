@@ -25,6 +25,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -119,11 +120,15 @@ def _latest_results(messages: list[dict[str, Any]]) -> list[CassetteResult]:
 
 
 def _comparable(content: str) -> str:
-    """A result without what changes from run to run by design: the spill file's path."""
+    """A result without what changes from run to run by design: the spill file's path, a script's duration."""
     from hermes_nb.tools.budget import parse_spill_block
 
     info = parse_spill_block(content)
-    return content.replace(info["path"], "<spill file>") if info else content
+    content = content.replace(info["path"], "<spill file>") if info else content
+    return _DURATION.sub('"duration_seconds": 0', content) if '"duration_seconds"' in content else content
+
+
+_DURATION = re.compile(r'"duration_seconds": [0-9.eE+-]+')
 
 
 def _short(text: str, limit: int = 80) -> str:
