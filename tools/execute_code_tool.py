@@ -110,9 +110,14 @@ def _nested_call(host: CodeHost, parent: str, deadline: float, script: Any, name
     from hermes_nb.tools.batch.records import BatchEvent
     from hermes_nb.tools.batch.scheduling import run_tool_batch
     from hermes_nb.tools.budget import maybe_persist_tool_result
+    from hermes_nb.tools.search.scope import unwrap_calls
 
     call_id = f"{parent}.{script.tool_calls}"
-    arguments = json.dumps(args, ensure_ascii=False)
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+    (call,) = unwrap_calls([call])  # tool search's tool_call: the real tool, as for the model's own calls
+    name, arguments = call["function"]["name"], call["function"]["arguments"]
+    if name in NOT_INSIDE:
+        return _value(tool_error(f"{name} cannot be called from an execute_code script"))
     if host.on_queued is not None:
         host.on_queued(parent, call_id, name, arguments)
 
@@ -121,7 +126,6 @@ def _nested_call(host: CodeHost, parent: str, deadline: float, script: Any, name
             host.on_event(event)
 
     left = max(deadline - time.monotonic(), 0.001)
-    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
     result = run_tool_batch([call], timeout=left, on_event=on_event)[0]
     content = maybe_persist_tool_result(result.content, name, call_id)
     if host.on_event is not None:

@@ -179,3 +179,25 @@ def test_a_failing_script_reports_its_own_lines(tools):
 def test_outside_an_agent_run_it_says_it_needs_one(tools):
     out = json.loads(registry.dispatch("execute_code", {"code": "print(1)"}, approval_callback=lambda *a: "once"))
     assert "inside an agent run" in out["error"]
+
+
+def test_with_tool_search_a_script_reaches_deferred_tools_through_tool_call(tools):
+    from hermes_nb.tools.config import save_config
+
+    ran: list[str] = []
+    registry.register("weather_now", "weather", {"description": "Current weather in a city.", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+        lambda a, **k: ran.append(a["city"]) or f"sunny in {a['city']}", read_only=True, metadata={"defer": True})
+    save_config({"tool_search": {"enabled": "on"}})
+    code = ("from hermes_tools import tool_call\n"
+            "print(tool_call(calls=[{'name': 'weather_now', 'arguments': {'city': 'Lima'}}]))\n"
+            "print(tool_call(calls=[{'name': 'execute_code', 'arguments': {'code': '1'}}]))")
+    script = [Reply(tool_calls=(call("execute_code", {"code": code}, "x0"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        result = Agent(model="m", base_url=srv.base_url, api_key="k", stream=False, display=False,
+                       enabled_toolsets=["weather", "code_execution"], approval_callback=lambda *a: "once").run("go")
+    got = _tool_message(srv.requests[1], "x0")
+    first, second = got["output"].splitlines()
+    assert first == "sunny in Lima" and ran == ["Lima"]
+    assert second.startswith("{'error': \"tool_call did not run 'execute_code'")  # never a script in a script
+    assert [c.name for c in result.transcript.cards["x0"].children][0] == "weather_now"  # the real tool's card
