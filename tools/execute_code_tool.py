@@ -23,6 +23,7 @@ the code, whatever ``code: {require_approval}`` says; "for this session" does no
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import json
 import threading
@@ -45,7 +46,7 @@ _DESCRIPTION = ("The model wants to run a Python script in the kernel's process 
 _NO_RUN = ("execute_code runs inside an agent run (Agent.run, %%agent): its script calls that run's tools. "
            "Call the tools directly instead.")
 #: Seconds to wait for a stopped script's thread before answering without it.
-_GRACE = 2.0
+_GRACE = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,8 +182,14 @@ async def execute_code(args: dict[str, Any], **_: Any) -> dict[str, Any] | str:
     module = build_module(allowed, lambda name, call_args: script.call_tool(name, call_args))
     script = Script(session, code, module=module, call=call, max_tool_calls=limits.max_tool_calls)
     context = contextvars.copy_context()  # the run's approver and host reach the script's tool calls
-    threading.Thread(target=context.run, args=(script.run,), name="hermes-nb-execute-code", daemon=True).start()
-    finished = asyncio.ensure_future(asyncio.to_thread(script.done.wait))
+    ended: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def run() -> None:  # its own thread: a script stuck in C code holds nothing of the loop's or the pool's
+        context.run(script.run)  # never raises
+        ended.set_result(None)
+
+    threading.Thread(target=run, name="hermes-nb-execute-code", daemon=True).start()
+    finished = asyncio.wrap_future(ended)
     try:
         await asyncio.wait_for(asyncio.shield(finished), limits.timeout)
     except TimeoutError:

@@ -201,3 +201,23 @@ def test_with_tool_search_a_script_reaches_deferred_tools_through_tool_call(tool
     assert first == "sunny in Lima" and ran == ["Lima"]
     assert second.startswith("{'error': \"tool_call did not run 'execute_code'")  # never a script in a script
     assert [c.name for c in result.transcript.cards["x0"].children][0] == "weather_now"  # the real tool's card
+
+
+def test_a_script_stuck_in_a_blocking_call_is_answered_and_blocks_its_namespace_until_reset(tools, hermes_home):
+    _limits(hermes_home, timeout=0.2)
+    release = threading.Event()
+    codes = ["print('waiting')\ngate.wait()", "print('again')"]
+    script = [Reply(tool_calls=(call("execute_code", {"code": codes[0]}, "x0"),)),
+              Reply(tool_calls=(call("execute_code", {"code": codes[1]}, "x1"),)),
+              Reply(tool_calls=(call("execute_code", {"code": codes[1], "reset": True}, "x2"),)),
+              Reply(content="ok")]
+    try:
+        with FakeOpenAI(script) as srv:
+            _agent(srv, [], code_vars={"gate": release}).run("go")
+        stuck, refused, fresh = (_tool_message(srv.requests[i + 1], f"x{i}") for i in range(3))
+        assert stuck["status"] == "timeout" and stuck["output"] == "waiting\n"
+        assert "still in a call Python cannot interrupt" in stuck["error"]
+        assert "previous script is still running" in refused["error"]
+        assert fresh["status"] == "success" and fresh["output"] == "again\n"
+    finally:
+        release.set()  # the stuck thread ends: stopped at once when it runs Python again
