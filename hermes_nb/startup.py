@@ -42,22 +42,45 @@ def agent(ip: Any) -> Callable[[], None]:
 
 
 def hermes(ip: Any) -> Callable[[], None]:
-    """``%hermes``, and the start of reading Hermes's tools when hermes-agent is installed."""
-    handle = add_magics(ip, "hermes_nb.magics.hermes:HermesMagics", line=("hermes",), configurable=True)
-    if _hermes_findable() and handle.resolve().enabled:  # made now: its `enabled` trait decides
-        from hermes_nb.interop.hermes_tools import bridge
+    """``%hermes``, and the start of reading Hermes's tools when hermes-agent is installed.
 
-        bridge.start()
+    The load only asks whether hermes-agent is findable and whether ``HermesMagics.enabled`` is configured
+    off; the start (importing the bridge, and with it the registry) waits for the cell to end
+    (``interop.start``)."""
+    handle = add_magics(ip, "hermes_nb.magics.hermes:HermesMagics", line=("hermes",), configurable=True)
+    cancel_start: Callable[[], None] | None = None
+    if _hermes_findable() and _configured(ip, "HermesMagics", "enabled", True):
+        from hermes_nb.interop.start import schedule
+
+        cancel_start = schedule(ip, _start_bridge)  # after this cell: the bridge's import never slows the load
 
     def undo() -> None:
-        used = handle.instance is not None  # started above, or %hermes was used: stop what it started
+        used = cancel_start is not None or handle.instance is not None  # scheduled, or %hermes was used
         handle.remove()
+        if cancel_start is not None:
+            cancel_start()  # a start under way finishes first, so the stop below sees what it began
         if used:
             from hermes_nb.interop.hermes_tools import bridge
 
             bridge.stop()
 
     return undo
+
+
+def _start_bridge() -> None:
+    from hermes_nb.interop.hermes_tools import bridge
+
+    bridge.start()
+
+
+def _configured(ip: Any, section: str, name: str, default: Any) -> Any:
+    """A configurable's trait as the person's config sets it, without importing the class."""
+    config = getattr(ip, "config", None)
+    try:
+        return config[section][name] if config is not None and section in config and name in config[section] \
+            else default
+    except (KeyError, TypeError):
+        return default
 
 
 def plugins(ip: Any) -> Callable[[], None]:

@@ -79,6 +79,10 @@ def _check_mcp_and_plugins(nb: Any) -> None:
     clean_up = nb.cells[-2]
     assert "CLEAN-UP" in clean_up.source
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in clean_up.outputs)
+    offered = _text(_cell(nb, "turn = assemble_tool_definitions("))  # tool search: the bridge, not the schemas
+    assert "'tool_search'" in offered and "'mcp__time__" not in offered.split("\n")[0] and "Deferred tools (2)" in offered
+    assert "mcp__time__convert_time -> {" in _text(_cell(nb, "with use_catalog(turn.catalog)"))
+    assert "notebook_call char_count -> 5" in _text(_cell(nb, "lists-once"))  # the bridge of %mcp serve
     writes = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%writefile")]
     assert writes == ["%%writefile {plugin}/plugin.yaml", "%%writefile {plugin}/__init__.py",
                       "%%writefile {tools_dir}/reverse.py", "%%writefile {tools_dir}/reverse.py"]

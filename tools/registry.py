@@ -20,14 +20,7 @@ from time import perf_counter
 from typing import Any
 
 from hermes_nb.tools.calls.call_hooks import CallHook
-from hermes_nb.tools.calls.calling import (
-    acall_handler,
-    call_handler,
-    failed,
-    settle_returned,
-    settled,
-    settled_async,
-)
+from hermes_nb.tools.calls.calling import acall_handler, call_handler, settled, settled_async
 from hermes_nb.tools.calls.entry import (
     SOURCES,
     Availability,
@@ -52,7 +45,7 @@ from hermes_nb.tools.calls.results import (
     tool_result,
 )
 from hermes_nb.tools.errors import ToolArgumentError
-from hermes_nb.tools.safety.gate import decide, decide_without_asking
+from hermes_nb.tools.safety.gate import adecide, blocked, decide
 from hermes_nb.tools.sources.hermes_compat import (
     HermesQueries,
     discover_builtin_tools,
@@ -324,8 +317,10 @@ class ToolRegistry(HermesQueries):
         return out
 
     # -- dispatch ---------------------------------------------------------------------------------
-    # Inside, every step returns ``Settled`` (content, is_error); ``dispatch`` hands out the string,
-    # ``execute`` the ``Outcome`` record. The sync path is written flat: it is the hot path (bench_registry).
+    # One sequence of named steps for every way in (``dispatch``, ``execute``, their async twins, a batch):
+    # ``prepare`` (lookup, validate) → the gate (``decide``) → ``call_handler`` (call, settle). Each step is
+    # written once; inside, a result is ``Settled`` (content, is_error) until the edge (``dispatch``'s
+    # string, ``execute``'s ``Outcome``). Speed comes from the steps' own short cases, never from a copy.
 
     def prepare(self, name: Any, args: Any) -> tuple[ToolEntry, dict[str, Any]] | str:
         """Look up and validate a call: ``(entry, args)``, or the JSON error result for the model."""
@@ -334,14 +329,16 @@ class ToolRegistry(HermesQueries):
             return _unknown(name, self._tools)
         if entry.disabled_reason:
             return tool_error(f"Tool {entry.name} is disabled: {entry.disabled_reason}")
-        parsed = parse_arguments(args)
-        if isinstance(parsed, str):
-            return tool_error(f"Invalid arguments for {entry.name}: {parsed}")
+        if type(args) is not dict:  # a dict needs no parsing: the model's JSON text, None, ... do
+            args = parse_arguments(args)
+            if isinstance(args, str):
+                return tool_error(f"Invalid arguments for {entry.name}: {args}")
+        if entry.validator is None:
+            return entry, args
         try:
-            validated = entry.validator(parsed) if entry.validator else parsed
+            return entry, entry.validator(args)
         except ToolArgumentError as exc:
             return tool_error(f"Invalid arguments for {entry.name}: {exc}")
-        return entry, validated
 
     def dispatch(self, name: str, args: Any, **kwargs: Any) -> str:
         """Run one tool call and return its result as a string. Never raises (except KeyboardInterrupt).
@@ -349,27 +346,7 @@ class ToolRegistry(HermesQueries):
         Lookup and validation, then the approval gate (``tools.safety.gate``; an ``approval_callback``
         keyword answers its prompts), then ``call``. ``execute`` is the same with the ``Outcome`` record.
         """
-        try:
-            entry = self._tools.get(name) if type(name) is str else None
-            # The commonest call, flat (it is what bench_registry times): a known, enabled sync tool, no
-            # keywords, no hooks, a dict that validates as it is. The same steps as _run, in the same
-            # order; anything else (or an invalid call, for its message) goes through _run.
-            if entry is not None and not kwargs and type(args) is dict and not entry.disabled_reason \
-                    and not entry.is_async and not self._call_hooks and entry.validator is not None:
-                try:
-                    call_args = entry.validator(args)
-                except ToolArgumentError:
-                    return self._run(name, args, kwargs)[0]
-                decision = decide(entry, call_args)
-                if not decision.approved:
-                    return tool_error(decision.message, blocked=True)
-                try:
-                    result = entry.handler(call_args)
-                except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
-                    return execution_failed(exc)
-                if type(result) is str and result.isascii():  # settle_result's commonest case, inline
-                    return result
-                return settle_returned(result)[0]
+        try:  # ``settled``'s boundary, written out: a call less on the path every dispatch takes
             return self._run(name, args, kwargs)[0]
         except KeyboardInterrupt:
             raise
@@ -396,45 +373,23 @@ class ToolRegistry(HermesQueries):
         return Outcome(content=content, is_error=is_error, started=started, ended=perf_counter())
 
     def _run(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
-        # prepare()'s usual case, inline: a known, enabled tool given a dict that validates as it is
-        entry = self._tools.get(name) if type(name) is str else None
-        call_args: dict[str, Any] | None = None
-        if entry is not None and not entry.disabled_reason and type(args) is dict and entry.validator is not None:
-            try:
-                call_args = entry.validator(args)
-            except ToolArgumentError:
-                pass  # prepare() below says what is wrong
-        if entry is None or call_args is None:
-            prepared = self.prepare(name, args)  # the general path, which also writes every error message
-            if isinstance(prepared, str):
-                return prepared, True
-            entry, call_args = prepared
-        decision = decide(entry, call_args, kwargs.pop("approval_callback", None) if kwargs else None)
-        if not decision.approved:
-            return tool_error(decision.message, blocked=True), True
-        if self._call_hooks or entry.is_async:
-            return call_handler(self._call_hooks, entry, call_args, kwargs)
-        try:  # call_handler's plain case, inline: a sync handler and no hooks
-            result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
-        except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
-            return failed(exc)
-        return settle_returned(result)
-
-    async def _run_async(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
-        import asyncio
-        import contextvars
-
         prepared = self.prepare(name, args)
         if isinstance(prepared, str):
             return prepared, True
         entry, call_args = prepared
-        approver = kwargs.pop("approval_callback", None)
-        decision = decide_without_asking(entry, call_args) if approver is None else None
-        if decision is None:  # a person must answer: wait in a thread, with the run's approver (context)
-            context = contextvars.copy_context()
-            decision = await asyncio.to_thread(context.run, decide, entry, call_args, approver)
+        decision = decide(entry, call_args, kwargs.pop("approval_callback", None) if kwargs else None)
         if not decision.approved:
-            return tool_error(decision.message, blocked=True), True
+            return blocked(decision)
+        return call_handler(self._call_hooks, entry, call_args, kwargs)
+
+    async def _run_async(self, name: Any, args: Any, kwargs: dict[str, Any]) -> Settled:
+        prepared = self.prepare(name, args)
+        if isinstance(prepared, str):
+            return prepared, True
+        entry, call_args = prepared
+        decision = await adecide(entry, call_args, kwargs.pop("approval_callback", None))
+        if not decision.approved:
+            return blocked(decision)
         return await acall_handler(self._call_hooks, entry, call_args, kwargs)
 
     def call(self, entry: ToolEntry, call_args: dict[str, Any], **kwargs: Any) -> str:

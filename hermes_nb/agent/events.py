@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from hermes_nb.agent.models import Usage
+    from hermes_nb.agent.turns import Turn
     from hermes_nb.tools.batch.records import BatchEvent, ToolCallResult
 
 __all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "Emit", "ModelNamed", "Notice", "NoticeLevel", "TextDelta",
-           "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnStarted", "UsageUpdate",
+           "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnDone", "TurnStarted", "UsageUpdate",
            "tool_event"]
 
 #: How a notice reads: "retry" is a model retry, "approval"/"denied" an approval's answer.
@@ -45,6 +46,13 @@ class TurnStarted:
     """A model turn begins (1-based)."""
 
     iteration: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnDone:
+    """A model turn answered: what it was sent and what it said (``hermes_nb.agent.turns.Turn``)."""
+
+    turn: Turn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,7 +131,8 @@ class Notice:
     level: NoticeLevel = "info"
 
 
-AgentEvent: TypeAlias = (TurnStarted | TextDelta | UsageUpdate | ModelNamed | ToolCallQueued | ToolStarted | ToolEnded | BatchDone
+AgentEvent: TypeAlias = (TurnStarted | TurnDone | TextDelta | UsageUpdate | ModelNamed | ToolCallQueued | ToolStarted
+              | ToolEnded | BatchDone
               | ApprovalAnswered | Notice)
 #: Where the core puts its events (a queue's ``put_nowait``; the evaluation ignores them).
 Emit: TypeAlias = Callable[[AgentEvent], None]

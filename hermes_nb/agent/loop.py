@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from hermes_nb.agent.code_host import install_code_host
+from hermes_nb.agent.cost import RunCost, run_cost
 from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
@@ -33,6 +34,7 @@ from hermes_nb.agent.events import (
     Notice,
     TextDelta,
     ToolCallQueued,
+    TurnDone,
     TurnStarted,
     UsageUpdate,
     tool_event,
@@ -50,6 +52,7 @@ from hermes_nb.agent.models import (
     length_notice,
 )
 from hermes_nb.agent.tool_search import Assembly, turn_tools, unwrap_calls, with_listing
+from hermes_nb.agent.turns import Turn, new_turn
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
@@ -96,6 +99,8 @@ class AgentResult:
     error: str | None = None
     model: str = ""
     transcript: Any = field(default=None, repr=False, compare=False)
+    turns: tuple[Turn, ...] = field(default=(), repr=False)  # what the model saw, turn by turn (.request)
+    cost: RunCost | None = None  # per run, per turn, per tool call (hermes_nb.agent.cost)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from hermes_nb.display import live
@@ -262,7 +267,7 @@ class Agent:
 
     def _finish(self, result: AgentResult, events: queue.Queue[AgentEvent], view: View) -> AgentResult:
         _drain(events, view)
-        result = replace(result, transcript=view.transcript)
+        result = replace(result, transcript=view.transcript, cost=run_cost(result.turns, self.model))
         view.finish(result)
         return result
 
@@ -272,6 +277,7 @@ class Agent:
         self._task = asyncio.current_task()
         self.messages.append({"role": "user", "content": clean_text(prompt)})
         records: list[ToolCallRecord] = []
+        turns: list[Turn] = []
         usage = empty_usage()
         iterations, text, reason, error = 0, "", "done", None
         pending: tuple[ToolCallSpec, ...] = ()
@@ -292,6 +298,9 @@ class Agent:
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
                 turn = await self._complete(tools, emit)
+                turns.append(new_turn(iterations, with_listing(list(self.messages), tools.listing), tools.definitions,
+                                      turn, self.model))  # as sent
+                emit(TurnDone(turn=turns[-1]))
                 add_usage(usage, turn.usage)
                 emit(UsageUpdate(usage=usage.copy()))
                 if turn.model and turn.model != shown:  # the server named the model that answered
@@ -324,7 +333,7 @@ class Agent:
             self._task = None
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
-                           model=shown)
+                           model=shown, turns=tuple(turns))
 
     async def _complete(self, tools: Assembly,
                         emit: Emit) -> Any:

@@ -3,8 +3,8 @@
 A cassette is JSON::
 
     {"version": 1, "model": "...", "turns": [
-        {"request": {"tools": [names offered], "n_messages": 3, "last_messages_digest": "sha256...",
-                     "tool_results": [{"id", "name", "content"}]},
+        {"request": {"tools": [names offered], "messages": [what was sent], "definitions": [tool definitions],
+                     "n_messages": 3, "last_messages_digest": "sha256...", "tool_results": [{"id", "name", "content"}]},
          "response": {"content": "...", "tool_calls": [{"id", "name", "arguments"}], "usage": {...}}}]}
 
 Replay checks each recorded tool call against today's registry (the tool exists, is offered, and its
@@ -17,6 +17,10 @@ denial, a timeout, an error, other output — the recorded answer no longer desc
 by default (``on_drift="mark"``) that turn's text, and every later one, starts with a visible drift
 note naming the tool, what was recorded and what came now; ``on_drift="stop"`` raises
 ``ReplayDriftError`` instead. Cassettes recorded before results were kept are compared by digest.
+
+And about the conversation: at the first turn of each run it compares the prompt, the system prompt and
+the tools offered with the recorded request (``hermes_nb.agent.conversation_drift``); a recording asked
+another question says so in the same way instead of answering as if nothing changed.
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ CASSETTE_VERSION = 1
 class ReplayDriftError(HermesNbError, RuntimeError):
     """The recording and the notebook no longer agree (tool gone, arguments invalid, turns run out)."""
 
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this line instead of frames of the library: what to do is in the message
+        return [f"{type(self).__name__}: {self}"]
+
 
 class CassetteCall(TypedDict):
     id: str
@@ -69,6 +77,8 @@ class CassetteResult(TypedDict):
 
 class CassetteRequest(TypedDict, total=False):
     tools: list[str]
+    messages: list[dict[str, Any]]  # what the model was sent (cassettes from issue 26 on)
+    definitions: list[dict[str, Any]]  # the tool definitions offered
     n_messages: int
     last_messages_digest: str
     tool_results: list[CassetteResult]
@@ -157,8 +167,17 @@ class ReplayModel:
         self.chunk_delay = chunk_delay
         self.position = 0
 
+    #: its usage is the recording's, not measured now (``hermes_nb.agent.cost`` says "recorded usage")
+    replays_recording = True
+
     def check_config(self) -> None:
-        """Nothing to configure: a replay needs no network and no key."""
+        """A replay needs no network and no key; a run after the last recorded turn is refused before it
+        starts, in one line (a follow-up question the recording has no answer for)."""
+        turns = len(self.cassette["turns"])
+        if turns and self.position >= turns:
+            raise ReplayDriftError(
+                f"replay {self.path}: the recording has no answer for a follow-up question (its {turns} "
+                f"turn(s) are used up); start again with agent.reset() (%agent reset), or record the follow-up")
 
     def rewind(self) -> None:
         """Start again from the first turn (``Agent.reset`` calls this)."""
@@ -188,13 +207,17 @@ class ReplayModel:
         )
         self._check_calls(index, calls, tools)
         content = response.get("content", "") or ""
+        asked = self._compare_conversation(index, turns[index]["request"], messages, tools)
         note = self._compare_results(index, turns[index]["request"], messages)
-        if note is not None:
-            self.drift.append((index + 1, note))
-        if self.drift:
-            first = self.drift[0][1] if note is None else note
-            content = (f"⚠️ **Replay drift** — recorded with different tool results: {first}\n\n"
-                       if note is not None else "⚠️ **Recorded with different tool results** (see above).\n\n") + content
+        for found in (asked, note):
+            if found is not None:
+                self.drift.append((index + 1, found))
+        if asked is not None:
+            content = f"⚠️ **Replay drift** — recorded for another conversation: {asked}\n\n" + content
+        elif note is not None:
+            content = f"⚠️ **Replay drift** — recorded with different tool results: {note}\n\n" + content
+        elif self.drift:
+            content = "⚠️ **Replayed from a different run** (see above).\n\n" + content
         if content and on_text is not None:
             if self.stream:
                 for start in range(0, len(content), 16):
@@ -205,6 +228,17 @@ class ReplayModel:
                 on_text(content)
         return ModelTurn(content=content, tool_calls=calls, usage=usage_from(response.get("usage")),
                          finish_reason="tool_calls" if calls else "stop")
+
+    def _compare_conversation(self, index: int, request: CassetteRequest, messages: list[dict[str, Any]],
+                              tools: list[dict[str, Any]]) -> str | None:
+        """A note naming how this run's prompt, system prompt or tools differ from the recording, or None."""
+        from hermes_nb.agent.conversation_drift import conversation_note
+
+        note = conversation_note(request, messages, tools)  # type: ignore[arg-type]
+        if note is not None and self.on_drift == "stop":
+            raise ReplayDriftError(f"replay {self.path}, turn {index + 1}: {note} (the recording answers another "
+                                   "conversation; re-record, or replay with on_drift='mark')")
+        return note
 
     def _compare_results(self, index: int, request: CassetteRequest, messages: list[dict[str, Any]]) -> str | None:
         """A note naming what differs between the recorded and the live tool results, or None."""
@@ -260,6 +294,13 @@ class RecordingModel:
         self.path = Path(path)
         self.name = inner.name
         self.cassette: Cassette = {"version": CASSETTE_VERSION, "model": inner.name, "turns": []}
+        from hermes_nb.agent.models import is_local_url
+
+        base_url = getattr(inner, "base_url", None)
+        if inner.name == "local" or is_local_url(base_url):
+            self.cassette["local"] = True  # type: ignore[typeddict-unknown-key]  # priced as unknown on replay
+        elif base_url:
+            self.cassette["provider_url"] = base_url  # type: ignore[typeddict-unknown-key]
 
     def check_config(self) -> None:
         check = getattr(self.inner, "check_config", None)
@@ -274,9 +315,11 @@ class RecordingModel:
         on_text: TextCallback | None = None,
         on_retry: RetryCallback | None = None,
     ) -> ModelTurn:
+        from hermes_nb.agent.conversation_drift import request_record
+
         turn = await self.inner.complete(messages, tools, on_text=on_text, on_retry=on_retry)
         self.cassette["turns"].append({
-            "request": {"tools": sorted(_tool_names(tools)), "n_messages": len(messages),
+            "request": {**request_record(messages, tools), "n_messages": len(messages),  # type: ignore[typeddict-item]
                         "last_messages_digest": _digest(messages), "tool_results": _latest_results(messages)},
             "response": {
                 "content": turn.content,

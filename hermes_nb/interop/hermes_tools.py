@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hermes_nb.interop.start import wait_started
 from hermes_nb.tools.registry import ToolRegistry
 from hermes_nb.tools.registry import registry as global_registry
 
@@ -261,13 +262,18 @@ class HermesBridge:
 
     def wait(self, timeout: float | None = None) -> BridgeStatus:
         """Block until the background discovery finished (or ``timeout``); returns the status."""
+        wait_started()
         self._done.wait(timeout)
         return self.status()
 
     # -- queries ----------------------------------------------------------------------------------
 
     def status(self) -> BridgeStatus:
+        wait_started()  # a load's start still importing: its state, not "off"
         with self._lock:
+            if self._state == "off" and not self._names and not hermes_installed():
+                # never started because there is nothing to start: say so (the load skips the bridge then)
+                self._state, self._message = "absent", "hermes-agent is not installed in this environment"
             toolsets = {e.toolset for n in self._names if (e := self.registry.get_entry(n)) is not None}
             message = self._message or {
                 "loading": "reading Hermes's tools in the background…",

@@ -145,7 +145,8 @@ def test_denied_command_is_an_answer_not_a_crash(tmp_path, monkeypatch):
     result_at = next(i for i, line in enumerate(lines) if "✗ terminal" in line or "✓ terminal" in line)
     assert asked_at < result_at, "the approval shows when it is asked, before the call's result"
     assert lines[asked_at].endswith("→ deny")
-    assert "approval asked for" in transcript_html(result.transcript).split("<details")[0]  # above the result card
+    html = transcript_html(result.transcript)
+    assert "approval asked for" in html.split('<details style="margin:3px 0">')[0]  # above the result card
 
 
 def test_conversation_is_kept_until_reset(tools):

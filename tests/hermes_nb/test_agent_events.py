@@ -59,7 +59,7 @@ class RecordingView:
 
 def test_every_event_kind_is_a_frozen_keyword_only_record() -> None:
     kinds = typing.get_args(AgentEvent)
-    assert len(kinds) == len(set(kinds)) == 10  # ModelNamed (issue 22): the server named the model
+    assert len(kinds) == len(set(kinds)) == 11  # ModelNamed (issue 22), TurnDone (issue 26: what the model saw)
     for kind in kinds:
         params = kind.__dataclass_params__
         assert params.frozen and all(f.kw_only for f in dataclasses.fields(kind)), kind
@@ -109,8 +109,8 @@ def test_a_run_drives_its_view_with_typed_events_in_order(monkeypatch: pytest.Mo
 
     kinds = [type(e).__name__ for e in view.events]
     squeezed = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]]  # streamed deltas as one
-    first_turn = ["TurnStarted", "TextDelta", "UsageUpdate", "ToolCallQueued"]
-    assert squeezed[:4] == first_turn and squeezed[-3:] == ["TurnStarted", "TextDelta", "UsageUpdate"]
+    first_turn = ["TurnStarted", "TextDelta", "TurnDone", "UsageUpdate", "ToolCallQueued"]
+    assert squeezed[:5] == first_turn and squeezed[-4:] == ["TurnStarted", "TextDelta", "TurnDone", "UsageUpdate"]
     tools = [e for e in view.events if isinstance(e, (ToolStarted, ToolEnded))]
     assert sorted((type(e).__name__, e.tool_call_id) for e in tools) == [
         ("ToolEnded", "c1"), ("ToolEnded", "c2"), ("ToolStarted", "c1"), ("ToolStarted", "c2")]

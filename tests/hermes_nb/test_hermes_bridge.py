@@ -50,3 +50,12 @@ def test_absent_hermes_is_a_state_not_an_error(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(hermes_tools, "hermes_installed", lambda: False)
     status = hermes_tools.HermesBridge(ToolRegistry()).start()
     assert (status.state, status.message) == ("absent", "hermes-agent is not installed in this environment")
+
+
+def test_a_bridge_never_started_without_hermes_agent_says_absent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load skips the bridge when hermes-agent is missing; its status must still say why (it said "off",
+    and ``bench_hermes_load`` crashed on it)."""
+    monkeypatch.setattr(hermes_tools, "hermes_installed", lambda: False)
+    status = hermes_tools.HermesBridge(ToolRegistry()).status()
+    assert (status.state, status.tools) == ("absent", 0)
+    assert "not installed" in status.message

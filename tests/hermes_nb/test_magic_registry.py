@@ -63,14 +63,16 @@ def test_a_direct_registry_import_after_load_still_discovers(tmp_path: Path) -> 
 
 
 def test_tools_call_of_a_built_in_right_after_load(tmp_path: Path) -> None:
-    (tmp_path / "hello.txt").write_text("hi there\n")
+    work = tmp_path / "work"  # the workspace apart from the home: the file tools never read the home
+    work.mkdir()
+    (work / "hello.txt").write_text("hi there\n")
     out = _fresh(f"""
         import os
-        os.chdir({str(tmp_path)!r})
+        os.chdir({str(work)!r})
         ip.run_line_magic("load_ext", "hermes_nb")
         shown = ip.run_line_magic("tools", "call read_file path=hello.txt")
         print(json.dumps({{"text": str(shown._repr_mimebundle_()["text/plain"])}}))
-    """, tmp_path)
+    """, tmp_path / "home")
     assert "hi there" in out["text"]
 
 
@@ -133,7 +135,8 @@ def test_config_before_first_use_reaches_the_deferred_configurables(ip: Any) -> 
     assert "ToolMagics" in {type(c).__name__ for c in ip.configurables}  # %config made the real magics
 
 
-def test_hermes_bridge_starts_at_load_only_when_hermes_agent_is_findable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hermes_bridge_starts_after_the_loading_cell_only_when_hermes_agent_is_findable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from hermes_nb import startup
     from hermes_nb.interop.hermes_tools import bridge
 
@@ -145,6 +148,17 @@ def test_hermes_bridge_starts_at_load_only_when_hermes_agent_is_findable(monkeyp
     startup.hermes(ip)()
     assert calls == []  # absent: not even HermesMagics is made
     monkeypatch.setattr(startup, "_hermes_findable", lambda: True)
-    startup.hermes(ip)()
+    undo = startup.hermes(ip)
+    assert calls == []  # nothing during the load: the import waits for the cell to end
+    ip.run_cell("1")  # the loading cell's end (post_run_cell) starts it, on a thread
+    bridge.wait(0)  # (a reader waits for the hand-over)
+    assert calls == ["start"]
+    undo()
     assert calls == ["start", "stop"]
     assert "hermes" not in ip.magics_manager.magics["line"]
+    undo = startup.hermes(ip)  # a reader before the cell's end starts it at once
+    bridge.status()
+    assert calls == ["start", "stop", "start"]
+    undo()
+    ip.run_cell("1")  # and the cell's end does not start it twice
+    assert calls == ["start", "stop", "start", "stop"]

@@ -83,12 +83,16 @@ def test_drift_tool_not_offered(cassette):
 
 
 def test_drift_cassette_exhausted(cassette):
+    """A follow-up question the recording has no answer for: one line, before the run starts (issue 26, item 8)."""
     agent = Agent(model=f"replay:{cassette}", enabled_toolsets=["math"], display=False)
-    agent.run("first")
-    with pytest.raises(ReplayDriftError, match="has 2 turn.*asked for turn 3"):
+    agent.run("What is 2 + 3?")
+    before = list(agent.messages)
+    with pytest.raises(ReplayDriftError, match="no answer for a follow-up question") as caught:
         agent.run("one more")
+    assert agent.messages == before  # refused before the run: the conversation is untouched
+    assert caught.value._render_traceback_() == [f"ReplayDriftError: {caught.value}"]  # one line in a cell
     agent.reset()  # rewinds the cassette
-    assert agent.run("again").text == "2 + 3 = 5"
+    assert agent.run("What is 2 + 3?").text == "2 + 3 = 5"
 
 
 def test_missing_or_bad_cassette_is_clear(tmp_path):

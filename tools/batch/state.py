@@ -190,7 +190,8 @@ class Batch:
         if decision is None:
             return None
         if not decision.approved:
-            self.finish(slot, tool_error(decision.message, blocked=True), is_error=True)
+            content, is_error = gate.blocked(decision)
+            self.finish(slot, content, is_error=is_error)
             return False
         with self.cond:
             if slot.result is not None:  # settled while the person was deciding: it never runs

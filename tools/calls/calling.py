@@ -35,26 +35,21 @@ def call_handler(hooks: Sequence[CallHook], entry: ToolEntry, call_args: dict[st
         if isinstance(hooked, str):
             return hooked, True  # a before-hook blocked the call
         entry = hooked
-    if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
-        try:
-            result = async_bridge.run_sync(_call(entry.handler, call_args, kwargs))
-        except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
-            return _raised(exc)
-        return settle_result(result)
     try:
+        if entry.is_async:  # the handler itself runs on the background loop (see async_bridge)
+            return settle_result(async_bridge.run_sync(_call(entry.handler, call_args, kwargs)))
         result = entry.handler(call_args, **kwargs) if kwargs else entry.handler(call_args)
-    except (Exception, SystemExit) as exc:
-        return failed(exc)
+    except (Exception, SystemExit) as exc:  # sys.exit() in a tool must not end the kernel or the run
+        return _raised(exc)
+    if type(result) is str and result.isascii() and not result.startswith("{"):
+        return result, False  # plain text needs no settling: the commonest result, answered here
     return settle_returned(result)
 
 
 def settle_returned(result: Any) -> Settled:
     """What a sync handler returned, settled: awaited first when it is awaitable (a sync wrapper around an
     async function; on the background loop)."""
-    if type(result) is str:
-        if result.isascii() and not result.startswith("{"):  # settle_result's commonest case, inline
-            return result, False
-    elif inspect.isawaitable(result):
+    if type(result) is not str and inspect.isawaitable(result):
         try:
             result = async_bridge.run_sync(_await(result))
         except (Exception, SystemExit) as exc:

@@ -29,6 +29,7 @@ _KNOWN_KEYS = frozenset(
     {
         "command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout", "tools",
         "trusted", "enabled", "disabled", "type", "transport", "description",
+        "defer",  # read by tool search (tools.search.settings)
     }
 )  # fmt: skip
 

@@ -32,7 +32,7 @@ from typing import Any, Literal, overload
 from hermes_nb.tools.interaction import CallbackStack
 from hermes_nb.tools.safety import remembered, rules
 
-__all__ = ["COMMAND_PARAM_KEY", "JUDGE_KEY", "ApprovalCallback", "Ask", "Decision", "current_approver", "decide", "run_approver",
+__all__ = ["COMMAND_PARAM_KEY", "JUDGE_KEY", "ApprovalCallback", "Ask", "Decision", "current_approver", "adecide", "blocked", "decide", "run_approver",
            "decide_ask", "decide_without_asking", "default_approvers", "judge", "use_approver"]
 
 log = logging.getLogger("hermes_nb.tools.approval")
@@ -121,33 +121,50 @@ def judge(entry: Any, args: Mapping[str, Any]) -> Ask | None:
 
 # -- deciding ---------------------------------------------------------------------------------------
 
+@overload
 def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None = None,
-           *, ask_lock: AbstractContextManager[Any] | None = None) -> Decision:
-    """The gate for one validated call of ``entry`` (a ``ToolEntry``); may wait for a person."""
+           *, ask_lock: AbstractContextManager[Any] | None = None, may_ask: Literal[True] = True) -> Decision: ...
+@overload
+def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None = None,
+           *, ask_lock: AbstractContextManager[Any] | None = None, may_ask: bool) -> Decision | None: ...
+def decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None = None,
+           *, ask_lock: AbstractContextManager[Any] | None = None, may_ask: bool = True) -> Decision | None:
+    """The gate for one validated call of ``entry`` (a ``ToolEntry``); may wait for a person.
+
+    With ``may_ask=False``: the decision when it needs nobody (harmless, a rule, an earlier approval), else
+    None (callers on an event loop use it to avoid a thread hop for ordinary calls)."""
+    # The common case, first and cheap (every dispatch passes here): a tool that never asks by itself and
+    # takes no shell line, with no rule of the person's for it; the full path would answer "safe" too. A
+    # rule sends it down the full path, so every rule acts as before.
     if not entry.needs_approval and JUDGE_KEY not in entry.metadata and COMMAND_PARAM_KEY not in entry.metadata \
-            and rules.tool_rule(entry.name) is None:  # _never_asks, inline: every dispatch passes here
+            and rules.tool_rule(entry.name) is None:
         return _SAFE
-    decision = _decide(entry, args, approver, ask_lock, may_ask=True)
-    assert decision is not None
-    return decision
+    return _decide(entry, args, approver, ask_lock, may_ask=may_ask)
 
 
 def decide_without_asking(entry: Any, args: Mapping[str, Any]) -> Decision | None:
-    """The decision when it needs nobody (harmless, a rule, an earlier approval), else None: callers on
-    an event loop use it to avoid a thread hop for ordinary calls."""
-    if _never_asks(entry):
-        return _SAFE
-    return _decide(entry, args, None, None, may_ask=False)
+    """``decide(..., may_ask=False)``: None where a person would have to answer."""
+    return decide(entry, args, may_ask=False)
 
 
-def _never_asks(entry: Any) -> bool:
-    """The common case, kept cheap: a tool that never asks by itself and takes no shell line, with no rule of
-    the person's for it; the full path would answer "safe" too. A rule sends it down the full path, so every
-    rule acts as before."""
-    if entry.needs_approval:
-        return False
-    meta = entry.metadata
-    return JUDGE_KEY not in meta and COMMAND_PARAM_KEY not in meta and rules.tool_rule(entry.name) is None
+async def adecide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None = None) -> Decision:
+    """``decide`` for callers on an event loop: at once when nobody must answer; a person's answer is waited
+    for in a thread (a prompt blocks), with the caller's context (the run's approver)."""
+    decision = decide_without_asking(entry, args) if approver is None else None
+    if decision is None:
+        import asyncio
+        import contextvars
+
+        context = contextvars.copy_context()
+        decision = await asyncio.to_thread(context.run, decide, entry, args, approver)
+    return decision
+
+
+def blocked(decision: Decision) -> tuple[str, bool]:
+    """What the model gets for a call the gate did not let run: the ``Settled`` pair ``(content, True)``."""
+    from hermes_nb.tools.calls.results import tool_error
+
+    return tool_error(decision.message, blocked=True), True
 
 
 def _decide(entry: Any, args: Mapping[str, Any], approver: ApprovalCallback | None,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +43,7 @@ class Assembly:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Plan:
     direct: tuple[str, ...]
+    offered: tuple[str, ...]  # the direct tools and, with a catalog, the bridge tools
     catalog: Catalog | None
     listing: str
     deferrable_tokens: int
@@ -51,10 +51,10 @@ class _Plan:
 
 
 _lock = threading.Lock()
-_plans: OrderedDict[tuple[Any, ...], _Plan] = OrderedDict()
+_plans: dict[tuple[Any, ...], _Plan] = {}
 _tokens: dict[int, tuple[Any, int]] = {}  # id(entry) -> (entry, estimated tokens of its schema)
 _version = 0
-_watching = False
+_registry: Any = None  # the registry, once watched
 
 
 def _changed(event: str, name: str) -> None:
@@ -62,22 +62,25 @@ def _changed(event: str, name: str) -> None:
     _version += 1
 
 
-def _watch() -> None:
-    """Count registry changes (one listener for the process: the registry is process-wide too)."""
-    global _watching
-    if not _watching:
+def _watch() -> Any:
+    """The registry, its changes counted (one listener for the process: the registry is process-wide too)."""
+    global _registry
+    if _registry is None:
         from hermes_nb.tools.registry import registry
 
         with _lock:
-            if not _watching:
+            if _registry is None:
                 registry.add_listener(_changed)
-                _watching = True
+                _registry = registry
+    return _registry
 
 
 def _toolsets_key() -> tuple[Any, ...]:
+    """The static toolset table as it stands: its names and spec objects (``create_custom_toolset`` puts a
+    new spec in; a spec's lists edited in place are not seen until the registry next changes)."""
     from hermes_nb.tools.toolsets import TOOLSETS
 
-    return tuple((k, tuple(v["tools"]), tuple(v["includes"])) for k, v in TOOLSETS.items())
+    return tuple(zip(TOOLSETS, map(id, TOOLSETS.values()), strict=True))
 
 
 def _names_key(toolsets: Iterable[str] | None) -> tuple[str, ...] | None:
@@ -92,29 +95,22 @@ def assemble(enabled_toolsets: Iterable[str] | None = None, disabled_toolsets: I
 
     An unknown toolset raises ``UnknownToolsetError``, as ``get_tool_definitions`` does.
     """
-    from hermes_nb.tools.registry import registry
-
-    _watch()
+    registry = _watch()
     settings = load_settings()
     enabled, disabled = _names_key(enabled_toolsets), _names_key(disabled_toolsets)
     window = context_window(model)
     key = (_version, _toolsets_key(), settings, enabled, disabled, window)
-    with _lock:
-        plan = _plans.get(key)
-        if plan is not None:
-            _plans.move_to_end(key)
+    plan = _plans.get(key)  # read without the lock: a dict look-up is atomic, and a miss only rebuilds
     if plan is None:
         plan = _plan(enabled, disabled, settings, window)
         with _lock:
             _plans[key] = plan
             while len(_plans) > _KEEP:
-                _plans.popitem(last=False)
+                del _plans[next(iter(_plans))]  # the oldest plan
     if plan.catalog is None:
         return Assembly(definitions=registry.get_definitions(plan.direct),
                         deferrable_tokens=plan.deferrable_tokens, threshold_tokens=plan.threshold_tokens)
-    if not all(n in registry for n in _BRIDGE):
-        import hermes_nb.tools.search.tool  # noqa: F401  (registers the bridge tools, when discovery has not)
-    return Assembly(definitions=registry.get_definitions(plan.direct + _BRIDGE), catalog=plan.catalog,
+    return Assembly(definitions=registry.get_definitions(plan.offered), catalog=plan.catalog,
                     listing=plan.listing, deferrable_tokens=plan.deferrable_tokens,
                     threshold_tokens=plan.threshold_tokens)
 
@@ -134,12 +130,15 @@ def _plan(enabled: tuple[str, ...] | None, disabled: tuple[str, ...] | None, set
     deferrable = [e for e in entries if is_deferrable(e, settings)] if settings.enabled != "off" else []
     tokens = _estimate(deferrable)
     if not deferrable or (settings.enabled == "auto" and tokens <= threshold):
-        return _Plan(direct=tuple(sorted(names)), catalog=None, listing="", deferrable_tokens=tokens,
+        direct = tuple(sorted(names))
+        return _Plan(direct=direct, offered=direct, catalog=None, listing="", deferrable_tokens=tokens,
                      threshold_tokens=threshold)
+    if not all(n in registry for n in BRIDGE_NAMES):
+        import hermes_nb.tools.search.tool  # noqa: F401  (registers the bridge tools, when discovery has not)
     checks: ChecksRun = {}
     catalog = make_catalog(e for e in deferrable if is_available(e, checks))
-    deferred = {e.name for e in deferrable}
-    return _Plan(direct=tuple(sorted(names - deferred)), catalog=catalog,
+    direct = tuple(sorted(names - {e.name for e in deferrable}))
+    return _Plan(direct=direct, offered=direct + _BRIDGE, catalog=catalog,
                  listing=render_listing(catalog, settings.listing_max_tokens), deferrable_tokens=tokens,
                  threshold_tokens=threshold)
 

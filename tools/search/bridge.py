@@ -19,8 +19,8 @@ __all__ = ["call_refusal", "describe_answer", "search_answer", "string_list"]
 MAX_QUERIES = 10
 MAX_NAMES = 10
 _DESCRIPTION_CHARS = 300
-NO_RUN = ("no agent run with deferred tools is active here: the bridge tools answer inside a run "
-          "whose tools are deferred (tool search on)")
+NO_RUN = ("no deferred tools here: the bridge reaches only the deferred tools of the agent run it is "
+          "called in (here no run, or a run that defers nothing)")
 
 
 def string_list(value: Any, key: str, most: int) -> list[str] | str:

@@ -14,8 +14,10 @@ the default applies, so a typo never stops a run.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -53,6 +55,7 @@ class SearchSettings:
     servers: frozenset[str] = frozenset()
 
 
+@functools.lru_cache(maxsize=64)
 def context_window(model: str | None) -> int:
     """The model's context window in tokens, from ``CONTEXT_WINDOWS``; 128 000 when unknown."""
     name = (model or "").strip().lower().rsplit("/", 1)[-1]
@@ -116,28 +119,42 @@ def _servers(config: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(out)
 
 
-_cache: tuple[tuple[str, int, int, int], SearchSettings] | None = None
+#: How long a look at config.yaml is trusted (hermes_nb's own writes apply at once: ``config.generation``).
+TRUST = 0.25
+_DEFAULT = SearchSettings()
+# (path, generation, trusted until, (mtime_ns, size) or None when there is no file, settings)
+_cache: tuple[str, int, float, tuple[int, int] | None, SearchSettings] | None = None
 
 
 def load_settings() -> SearchSettings:
-    """The settings from config.yaml, re-read only when the file changes (or hermes_nb wrote it)."""
+    """The settings from config.yaml, re-read only when the file changes; a look is trusted for a quarter
+    of a second (every turn asks, and a stat costs more than the rest of a turn's definitions)."""
     global _cache
     from hermes_nb.tools import config
-    from hermes_nb.tools.errors import ConfigError
 
-    path = config.config_file()
+    path, now, cached = config.config_file(), time.monotonic(), _cache
+    if cached is not None and cached[0] == path and cached[1] == config.generation and now < cached[2]:
+        return cached[4]
     try:
         st = os.stat(path)
+        stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
     except OSError:
-        return SearchSettings()
-    key = (path, st.st_mtime_ns, st.st_size, config.generation)
-    cached = _cache
-    if cached is not None and cached[0] == key:
-        return cached[1]
+        stamp = None
+    if cached is not None and cached[0] == path and cached[1] == config.generation and cached[3] == stamp:
+        settings = cached[4]
+    elif stamp is None:
+        settings = _DEFAULT
+    else:
+        settings = _read(config)
+    _cache = (path, config.generation, now + TRUST, stamp, settings)
+    return settings
+
+
+def _read(config: Any) -> SearchSettings:
+    from hermes_nb.tools.errors import ConfigError
+
     try:
-        settings = parse_settings(config.load_config())
+        return parse_settings(config.load_config())
     except ConfigError as exc:
         log.warning("tool search: ignoring the config: %s", exc)
-        settings = SearchSettings()
-    _cache = (key, settings)
-    return settings
+        return _DEFAULT

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from hermes_nb.display import colours, markdown
 from hermes_nb.display.cards import aside_html
 from hermes_nb.display.escaping import escape_html
+from hermes_nb.display.live.seen import seen_html, seen_text
 from hermes_nb.display.live.state import Card, Transcript
 
 __all__ = ["RESULT_PREVIEW_CHARS", "RunResult", "card_html", "card_line", "card_text", "note_html", "note_text", "result_html",
@@ -48,9 +49,14 @@ def transcript_html(t: Transcript) -> str:
              f'border-left:3px solid {colours.ACCENT};padding:4px 10px;margin:4px 0">'
              f'<div style="color:{_GREY}">🤖 agent · {escape_html(t.model)}</div>'
              f'<div style="margin:4px 0"><b>You:</b> {escape_html(t.prompt)}</div>']
+    previous = None
     for item in t.items:
         kind = item[0]
-        if kind == "text":
+        if kind == "turn":
+            if item[2] is not None:
+                parts.append(seen_html(item[2], previous, _turn_price(t, item[2])))
+                previous = item[2]
+        elif kind == "text":
             parts.append(f'<div style="margin:6px 0">{markdown.to_html(item[1])}</div>')
         elif kind == "tool":
             parts.append(card_html(item[1]))
@@ -63,7 +69,7 @@ def transcript_html(t: Transcript) -> str:
         parts.append(f'<div style="color:{_GREY}">⏳ waiting for the model…</div>')
     if t.usage:
         u = t.usage
-        parts.append(f'<div style="color:{_GREY};margin-top:4px">{escape_html(usage_text(u))}</div>')
+        parts.append(f'<div style="color:{_GREY};margin-top:4px">{escape_html(usage_text(u, t.cost))}</div>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -72,7 +78,10 @@ def transcript_text(t: Transcript) -> str:
     """The whole transcript as text lines (text/plain, terminals)."""
     lines = [f"🤖 agent ({t.model})", f"You: {t.prompt}"]
     for item in t.items:
-        if item[0] == "text":
+        if item[0] == "turn":
+            if item[2] is not None:
+                lines.append(seen_text(item[2], _turn_price(t, item[2])))
+        elif item[0] == "text":
             lines.append(item[1])
         elif item[0] == "tool":
             lines += [note_text(n) for n in item[1].notes]
@@ -82,8 +91,15 @@ def transcript_text(t: Transcript) -> str:
         else:
             lines.append(note_text((item[1], item[2])).strip())
     if t.usage:
-        lines.append(usage_text(t.usage))
+        lines.append(usage_text(t.usage, t.cost))
     return "\n".join(lines)
+
+
+def _turn_price(t: Transcript, turn: Any) -> Any:
+    """The turn's price once the run finished (None while it runs)."""
+    if t.cost is None or not 0 < turn.iteration <= len(t.cost.turns):
+        return None
+    return t.cost.turns[turn.iteration - 1]
 
 
 def _icon(level: str) -> str:
@@ -137,6 +153,8 @@ def card_html(card: Card) -> str:
     color = _RED if card.state == "error" else colours.OK
     mark = "✗" if card.state == "error" else "✓"
     dur = f"{card.ended - card.started:.2f} s" if card.ended else ""
+    if card.cost is not None and card.cost.tokens:
+        dur += f" · ~{card.cost.tokens:,} tokens in the next request, {card.cost}"
     spill = spill_of(card.content)
     note = (f' <span style="color:{colours.WARN}" title="{escape_html(spill["path"])}">spilled {spill["size"]:,} chars → '
             f'{escape_html(short_path(spill["path"]))}</span>' if spill else "")
@@ -205,14 +223,16 @@ def timeline_text(cards: list[Card]) -> str:
     return f"  ⏱ batch of {len(cards)} ran {mode} in {span:.2f} s"
 
 
-def usage_text(u: Mapping[str, Any]) -> str:
-    """The token counts in one line; turns the server did not report are said, never counted as 0."""
+def usage_text(u: Mapping[str, Any], cost: Any = None) -> str:
+    """The token counts in one line; turns the server did not report are said, never counted as 0. With the
+    run's ``cost`` (once it finished), its price too."""
     unreported = int(u.get("unreported", 0) or 0)
     if unreported and not u.get("total_tokens"):
-        return "tokens: not reported by the server"
-    text = (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
-            f"{u.get('total_tokens', 0)}")
-    return text + (f" ({unreported} turn(s) not reported)" if unreported else "")
+        text = "tokens: not reported by the server"
+    else:
+        text = (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
+                f"{u.get('total_tokens', 0)}") + (f" ({unreported} turn(s) not reported)" if unreported else "")
+    return text if cost is None else f"{text} · {cost.total} ({cost.source})"
 
 
 # -- the result's own repr --------------------------------------------------------------------------
@@ -225,7 +245,7 @@ def result_html(result: RunResult) -> str:
         return transcript_html(t)
     if t is not None:
         return (f'<div class="hermes-nb-transcript" style="font-family:sans-serif;font-size:13px;color:{_GREY}">'
-                f'{escape_html(_summary(result))} · the answer is above (<code>_.text</code>)</div>')
+                f'{escape_html(_summary(result))} · {_where(result, html=True)}</div>')
     if result.stopped_reason == "done":
         answer = markdown.to_html(result.text)  # escaped first: no HTML from the model runs
     else:
@@ -241,11 +261,19 @@ def result_text(result: RunResult) -> str:
     if t is not None and not t.shown_live:
         return transcript_text(t)
     if t is not None:
-        return f"[{_summary(result)} · the answer is above (_.text)]"
+        return f"[{_summary(result)} · {_where(result, html=False)}]"
     return f"{result.text}\n[{_summary(result)}]"
 
 
 def _summary(result: RunResult) -> str:
+    cost = getattr(result, "cost", None)
     return (f"{result.stopped_reason} · {result.iterations} turn(s) · {len(result.tool_calls)} tool call(s) · "
             + ("tokens not reported" if result.usage.get("unreported") and not result.usage.get("total_tokens")
-               else f"{result.usage.get('total_tokens', 0)} tokens"))
+               else f"{result.usage.get('total_tokens', 0)} tokens") + (f" · {cost.total}" if cost is not None else ""))
+
+
+def _where(result: RunResult, *, html: bool) -> str:
+    """Where the answer is: above when there is one; after an error or an interrupt, there is none."""
+    if result.stopped_reason == "done" and result.text:
+        return "the answer is above (<code>_.text</code>)" if html else "the answer is above (_.text)"
+    return f"no answer ({result.stopped_reason}): the transcript above says why"

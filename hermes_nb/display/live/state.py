@@ -21,12 +21,13 @@ from hermes_nb.agent.events import (
     ToolCallQueued,
     ToolEnded,
     ToolStarted,
+    TurnDone,
     TurnStarted,
     UsageUpdate,
 )
 from hermes_nb.tools.calls.entry import DEFAULT_EMOJI
 
-__all__ = ["Card", "Transcript", "tool_emoji"]
+__all__ = ["Card", "Transcript", "set_cost", "tool_emoji"]
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Card:
     parallel: bool = False
     notes: list[tuple[str, str]] = field(default_factory=list)  # (message, level), e.g. the approval asked
     aside: Any = None  # a notebook tool's traceback / printed text (hermes_nb.display.asides), for the person only
+    cost: Any = None  # its result's share of the next request (hermes_nb.agent.cost.Price), after the run
     children: list[Card] = field(default_factory=list)  # the calls an execute_code script made, in order
     parent: str = ""  # the id of the script's call this one was made from ("" for the model's own calls)
 
@@ -54,11 +56,13 @@ class Transcript:
 
     prompt: str = ""
     model: str = ""
-    items: list[list[Any]] = field(default_factory=list)  # ["text", str] | ["tool", Card] | ["timeline", [Card]] | ["notice", msg, level]
+    # ["text", str] | ["tool", Card] | ["timeline", [Card]] | ["notice", msg, level] | ["turn", n, Turn | None]
+    items: list[list[Any]] = field(default_factory=list)
     cards: dict[str, Card] = field(default_factory=dict)
     usage: Mapping[str, object] = field(default_factory=dict)
     shown_live: bool = False
     done: bool = False
+    cost: Any = None  # the run's cost (hermes_nb.agent.cost.RunCost), set when it finishes
 
     def handle(self, event: AgentEvent) -> None:
         """Apply one agent event."""
@@ -107,8 +111,13 @@ class Transcript:
                 self.usage = usage
             case ModelNamed(name=name):
                 self.model = name  # the header names the model the server says answered
-            case TurnStarted():
-                pass  # the display needs no turn marker
+            case TurnStarted(iteration=n):
+                self.items.append(["turn", n, None])  # filled by TurnDone: "what the model saw"
+            case TurnDone(turn=turn):
+                for item in reversed(self.items):
+                    if item[0] == "turn" and item[1] == turn.iteration:
+                        item[2] = turn
+                        break
             case _:
                 assert_never(event)
 
@@ -134,6 +143,14 @@ class Transcript:
             if command and (command in card.arguments or quoted in card.arguments):
                 return card
         return running[-1] if running else None
+
+
+def set_cost(t: Transcript, cost: Any) -> None:
+    """Give the finished transcript its run's cost: the footer's total, each call's share on its card."""
+    t.cost = cost
+    if cost is not None:
+        for card in t.cards.values():
+            card.cost = cost.tool_calls.get(card.id)
 
 
 def _take_aside(card: Card) -> None:

@@ -32,7 +32,7 @@ from hermes_nb.display.live.render import (
     transcript_text,
     usage_text,
 )
-from hermes_nb.display.live.state import Transcript
+from hermes_nb.display.live.state import Transcript, set_cost
 
 __all__ = ["MAX_UPDATES_PER_S", "HtmlView", "NullView", "TextView", "View", "in_kernel", "make_view"]
 
@@ -73,6 +73,7 @@ class NullView:
         pass
 
     def finish(self, result: RunResult) -> None:
+        set_cost(self.transcript, getattr(result, "cost", None))
         self.transcript.done = True
 
     def abort(self, message: str) -> None:
@@ -117,6 +118,7 @@ class HtmlView(NullView):
         return {"text/html": transcript_html(self.transcript), "text/plain": transcript_text(self.transcript)}
 
     def finish(self, result: RunResult) -> None:
+        set_cost(self.transcript, getattr(result, "cost", None))
         self.transcript.done = True
         self.transcript.shown_live = True
         self._update()
@@ -169,9 +171,11 @@ class TextView(NullView):
         self._line(f"✗ {message}")
 
     def finish(self, result: RunResult) -> None:
+        set_cost(self.transcript, getattr(result, "cost", None))
         self.transcript.done = True
         self.transcript.shown_live = True
-        self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); {usage_text(result.usage)}")
+        self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); "
+                   f"{usage_text(result.usage, self.transcript.cost)}")
 
 
 def in_kernel() -> bool:
