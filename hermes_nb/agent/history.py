@@ -1,14 +1,18 @@
-"""Making a conversation sendable again: text that cannot be encoded, values JSON cannot carry."""
+"""The conversation's messages: the assistant message of a turn (ids unique, oversized arguments omitted), tool
+messages with multimodal parts, and making a history sendable again (text that cannot be encoded, values JSON
+cannot carry)."""
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
+from hermes_nb.agent.models import ToolCallSpec
 from hermes_nb.tools.calls.results import clean_text
 
-__all__ = ["repair_history", "sendable"]
+__all__ = ["assistant_message", "kept", "repair_history", "sendable", "unique_ids", "with_parts"]
 
 
 def repair_history(messages: list[dict[str, Any]]) -> bool:
@@ -37,3 +41,50 @@ def sendable(value: Any, depth: int = 0) -> Any:
         return clean_text(str(value))
     except Exception:  # a broken __str__ must not stop the repair
         return f"<unprintable {type(value).__name__}>"
+
+
+def unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:
+    """The calls with ids unique in this turn and the history: a model's empty or repeated id would give
+    two tool answers one id. Renamed ids get a suffix; the assistant message and the answers both use them."""
+    if not calls:
+        return calls
+    used = {tc.get("id") for m in history if m.get("role") == "assistant" for tc in m.get("tool_calls") or ()}
+    out = []
+    for i, call in enumerate(calls):
+        base = call.id or f"call_{i}"
+        new, n = base, 1
+        while new in used:
+            n += 1
+            new = f"{base}_{n}"
+        used.add(new)
+        out.append(call if new == call.id else replace(call, id=new))
+    return tuple(out)
+
+
+def assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if calls:
+        from hermes_nb.tools.budget import argument_limit
+
+        limit = argument_limit()
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": kept(c.arguments, limit)}}
+            for c in calls
+        ]
+    return message
+
+
+def with_parts(message: dict[str, Any]) -> dict[str, Any]:
+    """A multimodal result (Hermes's envelope) goes to the model as content parts, not as its text view."""
+    from hermes_nb.tools.calls.results import MultimodalResult
+
+    content = message["content"]
+    return {**message, "content": list(content.parts)} if isinstance(content, MultimodalResult) else message
+
+
+def kept(arguments: str, limit: float) -> str:
+    """Arguments as the history keeps them: oversized ones (refused by dispatch) are not resent every turn."""
+    if len(arguments) <= limit:
+        return arguments
+    return json.dumps({"omitted": f"{len(arguments):,} chars of arguments, over the limit of {limit:,.0f}; "
+                                  "the call was refused"})

@@ -39,7 +39,7 @@ from hermes_nb.agent.events import (
     UsageUpdate,
     tool_event,
 )
-from hermes_nb.agent.history import repair_history
+from hermes_nb.agent.history import assistant_message, repair_history, unique_ids, with_parts
 from hermes_nb.agent.model_choice import resolve_model
 from hermes_nb.agent.models import (
     DEFAULT_TURN_TIMEOUT,
@@ -307,12 +307,12 @@ class Agent:
                     shown = turn.model
                     emit(ModelNamed(name=shown))
                 if turn.finish_reason == "length":  # cut at max_tokens: a half answer or half a call is no answer
-                    self.messages.append(_assistant_message(turn.content, ()))
+                    self.messages.append(assistant_message(turn.content, ()))
                     reason, text = "length", turn.content
                     emit(Notice(message=length_notice(self.model), level="warning"))
                     break
-                calls = _unique_ids(turn.tool_calls, self.messages)
-                self.messages.append(_assistant_message(turn.content, calls))
+                calls = unique_ids(turn.tool_calls, self.messages)
+                self.messages.append(assistant_message(turn.content, calls))
                 if not calls:
                     text = turn.content
                     break
@@ -410,7 +410,7 @@ class Agent:
             for r in results
         ]
         messages = enforce_turn_budget(messages)
-        self.messages.extend(map(_with_parts, messages))
+        self.messages.extend(map(with_parts, messages))
         records = [_record(r, m["content"], iteration) for r, m in zip(results, messages, strict=True)]
         emit(BatchDone(records=tuple(records)))
         return records
@@ -432,58 +432,11 @@ class Agent:
                 records.append(ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments,
                                               content=content, iteration=iteration, is_error=True,
                                               interrupted=True))
-            self.messages.append(_with_parts({"role": "tool", "tool_call_id": call.id, "name": call.name,
+            self.messages.append(with_parts({"role": "tool", "tool_call_id": call.id, "name": call.name,
                                               "content": content}))
         if records:
             emit(BatchDone(records=tuple(records)))
         return records
-
-
-def _unique_ids(calls: tuple[ToolCallSpec, ...], history: list[dict[str, Any]]) -> tuple[ToolCallSpec, ...]:
-    """The calls with ids unique in this turn and the history: a model's empty or repeated id would give
-    two tool answers one id. Renamed ids get a suffix; the assistant message and the answers both use them."""
-    if not calls:
-        return calls
-    used = {tc.get("id") for m in history if m.get("role") == "assistant" for tc in m.get("tool_calls") or ()}
-    out = []
-    for i, call in enumerate(calls):
-        base = call.id or f"call_{i}"
-        new, n = base, 1
-        while new in used:
-            n += 1
-            new = f"{base}_{n}"
-        used.add(new)
-        out.append(call if new == call.id else replace(call, id=new))
-    return tuple(out)
-
-
-def _assistant_message(content: str, calls: tuple[ToolCallSpec, ...]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content or None}
-    if calls:
-        from hermes_nb.tools.budget import argument_limit
-
-        limit = argument_limit()
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _kept(c.arguments, limit)}}
-            for c in calls
-        ]
-    return message
-
-
-def _with_parts(message: dict[str, Any]) -> dict[str, Any]:
-    """A multimodal result (Hermes's envelope) goes to the model as content parts, not as its text view."""
-    from hermes_nb.tools.calls.results import MultimodalResult
-
-    content = message["content"]
-    return {**message, "content": list(content.parts)} if isinstance(content, MultimodalResult) else message
-
-
-def _kept(arguments: str, limit: float) -> str:
-    """Arguments as the history keeps them: oversized ones (refused by dispatch) are not resent every turn."""
-    if len(arguments) <= limit:
-        return arguments
-    return json.dumps({"omitted": f"{len(arguments):,} chars of arguments, over the limit of {limit:,.0f}; "
-                                  "the call was refused"})
 
 
 def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:

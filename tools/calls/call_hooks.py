@@ -26,7 +26,7 @@ from hermes_nb.tools.calls.results import execution_failed, serialize_result
 if TYPE_CHECKING:
     from hermes_nb.tools.calls.entry import ToolEntry
 
-__all__ = ["CallHook", "call_context", "hooked_entry"]
+__all__ = ["CallHook", "call_context", "current_call", "hooked_entry"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,12 @@ class CallHook(Protocol):
     def after(self, entry: ToolEntry, args: dict[str, Any], context: Mapping[str, Any], result: str, *,
               duration_ms: int, blocked: bool) -> str:
         """The result the model gets (``result`` itself, or a replacement)."""
+
+
+def current_call() -> Mapping[str, Any]:
+    """The ``call_context`` fields of the call running in this context (e.g. ``tool_call_id``): read-only,
+    for a built-in that names its own call (``execute_code``'s nested cards)."""
+    return _context.get()
 
 
 @contextlib.contextmanager
