@@ -19,7 +19,7 @@ from bench.common import fmt, limit, per_call, require, verdict
 
 #: The benchmarks ``python -m bench --quick`` runs: cheap, in-process or one kernel at a time, no
 #: extra venvs, npm or model servers.
-QUICK_BENCHES = ("registry", "validation", "budget", "scheduling", "load")
+QUICK_BENCHES = ("registry", "validation", "budget", "scheduling", "load", "tool_search")
 
 
 def _check(misses: list[str], label: str, value: float, target: float, unit: Callable[[float], str]) -> None:
@@ -115,6 +115,13 @@ def load() -> None:
     from bench import bench_load
 
     bench_load.main()
+
+
+def tool_search() -> None:
+    """5 000 generated tools deferred: search p50, a turn's definitions against 50 direct tools', ranking."""
+    from bench.bench_tool_search import main
+
+    main(quick=True)
 
 
 def run(names: list[str]) -> list[str]:

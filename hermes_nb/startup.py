@@ -29,12 +29,33 @@ def tool_magics(ip: Any) -> Callable[[], None]:
 
 
 def agent(ip: Any) -> Callable[[], None]:
-    """``%%agent`` and ``%agent reset``; the undo forgets the kernel's agent."""
+    """``%%agent`` and ``%agent reset``, ``%memory`` and ``%sessions``; on the registry's first use, the routes of
+    the agent-loop tools called outside a run and the built-in ``sessions`` memory provider. The undo forgets
+    the kernel's agent."""
     handle = add_magics(ip, "hermes_nb.magics.agent:AgentMagics", line=("agent",), cell=("agent",))
+    state = [add_magics(ip, "hermes_nb.magics.memory:MemoryMagics", line=("memory",)),
+             add_magics(ip, "hermes_nb.magics.sessions:SessionMagics", line=("sessions",))]
+    undos: list[Callable[[], None]] = []
+
+    def install() -> None:
+        from hermes_nb.agent.recall import SessionsProvider
+        from hermes_nb.agent.routes import install_default
+        from hermes_nb.tools.agent_loop.providers import register_memory_provider, unregister_memory_provider
+
+        undos.append(install_default())
+        if register_memory_provider(SessionsProvider(), source="builtin") is not None:
+            undos.append(lambda: unregister_memory_provider(SessionsProvider.name))
+
+    cancel = defer_until_used(install)
 
     def undo() -> None:
         used = handle.instance
         handle.remove()
+        for magics in state:
+            magics.remove()
+        cancel()
+        while undos:
+            undos.pop()()
         if used is not None:  # only a used %%agent can have made an agent
             used.forget_agent()
 

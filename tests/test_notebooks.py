@@ -98,7 +98,26 @@ def _check_test_and_evaluate(nb: Any) -> None:
     assert "'status': 'success'" in _text(_cell(nb, "json.loads(run.tool_calls[0].content)"))
 
 
+def _check_agent_state(nb: Any) -> None:
+    """One checklist updated in place, the second kernel's recall, two nested sub-agents, no replay drift."""
+    every = "".join(_text(c) + "".join(o.get("data", {}).get("text/html", "") for o in c.get("outputs", []))
+                    for c in nb.cells if c.cell_type == "code")
+    assert "Replay drift" not in every and "different tool results" not in every
+    (plan,) = [o["data"]["text/html"] for o in _cell(nb, "planner.run(").outputs if "text/html" in o.get("data", {})]
+    assert plan.count('class="hermes-nb-checklist"') == 1 and "3/3 done" in plan and "updated 3×" in plan
+    second = _text(_cell(nb, "start_new_kernel"))
+    pids = {line.split(":")[0]: line.split(":")[1].strip() for line in second.splitlines()
+            if line.startswith(("this kernel:", "second kernel:"))}
+    assert pids["this kernel"] != pids["second kernel"]
+    assert "You study Adélie penguins on Ross Island (that is in my memory)" in second
+    assert '✓ session_search' in second and '"mode": "discover"' in second
+    (lead,) = [o["data"]["text/html"] for o in _cell(nb, "lead.run(").outputs if "text/html" in o.get("data", {})]
+    assert lead.count('class="hermes-nb-child"') == 2 and "emperors breed through the winter" in lead
+    assert "Studies Adélie penguins on Ross Island" in _text(_cell(nb, "%memory"))
+
+
 CHECKS: dict[str, Callable[[Any], None]] = {
+    "05-agent-state.ipynb": _check_agent_state,
     "02-safe-scheduling.ipynb": _check_safe_scheduling,
     "04-test-and-evaluate.ipynb": _check_test_and_evaluate,
     "03-mcp-and-plugins.ipynb": _check_mcp_and_plugins,

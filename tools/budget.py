@@ -12,7 +12,7 @@
 Config overrides (``config.yaml``): ``budget: {result_size_chars: N, turn_chars: N, tools: {NAME: N},
 argument_chars: N}``, re-read whenever the file changes (``${VAR}`` values are expanded when it is read).
 ``argument_chars`` (default ``DEFAULT_ARGUMENT_CHARS``) caps a call's arguments the other way: larger
-ones are refused before they are parsed (``tools.results.parse_arguments``).
+ones are refused before they are parsed (``tools.calls.results.parse_arguments``).
 
 Spill files this process wrote are remembered (``spilled_this_session``): with ``workspace_strict_reads``
 only those are readable, never an earlier session's.

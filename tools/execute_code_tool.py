@@ -149,9 +149,9 @@ def _value(content: str) -> Any:
 # -- the tool -------------------------------------------------------------------------------------
 
 def _current_call_id() -> str:
-    from hermes_nb.tools.calls.call_hooks import current_call
+    from hermes_nb.tools.calls.call_hooks import call_fields
 
-    found = current_call().get("tool_call_id")
+    found = call_fields().get("tool_call_id")
     return found if isinstance(found, str) and found else "execute_code"
 
 

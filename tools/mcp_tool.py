@@ -317,7 +317,7 @@ async def adiscover_mcp_tools(
     """Start every enabled server concurrently and register its tools: ``{server: [tool names]}``.
 
     ``config``: None reads ``config.yaml``; a whole config mapping; or ``MCPServerConfig`` records.
-    A server that fails is recorded (``tools.load_report``) with its stderr tail and maps to ``[]``.
+    A server that fails is recorded (``tools.sources.load_report``) with its stderr tail and maps to ``[]``.
     """
     _install_atexit()
     configs = load_mcp_server_configs(config)

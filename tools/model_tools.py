@@ -1,7 +1,7 @@
 """What the model sees and how its calls are answered (Hermes's ``model_tools`` names).
 
 Importing this module arms built-in tool discovery: it runs once, on the registry's first use
-(``tools.first_use``), so the import itself stays cheap.
+(``tools.sources.first_use``), so the import itself stays cheap.
 """
 
 from __future__ import annotations

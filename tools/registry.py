@@ -2,9 +2,9 @@
 
 Import-compatible with Hermes Agent: a tool file that does ``from tools.registry import registry`` and
 calls ``registry.register(name=..., toolset=..., schema=..., handler=...)`` loads unchanged. The records
-live in ``tools.entry``, the text at the boundary in ``tools.results``, Hermes's extra names in
-``tools.hermes_compat``; all are re-exported here. Calling a handler is ``tools.calling``; a call's result
-stays ``(content, is_error)`` inside (``tools.outcome``): ``dispatch`` returns Hermes's string, ``execute``
+live in ``tools.calls.entry``, the text at the boundary in ``tools.calls.results``, Hermes's extra names in
+``tools.sources.hermes_compat``; all are re-exported here. Calling a handler is ``tools.calls.calling``; a call's result
+stays ``(content, is_error)`` inside (``tools.calls.outcome``): ``dispatch`` returns Hermes's string, ``execute``
 the ``Outcome`` record, and a batch records the flag it was given.
 """
 
@@ -286,7 +286,7 @@ class ToolRegistry(HermesQueries):
     def get_definitions(self, tool_names: Iterable[str], quiet: bool = False) -> list[dict[str, Any]]:
         """OpenAI definitions for the available tools among ``tool_names``, sorted by name.
 
-        Availability is ``tools.entry.is_available`` (the one computation, with its per-pass cache: each
+        Availability is ``tools.calls.entry.is_available`` (the one computation, with its per-pass cache: each
         distinct ``check_fn`` runs at most once per call; a raising check hides its tools).
         ``quiet`` is accepted for Hermes compatibility; reasons are in ``get_unavailable()``.
         Every call builds new dicts (the nested ``parameters`` is the entry's own, as in Hermes).
@@ -396,7 +396,7 @@ class ToolRegistry(HermesQueries):
         """Call a prepared entry's handler (no policy here); the result as a string. Never raises (except
         KeyboardInterrupt).
 
-        Plugins' tool-call hooks (``tools.call_hooks``) run around the handler on every path: a
+        Plugins' tool-call hooks (``tools.calls.call_hooks``) run around the handler on every path: a
         ``dispatch`` and a batch's call alike."""
         return self.call_settled(entry, call_args, **kwargs)[0]
 
@@ -443,7 +443,7 @@ class ToolRegistry(HermesQueries):
                 log.exception("before-batch hook %r failed", asynchronous)
 
     def add_call_hook(self, hook: CallHook) -> Callable[[], None]:
-        """Run ``hook`` around every dispatched call (``tools.call_hooks``). Returns an undo."""
+        """Run ``hook`` around every dispatched call (``tools.calls.call_hooks``). Returns an undo."""
         with self._lock:
             self._call_hooks = (*self._call_hooks, hook)
 

@@ -9,11 +9,13 @@ command; each stream keeps its first ``OUTPUT_CAP`` bytes and says how much more
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 from typing import IO, Any, TypedDict
 
 from hermes_nb.tools.approval import command_ask
@@ -111,47 +113,56 @@ def _git_guard_env() -> dict[str, str]:
 def run_command(command: str, timeout: float = 60) -> TerminalResult:
     """Run ``command`` with bash in the workspace root, in the sandbox when there is one (no approval
     here); everything it started is killed when it ends, background jobs included."""
+    from hermes_nb.tools.safety.sandbox import open_box
+
     timeout = min(max(float(timeout), 0.1), _MAX_TIMEOUT)
     env = _git_guard_env()
     tmp = tempfile.mkdtemp(prefix="hermes-nb-terminal-")
     env["TMPDIR"] = tmp  # the command's private temp dir (writable in the sandbox), removed afterwards
+    root = workspace_root()
+    notes: list[str] = []
     box = None
     try:
-        box = _confinement(tmp)
+        box = open_box(root, tmp)
 
         def spawn() -> subprocess.Popen[bytes]:
-            return subprocess.Popen(["bash", "-c", command], cwd=workspace_root(), env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
+            return subprocess.Popen(["bash", "-c", command], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
         try:
-            proc = box.run(spawn) if box is not None else spawn()
+            proc = box.spawn(command, env) if box is not None else spawn()
         except BaseException:
             if box is not None:
                 box.sweep()  # interrupted while spawning: whatever did start dies (the sweep runs after it)
             raise
-        # leftovers that left the process group (setsid) are still in the call's sandbox domain
-        return _wait(proc, timeout, box.sweep if box is not None else lambda: 0)
+        # leftovers that left the process group (setsid) are still in the call's sandbox
+        result = _wait(proc, timeout, box.sweep if box is not None else lambda: 0)
     finally:
         if box is not None:
-            box.close()
+            notes = box.close()
         shutil.rmtree(tmp, ignore_errors=True)
+    if notes:
+        result["stderr"] += "".join(f"\n[hermes_nb: {line}]" for line in notes)
+    return result
 
 
-def _confinement(tmp: str) -> Any:
-    """This call's ``Confinement``, or None where there is no sandbox; one that exists but cannot be set
-    up is an error, so the command does not run (fail closed)."""
-    from hermes_nb.tools.budget import spill_dir
-    from hermes_nb.tools.safety import sandbox
-
-    state = sandbox.status()
-    if not state.available:
-        return None
-    paths = sandbox.writable_paths(workspace_root(), spill_dir(), tmp)
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """``proc.wait(timeout)`` without its polling (sleeps of up to 50 ms, on every call): wait on a pidfd
+    in slices, so a kernel interrupt still lands within a quarter second."""
     try:
-        return sandbox.Confinement(paths, network=state.network)
-    except OSError as exc:
-        raise RuntimeError(f"the sandbox could not be set up, so the command did not run: {exc}") from exc
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux >= 5.3: the stdlib's polling wait
+        proc.wait(timeout=timeout)
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+            select.select([fd], [], [], min(left, 0.25))
+    finally:
+        os.close(fd)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float, sweep: Any) -> TerminalResult:
@@ -159,7 +170,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float, sweep: Any) -> Terminal
     out, err = _Capture(proc.stdout, OUTPUT_CAP), _Capture(proc.stderr, OUTPUT_CAP)
     timed_out = False
     try:
-        proc.wait(timeout=timeout)
+        _wait_exit(proc, timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(proc)

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from hermes_nb.agent.turns import Turn
     from hermes_nb.tools.batch.records import BatchEvent, ToolCallResult
 
-__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "Emit", "ModelNamed", "Notice", "NoticeLevel", "TextDelta",
-           "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnDone", "TurnStarted", "UsageUpdate",
-           "tool_event"]
+__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "ChildEvent", "Emit", "ModelNamed", "Notice", "NoticeLevel",
+           "TextDelta", "TodoUpdated", "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnDone",
+           "TurnStarted", "UsageUpdate", "tool_event"]
 
 #: How a notice reads: "retry" is a model retry, "approval"/"denied" an approval's answer.
 NoticeLevel = Literal["info", "warning", "error", "retry", "approval", "denied"]
@@ -131,9 +131,27 @@ class Notice:
     level: NoticeLevel = "info"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TodoUpdated:
+    """The ``todo`` call ``tool_call_id`` changed the run's plan to ``todos`` (the checklist redraws in place)."""
+
+    tool_call_id: str
+    todos: tuple[dict[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChildEvent:
+    """An event of sub-agent ``index`` started by the ``delegate_task`` call ``tool_call_id``."""
+
+    tool_call_id: str
+    index: int
+    label: str
+    event: AgentEvent
+
+
 AgentEvent: TypeAlias = (TurnStarted | TurnDone | TextDelta | UsageUpdate | ModelNamed | ToolCallQueued | ToolStarted
               | ToolEnded | BatchDone
-              | ApprovalAnswered | Notice)
+              | ApprovalAnswered | Notice | TodoUpdated | ChildEvent)
 #: Where the core puts its events (a queue's ``put_nowait``; the evaluation ignores them).
 Emit: TypeAlias = Callable[[AgentEvent], None]
 

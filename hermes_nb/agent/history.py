@@ -1,6 +1,6 @@
-"""The conversation's messages: the assistant message of a turn (ids unique, oversized arguments omitted), tool
-messages with multimodal parts, and making a history sendable again (text that cannot be encoded, values JSON
-cannot carry)."""
+"""The messages of a conversation as the loop keeps them: the assistant turn with its calls (ids made unique,
+oversized arguments left out), multimodal results as content parts; and making the history sendable again
+when text cannot be encoded or a value JSON cannot carry slipped in."""
 
 from __future__ import annotations
 

@@ -51,6 +51,8 @@ from hermes_nb.agent.models import (
     empty_usage,
     length_notice,
 )
+from hermes_nb.agent.routes import begin as begin_run
+from hermes_nb.agent.todos import TodoStore
 from hermes_nb.agent.tool_search import Assembly, turn_tools, unwrap_calls, with_listing
 from hermes_nb.agent.turns import Turn, new_turn
 from hermes_nb.tools import async_bridge, interaction
@@ -101,6 +103,7 @@ class AgentResult:
     transcript: Any = field(default=None, repr=False, compare=False)
     turns: tuple[Turn, ...] = field(default=(), repr=False)  # what the model saw, turn by turn (.request)
     cost: RunCost | None = None  # per run, per turn, per tool call (hermes_nb.agent.cost)
+    todos: tuple[dict[str, str], ...] = ()  # the agent's plan after the run (the todo tool's list)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from hermes_nb.display import live
@@ -158,11 +161,13 @@ class Agent:
         self.code_vars = code_vars  # what execute_code's scripts see besides their own variables
         self.messages: list[dict[str, Any]] = []
         self._task: asyncio.Task[Any] | None = None
+        self.todo_store = TodoStore()  # the todo tool's plan: kept across runs, cleared by reset()
         self.reset()
 
     def reset(self) -> None:
         """Start a new conversation (a replay model starts again from its first turn)."""
         self.messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        self.todo_store.clear()
         rewind = getattr(self.model, "rewind", None)
         if rewind is not None:
             rewind()
@@ -275,6 +280,7 @@ class Agent:
 
     async def _core(self, prompt: str, emit: Emit) -> AgentResult:
         self._task = asyncio.current_task()
+        run = begin_run(self, prompt, emit)  # agent-loop tools' routes, memory in the system prompt, storing
         self.messages.append({"role": "user", "content": clean_text(prompt)})
         records: list[ToolCallRecord] = []
         turns: list[Turn] = []
@@ -287,6 +293,7 @@ class Agent:
         undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
         try:
             while True:
+                run.store(self.messages)  # for session_search: the run so far, turn by turn
                 if iterations >= self.max_iterations:
                     reason = "max_iterations"
                     text = (f"Stopped after {iterations} model turns (max_iterations={self.max_iterations}) "
@@ -330,10 +337,11 @@ class Agent:
         finally:
             undo_code()
             undo()
+            run.end(self.messages)
             self._task = None
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
-                           model=shown, turns=tuple(turns))
+                           model=shown, turns=tuple(turns), todos=tuple(self.todo_store.read()))
 
     async def _complete(self, tools: Assembly,
                         emit: Emit) -> Any:

@@ -29,7 +29,6 @@ import asyncio
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -129,16 +128,33 @@ def _latest_results(messages: list[dict[str, Any]]) -> list[CassetteResult]:
     return out
 
 
+#: Fields of a JSON result that differ between a recording and its replay by design: how long something
+#: took, when and where (which notebook) a run happened and its random id, which model answered (a replay's
+#: name is its path).
+_VOLATILE = frozenset({"duration_seconds", "total_duration_seconds", "session_id", "when", "model", "notebook"})
+
+
 def _comparable(content: str) -> str:
-    """A result without what changes from run to run by design: the spill file's path, a script's duration."""
+    """A result without what changes from run to run by design: the spill file's path, ``_VOLATILE`` fields."""
     from hermes_nb.tools.budget import parse_spill_block
 
     info = parse_spill_block(content)
-    content = content.replace(info["path"], "<spill file>") if info else content
-    return _DURATION.sub('"duration_seconds": 0', content) if '"duration_seconds"' in content else content
+    if info:
+        return content.replace(info["path"], "<spill file>")
+    if content.startswith("{") and any(f'"{key}"' in content for key in _VOLATILE):
+        try:
+            return json.dumps(_steady(json.loads(content)), sort_keys=True, ensure_ascii=False)
+        except ValueError:
+            return content
+    return content
 
 
-_DURATION = re.compile(r'"duration_seconds": [0-9.eE+-]+')
+def _steady(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _steady(v) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    return value
 
 
 def _short(text: str, limit: int = 80) -> str:

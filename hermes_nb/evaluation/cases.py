@@ -1,15 +1,18 @@
 """Evaluation cases and their scoring.
 
 A case is a dict (or a DataFrame row) with ``prompt``, ``expected_tools`` (tool names; empty means no
-tool should be called), optional ``expected_args`` (``{tool: {arg: value}}``) and optional ``check``
-(a callable on the final text).
+tool should be called; ``score_selection=False``: the tool set is not scored), optional ``expected_args`` (``{tool: {arg: value}}``, a value
+may be ``OneOf``), optional ``possible_answers`` (BFCL's form: ``{tool: {arg: [acceptable values]}}``, ``""``
+meaning the argument may be absent), optional ``check`` (a callable on the final text) and ``expects``
+(``Expect`` records). Files and datasets in other formats become such dicts in ``formats``.
 
 Scoring, decided here once:
 - ``selection_ok``: the *set* of tools called equals the set expected (order and repeats do not count);
 - ``args_ok``: for every tool in ``expected_args``, at least one call of it has each listed argument
   equal (JSON-equal) to the expected value; other arguments may be anything. ``None`` without
   ``expected_args`` (not counted in the accuracy);
-- ``check_ok``: ``check(final_text)`` is truthy; ``None`` without ``check``. A raising check is False.
+- ``check_ok``: ``check(final_text)`` is truthy and every ``Expect`` holds; ``None`` without either. A
+  raising check is False; the row's error says which expectation failed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_nb.evaluation.expect import Expect, OneOf
+
 __all__ = ["Case", "CallMade", "Outcome", "as_cases", "score"]
 
 
@@ -30,15 +35,18 @@ class Case:
 
     index: int
     prompt: str
-    expected_tools: tuple[str, ...] = ()
+    expected_tools: tuple[str, ...] | None = ()  # None: the tool set is not scored
     expected_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     check: Callable[[str], Any] | None = field(default=None, compare=False)
+    expects: tuple[Expect, ...] = ()
+    name: str = ""  # the case's own id in the file it came from
 
     @property
     def fingerprint(self) -> str:
         """What resume compares: a case whose prompt or expectations changed runs again."""
-        data = json.dumps([self.prompt, sorted(self.expected_tools), self.expected_args], sort_keys=True,
-                          default=repr)
+        tools = None if self.expected_tools is None else sorted(self.expected_tools)
+        data = json.dumps([self.prompt, tools, self.expected_args, *([repr(self.expects)] if self.expects else [])],
+                          sort_keys=True, default=repr)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
@@ -64,6 +72,8 @@ class Outcome:
     api_calls: int
     stopped_reason: str
     error: str | None = None
+    cost_usd: float | None = None  # None: unknown price (cost_note says why)
+    cost_note: str = ""
     messages: tuple[dict[str, Any], ...] = field(default=(), repr=False, compare=False)
     tools_offered: tuple[dict[str, Any], ...] = field(default=(), repr=False, compare=False)
 
@@ -71,7 +81,8 @@ class Outcome:
         return {"index": self.index, "fingerprint": self.fingerprint, "text": self.text,
                 "calls": [{"name": c.name, "arguments": c.arguments, "is_error": c.is_error} for c in self.calls],
                 "tokens": self.tokens, "seconds": self.seconds, "api_calls": self.api_calls,
-                "stopped_reason": self.stopped_reason, "error": self.error}
+                "stopped_reason": self.stopped_reason, "error": self.error, "cost_usd": self.cost_usd,
+                "cost_note": self.cost_note}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Outcome:
@@ -80,15 +91,18 @@ class Outcome:
                                for c in data.get("calls", [])),
                    tokens=int(data.get("tokens", 0)), seconds=float(data.get("seconds", 0.0)),
                    api_calls=int(data.get("api_calls", 0)), stopped_reason=str(data.get("stopped_reason", "")),
-                   error=data.get("error"))
+                   error=data.get("error"), cost_usd=data.get("cost_usd"), cost_note=str(data.get("cost_note", "")))
 
 
 def as_cases(cases: Any) -> list[Case]:
-    """``Case`` records from a list of dicts or a pandas DataFrame; ValueError naming the bad case."""
+    """``Case`` records from a list of dicts, a pandas DataFrame, a file or glob (Hermes eval tasks,
+    pydantic_evals datasets) or a pydantic_evals ``Dataset``; ValueError naming the bad case."""
+    from hermes_nb.evaluation.formats import case_dicts
+
     if hasattr(cases, "to_dict") and hasattr(cases, "columns"):  # a DataFrame, without importing pandas
         rows: Iterable[Any] = cases.to_dict("records")
     else:
-        rows = cases
+        rows = case_dicts(cases)
     out = []
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
@@ -99,11 +113,40 @@ def as_cases(cases: Any) -> list[Case]:
         check = _missing_to_none(row.get("check"))
         if check is not None and not callable(check):
             raise ValueError(f"case {i}: 'check' must be a callable on the final text")
-        args = _missing_to_none(row.get("expected_args")) or {}
-        if not isinstance(args, Mapping) or not all(isinstance(v, Mapping) for v in args.values()):
+        args = dict(_missing_to_none(row.get("expected_args")) or {})
+        if not all(isinstance(v, Mapping) for v in args.values()):
             raise ValueError(f"case {i}: 'expected_args' must be {{tool: {{arg: value}}}}")
-        out.append(Case(index=i, prompt=prompt, expected_tools=_names(row.get("expected_tools"), i),
-                        expected_args={str(k): dict(v) for k, v in args.items()}, check=check))
+        possible = _possible_answers(_missing_to_none(row.get("possible_answers")), i)
+        for tool, wanted in possible.items():
+            args[tool] = {**args.get(tool, {}), **wanted}
+        expected = row.get("expected_tools", tuple(possible) if possible else ())
+        if row.get("score_selection") is False:  # a format that names no exact tool set (Hermes's eval tasks)
+            expected = None
+        elif expected is None:
+            expected = ()
+        expects = tuple(_missing_to_none(row.get("expects")) or ())
+        if not all(isinstance(e, Expect) for e in expects):
+            raise ValueError(f"case {i}: 'expects' must be Expect records (hermes_nb.evaluation.expect)")
+        out.append(Case(index=i, prompt=prompt, expected_tools=None if expected is None else _names(expected, i),
+                        expected_args={str(k): dict(v) for k, v in args.items()}, check=check, expects=expects,
+                        name=str(row.get("name") or "")))
+    return out
+
+
+def _possible_answers(value: Any, i: int) -> dict[str, dict[str, OneOf]]:
+    """BFCL's ground truth, ``{tool: {arg: [values]}}`` or a list of those, as ``expected_args`` of ``OneOf``."""
+    if value is None:
+        return {}
+    items = value if isinstance(value, list) else [value]
+    out: dict[str, dict[str, OneOf]] = {}
+    for item in items:
+        if not isinstance(item, Mapping) or not all(isinstance(a, Mapping) for a in item.values()):
+            raise ValueError(f"case {i}: 'possible_answers' must be {{tool: {{arg: [acceptable values]}}}}")
+        for tool, arguments in item.items():
+            out[str(tool)] = {
+                str(arg): OneOf(values=tuple(v for v in (vals if isinstance(vals, list) else [vals]) if v != ""),
+                                optional="" in (vals if isinstance(vals, list) else [vals]))
+                for arg, vals in arguments.items()}
     return out
 
 
@@ -131,7 +174,7 @@ def _names(value: Any, i: int) -> tuple[str, ...]:
 def score(case: Case, outcome: Outcome) -> dict[str, Any]:
     """``selection_ok``, ``args_ok`` and ``check_ok`` for one case (see the module docstring)."""
     called = [c.name for c in outcome.calls]
-    selection_ok = set(called) == set(case.expected_tools)
+    selection_ok = None if case.expected_tools is None else set(called) == set(case.expected_tools)
     args_ok: bool | None = None
     if case.expected_args:
         args_ok = all(
@@ -145,13 +188,26 @@ def score(case: Case, outcome: Outcome) -> dict[str, Any]:
             check_ok = bool(case.check(outcome.text))
         except Exception as exc:  # the person's check: a raise is a failed check, said in the row
             check_ok, check_error = False, f"check raised {type(exc).__name__}: {exc}"
+    if case.expects:
+        failures = [f for e in case.expects if (f := e.failure(outcome.text, outcome.calls)) is not None]
+        check_ok = (check_ok is not False) and not failures
+        if failures:
+            check_error = "; ".join(([check_error] if check_error else []) + failures)
     return {"selection_ok": selection_ok, "args_ok": args_ok, "check_ok": check_ok, "check_error": check_error}
 
 
 def _includes(arguments: Any, wanted: Mapping[str, Any]) -> bool:
     if not isinstance(arguments, Mapping):
         return False
-    return all(k in arguments and _json(arguments[k]) == _json(v) for k, v in wanted.items())
+    return all(_matches(arguments, k, v) for k, v in wanted.items())
+
+
+def _matches(arguments: Mapping[str, Any], key: str, wanted: Any) -> bool:
+    if isinstance(wanted, OneOf):
+        if key not in arguments:
+            return wanted.optional
+        return any(_json(arguments[key]) == _json(v) for v in wanted.values)
+    return key in arguments and _json(arguments[key]) == _json(wanted)
 
 
 def _json(value: Any) -> str:

@@ -10,7 +10,6 @@ calling again with the same ``out_dir`` runs only the rest.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,28 @@ from hermes_nb.evaluation.trajectory import OutDir, trajectory_entry
 __all__ = ["evaluate"]
 
 
-def evaluate(cases: Any, agent: Mapping[str, Any] | None = None, concurrency: int = 8,
+def _say_ignored() -> None:
+    """What the case files held that is not scored (an LLM judge, judged criteria), in one line."""
+    from collections import Counter
+
+    from hermes_nb.evaluation.formats import ignored
+
+    left = Counter(ignored())
+    if left:
+        parts = [f"{name} ({n} cases)" if n > 1 else name for name, n in left.items()]
+        print(f"evaluate: not scored (hermes_nb has no judge for these): {'; '.join(parts)}")
+
+
+def evaluate(cases: Any, agent: Any = None, concurrency: int = 8,
              out_dir: str | Path | None = None, executor: Any = None, *, record: str | Path | None = None,
              replay: str | Path | None = None, display: bool | None = None) -> EvalResult:
     """Run every case as a fresh conversation and score the tools the model chose.
 
-    ``cases``: dicts or a DataFrame (``prompt``, ``expected_tools``, optional ``expected_args`` and
-    ``check``). ``agent``: ``Agent``'s constructor arguments (model, base_url, api_key,
-    enabled_toolsets, system_prompt, max_iterations, ...). ``out_dir``: Hermes-format
+    ``cases``: dicts or a DataFrame (``prompt``, ``expected_tools``, optional ``expected_args``,
+    ``possible_answers`` and ``check``), a file or glob of Hermes eval tasks or pydantic_evals datasets
+    (``"tasks/*.yaml"``), or a pydantic_evals ``Dataset``. ``agent``: an ``Agent(...)`` (its configuration
+    copied, a fresh conversation per case) or its constructor arguments as a dict (model, base_url,
+    api_key, enabled_toolsets, system_prompt, max_iterations, ...). ``out_dir``: Hermes-format
     ``trajectories.jsonl`` and a checkpoint; a second call resumes. ``executor``: a
     ``distributed.Client`` to run the cases on Dask workers. ``record=DIR`` writes one cassette per
     case; ``replay=DIR`` replays them offline (no model, no network).
@@ -42,6 +55,7 @@ def evaluate(cases: Any, agent: Mapping[str, Any] | None = None, concurrency: in
     if record is not None and replay is not None:
         raise ValueError("evaluate: pass record= or replay=, not both")
     case_list = as_cases(cases)
+    _say_ignored()
     template = agent_template(agent)
     if replay is None:
         check_model(template)

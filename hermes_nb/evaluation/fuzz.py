@@ -108,7 +108,9 @@ def fuzz_tool(name: str, *, n: int = 200, seed: int | None = None, invalid: bool
     except ImportError:
         raise UsageError("%tools fuzz needs hypothesis: pip install 'hermes-nb[fuzz]'") from None
     if reg is None:
-        from hermes_nb.tools.registry import registry as reg
+        from hermes_nb.tools.registry import registry
+
+        reg = registry
     entry = reg.get_entry(name)
     if entry is None:
         raise UsageError(f"%tools fuzz: no tool named {name!r} (see %tools)")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_nb.display import colours
 from hermes_nb.display.escaping import escape_html
 from hermes_nb.evaluation.cases import Case, Outcome, score
 
@@ -18,9 +19,9 @@ class EvalRow:
 
     index: int
     prompt: str
-    expected_tools: tuple[str, ...]
+    expected_tools: tuple[str, ...] | None  # None: the case names no exact tool set (not scored)
     tools_called: tuple[str, ...]
-    selection_ok: bool
+    selection_ok: bool | None
     args_ok: bool | None
     check_ok: bool | None
     tokens: int
@@ -29,6 +30,9 @@ class EvalRow:
     text: str = ""
     stopped_reason: str = ""
     resumed: bool = False
+    cost_usd: float | None = None  # None: unknown price (``cost`` says why)
+    cost: str = ""
+    name: str = ""  # the case's id in its file (a Hermes task's id, a pydantic_evals case name)
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -78,11 +82,11 @@ class EvalResult:
         for i, name in enumerate(names):
             acc = self.per_tool[name]["accuracy"]
             y = i * (bar + gap) + 4
-            parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{escape_html(name)}</text>'
-                         f'<rect x="{label_w}" y="{y}" width="{width}" height="{bar}" fill="#eee"/>'
-                         f'<rect x="{label_w}" y="{y}" width="{width * acc:.1f}" height="{bar}" fill="#4c8bf5"/>'
-                         f'<text x="{label_w + width + 6}" y="{y + 13}">{acc:.0%}</text>')
-        parts.append(f'<text x="{label_w}" y="{height - 4}" fill="#666">accuracy per tool '
+            parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end" {_TEXT}>{escape_html(name)}</text>'
+                         f'<rect x="{label_w}" y="{y}" width="{width}" height="{bar}" {_TRACK}/>'
+                         f'<rect x="{label_w}" y="{y}" width="{width * acc:.1f}" height="{bar}" {_BAR}/>'
+                         f'<text x="{label_w + width + 6}" y="{y + 13}" {_TEXT}>{acc:.0%}</text>')
+        parts.append(f'<text x="{label_w}" y="{height - 4}" {_MUTED}>accuracy per tool '
                      f"(called exactly when expected)</text></svg>")
         return "".join(parts)
 
@@ -90,7 +94,7 @@ class EvalResult:
         s = self.summary
         line = (f"{s['cases']} cases: selection {_pct(s['selection_accuracy'])}, args {_pct(s['args_accuracy'])}"
                 f", check {_pct(s['check_accuracy'])}, {s['errors']} errors, {s['tokens']} tokens, "
-                f"{s['seconds']:.1f}s")
+                f"{s['cost']}, {s['seconds']:.1f}s")
         if s.get("resumed"):
             line += f" ({s['resumed']} resumed from out_dir)"
         if s.get("interrupted"):
@@ -111,13 +115,21 @@ class EvalResult:
         return {"text/plain": str(self), "text/html": body}
 
 
-_HEADERS = ("#", "prompt", "expected", "called", "selection", "args", "check", "tokens", "s", "error")
+# The chart's colours: the theme's text colours (readable in light and dark), each with a plain fill too for
+# viewers that drop the style attribute (the fallback is the light theme's colour).
+_TEXT = f'fill="#1f1f1f" style="fill:{colours.TEXT}"'
+_MUTED = f'fill="#595959" style="fill:{colours.MUTED}"'
+_TRACK = f'fill="#bdbdbd" style="fill:{colours.TRACK}"'
+_BAR = f'fill="#3f51b5" style="fill:{colours.ACCENT}"'
+
+_HEADERS = ("#", "prompt", "expected", "called", "selection", "args", "check", "tokens", "cost", "s", "error")
 
 
 def _cells(r: EvalRow) -> tuple[str, ...]:
-    return (str(r.index), _short(r.prompt, 60), ", ".join(r.expected_tools) or "(none)",
+    expected = "–" if r.expected_tools is None else ", ".join(r.expected_tools) or "(none)"
+    return (str(r.index), _short(r.prompt, 60), expected,
             ", ".join(r.tools_called) or "(none)", _mark(r.selection_ok), _mark(r.args_ok), _mark(r.check_ok),
-            str(r.tokens), f"{r.seconds:.2f}", _short(r.error or "", 80))
+            str(r.tokens), r.cost, f"{r.seconds:.2f}", _short(r.error or "", 80))
 
 
 def _mark(value: bool | None) -> str:
@@ -149,23 +161,46 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
                             tools_called=called, selection_ok=scores["selection_ok"], args_ok=scores["args_ok"],
                             check_ok=scores["check_ok"], tokens=outcome.tokens, seconds=outcome.seconds,
                             error=error, text=outcome.text, stopped_reason=outcome.stopped_reason,
-                            resumed=case.index in resumed))
+                            resumed=case.index in resumed, cost_usd=outcome.cost_usd,
+                            cost=_cost_text(outcome.cost_usd, outcome.cost_note), name=case.name))
+        if case.expected_tools is None:
+            continue  # no exact tool set: the per-tool chart counts only cases that name one
         for tool in set(case.expected_tools) | set(called):
             per_tool_hits.setdefault(tool, []).append((tool in case.expected_tools) == (tool in called))
     per_tool = {t: {"accuracy": sum(h) / len(h), "cases": float(len(h))} for t, h in sorted(per_tool_hits.items())}
     summary = {
         "cases": len(rows),
-        "selection_accuracy": _mean([r.selection_ok for r in rows]),
+        "selection_accuracy": _mean([r.selection_ok for r in rows if r.selection_ok is not None]),
         "args_accuracy": _mean([r.args_ok for r in rows if r.args_ok is not None]),
         "check_accuracy": _mean([r.check_ok for r in rows if r.check_ok is not None]),
         "errors": sum(1 for r in rows if r.error),
         "tokens": sum(r.tokens for r in rows),
+        **_cost_summary(rows),
         "seconds": seconds,
         "resumed": len(resumed & {r.index for r in rows}),
         "interrupted": interrupted,
         "per_tool_accuracy": {t: v["accuracy"] for t, v in per_tool.items()},
     }
     return EvalResult(rows=tuple(rows), summary=summary, per_tool=per_tool)
+
+
+def _cost_text(usd: float | None, note: str) -> str:
+    if usd is None:
+        return f"unknown price ({note})" if note else "unknown price"
+    return f"${usd:.2f}" if usd >= 0.01 else (f"${usd:.6f}".rstrip("0") if usd else "$0")
+
+
+def _cost_summary(rows: list[EvalRow]) -> dict[str, Any]:
+    """The set's cost: the sum over cases with a price; how many had none, and why, in one phrase."""
+    known = [r.cost_usd for r in rows if r.cost_usd is not None]
+    unknown = [r for r in rows if r.cost_usd is None]
+    total = sum(known) if known else None
+    text = _cost_text(total, "") if known else "unknown price"
+    if unknown and rows:
+        reasons = sorted({r.cost.removeprefix("unknown price (").removesuffix(")") for r in unknown} - {"unknown price"})
+        text += (f" (+ {len(unknown)} of {len(rows)} cases unknown" + (f": {reasons[0]}" if len(reasons) == 1 else "")
+                 + ")") if known else (f" ({reasons[0]})" if len(reasons) == 1 else "")
+    return {"cost_usd": total, "cost_unknown_cases": len(unknown), "cost": text}
 
 
 def _mean(values: list[bool]) -> float | None:

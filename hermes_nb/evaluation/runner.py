@@ -27,14 +27,18 @@ __all__ = ["agent_template", "run_case", "run_local"]
 _NOT_TEMPLATE = frozenset({"display", "record"})
 
 
-def agent_template(agent: Mapping[str, Any] | None) -> dict[str, Any]:
+def agent_template(agent: Any) -> dict[str, Any]:
     """The template as a dict of ``Agent`` keyword arguments; TypeError naming an unknown key."""
     from hermes_nb.agent.loop import Agent
 
     if agent is None:
         return {"stream": False}
+    if isinstance(agent, Agent):  # the natural template: its configuration, a fresh conversation per case
+        from hermes_nb.evaluation.template import from_agent
+
+        return from_agent(agent)
     if not isinstance(agent, Mapping):
-        raise TypeError("evaluate: agent= is a template, a dict of Agent's arguments "
+        raise TypeError("evaluate: agent= is an Agent(...) or a dict of Agent's arguments "
                         "(model, base_url, api_key, enabled_toolsets, system_prompt, ...)")
     allowed = set(inspect.signature(Agent.__init__).parameters) - {"self"} - _NOT_TEMPLATE
     unknown = sorted(set(agent) - allowed)
@@ -93,10 +97,15 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
                        error=f"{type(exc).__name__}: {exc}")
     calls = tuple(CallMade(name=r.name, arguments=_decode(r.arguments), is_error=r.is_error) for r in result.tool_calls)
     error = result.error if result.stopped_reason == "error" else None
+    from hermes_nb.agent.cost import run_cost
+
+    # the price table loads on first use (about a second): in a thread, so the other cases keep running
+    price = (await asyncio.to_thread(run_cost, result.turns, agent.model)).total
     return Outcome(index=case.index, fingerprint=case.fingerprint, text=result.text, calls=calls,
                    tokens=int(result.usage.get("total_tokens", 0)), seconds=time.monotonic() - started,
                    api_calls=result.iterations, stopped_reason=result.stopped_reason, error=error,
-                   messages=tuple(result.messages), tools_offered=offered)
+                   messages=tuple(result.messages), tools_offered=offered,
+                   cost_usd=None if price.usd is None else float(price.usd), cost_note=price.unknown)
 
 
 def offered_tools(template: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:

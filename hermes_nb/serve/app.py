@@ -37,6 +37,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from hermes_nb.serve import bridge as served_bridge
 from hermes_nb.tools.registry import ToolRegistry
+from hermes_nb.tools.safety.remembered import asked_by
+from hermes_nb.tools.safety.visible import make_visible
 
 __all__ = ["CallEvents", "ClientStats", "ServedApp", "ToolView", "asking_client"]
 
@@ -226,7 +228,8 @@ class ServedApp:
         params = getattr(session, "client_params", None)
         info = getattr(params, "client_info", None)
         label = getattr(info, "name", None) or (request.headers.get("user-agent", "") if request is not None else "")
-        label = label or "client"
+        # the client chooses its name: every prompt and card shows it with hidden characters made visible
+        label = make_visible(str(label)[:80], keep="") or "client"
         # a handshake-era client is its session; a 2026-era client has none (each request stands alone),
         # so its requests are counted under its name
         key = key or f"{label} (no session)"
@@ -248,7 +251,7 @@ class ServedApp:
         from hermes_nb.tools.batch.scheduling import BatchEvent, arun_tool_batch
         from hermes_nb.tools.budget import maybe_persist_tool_result
 
-        _, stats = self._client(ctx)
+        key, stats = self._client(ctx)
         name, arguments = params.name, json.dumps(params.arguments or {}, ensure_ascii=False)
         if self.bridge and name in served_bridge.BRIDGE_TOOLS:
             if name == served_bridge.NOTEBOOK_TOOLS:  # a listing, as tools/list is: no call to count
@@ -278,7 +281,8 @@ class ServedApp:
                         _thread_client.value = None
 
                 call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-                [result] = await arun_tool_batch([call], registry=self.view.registry, on_event=on_event)
+                with asked_by(f"mcp:{key}"):  # its "for this session" answers are its own, not the notebook's
+                    [result] = await arun_tool_batch([call], registry=self.view.registry, on_event=on_event)
                 content = maybe_persist_tool_result(result.content, name, call_id)
                 is_error = result.is_error
         except BaseException as exc:  # the client went away (cancelled) or the batch broke: the card still ends

@@ -193,10 +193,13 @@ def test_cassettes_replay_the_whole_evaluation_to_the_same_table(tools: None, tm
     assert len(list((tmp_path / "tape").glob("case-*.json"))) == len(CASES)
     replayed = hermes_nb.evaluate(CASES, agent={"enabled_toolsets": ["t13e"]}, replay=tmp_path / "tape",
                                   display=False)  # the server is closed: nothing goes to the network
-    strip = lambda r: {k: v for k, v in r.as_dict().items() if k != "seconds"}  # noqa: E731
+    # the same table, except that the replay's usage is the recording's (issue 26: its price says so)
+    strip = lambda r: {k: v for k, v in r.as_dict().items() if k not in ("seconds", "cost")}  # noqa: E731
     assert [strip(r) for r in replayed.rows] == [strip(r) for r in live.rows]
-    assert {k: v for k, v in replayed.summary.items() if k != "seconds"} == {
-        k: v for k, v in live.summary.items() if k != "seconds"}
+    assert {k: v for k, v in replayed.summary.items() if k not in ("seconds", "cost")} == {
+        k: v for k, v in live.summary.items() if k not in ("seconds", "cost")}
+    assert {r.cost for r in live.rows} == {"unknown price (local model)"}
+    assert {r.cost for r in replayed.rows} == {"unknown price (recorded from a local model)"}
 
 
 def test_progress_shows_as_text_outside_a_notebook(tools: None, capsys: pytest.CaptureFixture[str]) -> None:

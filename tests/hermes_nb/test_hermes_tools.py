@@ -68,9 +68,9 @@ def test_agent_run_calls_hermes_todo_and_read_file(hermes_kernel):
     (tmp / "notes.txt").write_text("alpha\nbeta\n")
     item = {"id": "1", "content": "read the notes", "status": "in_progress"}
     script = [
-        Reply(tool_calls=(call("todo", {"todos": [item]}, "t1"),)),
+        Reply(tool_calls=(call("hermes_todo", {"todos": [item]}, "t1"),)),  # hermes_nb has its own todo
         Reply(tool_calls=(call("hermes_read_file", {"path": str(tmp / "notes.txt")}, "r1"),)),
-        Reply(tool_calls=(call("todo", {}, "t2"),)),  # a read: the same store answers
+        Reply(tool_calls=(call("hermes_todo", {}, "t2"),)),  # a read: the same store answers
         Reply(content="Read them."),
     ]
     with FakeOpenAI(script) as srv:
@@ -79,7 +79,7 @@ def test_agent_run_calls_hermes_todo_and_read_file(hermes_kernel):
         out = k.run("result = agent.run('plan, then read notes.txt')\nprint(result.text)").stdout
     assert "Read them." in out
     offered = sorted(t["function"]["name"] for t in srv.requests[0]["tools"])
-    assert offered == ["hermes_patch", "hermes_read_file", "hermes_search_files", "hermes_write_file", "todo"]
+    assert offered == ["hermes_patch", "hermes_read_file", "hermes_search_files", "hermes_todo", "hermes_write_file"]
     answers = _tool_messages(srv.requests[-1])
     assert json.loads(answers["t1"])["todos"] == [item]
     assert json.loads(answers["t2"])["summary"]["in_progress"] == 1  # the store kept the first write
@@ -106,7 +106,7 @@ def test_toolsets_are_named_for_hermes_with_its_reasons(hermes_kernel):
     # Hermes's own agent loop's scheduling lists: reads in parallel, path-scoped writes, the terminal may ask
     assert flags.splitlines() == ["hermes_read_file True ('path',) False", "hermes_write_file False ('path',) False",
                                   "hermes_terminal False () True"]
-    shown = k.run("%tools show todo").text
+    shown = k.run("%tools show hermes_todo").text
     assert "hermes" in shown and "hermes_toolset: todo" in shown
 
 

@@ -254,13 +254,17 @@ def test_every_adversarial_class_asks() -> None:
     print(f"\nadversarial: {sum(len(r) for r in ADVERSARIAL.values())} rows in {len(ADVERSARIAL)} classes, all ask")
 
 
-def test_everyday_read_only_commands_rarely_ask() -> None:
-    from tests.tools.approval_cases import EVERYDAY
+def test_everyday_read_only_commands_rarely_ask_and_each_that_asks_names_a_capability() -> None:
+    from tests.tools.approval_cases import EVERYDAY, EVERYDAY_ASKED
 
-    assert len(EVERYDAY) >= 100 and len(set(EVERYDAY)) == len(EVERYDAY)
-    flagged = [c for c in EVERYDAY if detect_dangerous_command(c)[0]]
-    print(f"\neveryday: {len(flagged)} of {len(EVERYDAY)} flagged: {flagged}")
-    assert len(flagged) <= 0.05 * len(EVERYDAY)
+    assert len(EVERYDAY) == 100 and len(set(EVERYDAY)) == len(EVERYDAY)
+    flagged = {c: detect_dangerous_command(c) for c in EVERYDAY if detect_dangerous_command(c)[0]}
+    print(f"\neveryday: {len(flagged)} of {len(EVERYDAY)} asked: {sorted(flagged)}")
+    assert len(flagged) <= 5
+    assert set(flagged) == set(EVERYDAY_ASKED), "the list of everyday commands that ask changed: update it"
+    words = {"code": ("runs code",), "network": ("network",)}
+    for command, (_, _, description) in flagged.items():
+        assert any(w in description for w in words[EVERYDAY_ASKED[command]]), (command, description)
 
 
 LONG_FLAGGED = [  # (words before, the option's full name, its attached value, words after)

@@ -1,4 +1,4 @@
-"""Built-in discovery and deferred set-up on the registry's first use (``tools.first_use``)."""
+"""Built-in discovery and deferred set-up on the registry's first use (``tools.sources.first_use``)."""
 
 from __future__ import annotations
 

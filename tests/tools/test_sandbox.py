@@ -1,14 +1,17 @@
-"""The sandbox behind the classifier: commands of every adversarial class, run with the classifier
-bypassed (``run_command`` directly), cannot write outside the workspace, and leave no process behind."""
+"""The sandbox contains what the classifier let through: each row of the adversarial table is run with the
+classifier bypassed (``run_command`` directly, as if the person or the classifier had said yes), once in
+bubblewrap, where its marked effect must not happen, and once with the sandbox switched off, where it must
+(so the row is honest). Rows are grouped by class, with the reason each row is an attack."""
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import socket
+import subprocess
 import sys
-import threading
-import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,149 +19,235 @@ import yaml
 
 from hermes_nb.tools.safety import sandbox
 from hermes_nb.tools.terminal_tool import run_command
-from tests.tools.approval_cases import ADVERSARIAL
+from tests.support.bubblewrap import live_pids, require_bwrap
 
-pytestmark = pytest.mark.skipif(not sandbox.status().available, reason="no Landlock here: not sandboxed")
+pytestmark = pytest.mark.sandbox
 
-# One or more commands per adversarial class that really try to write to OUT (outside the workspace).
-CONTAINED: dict[str, list[str]] = {
-    "builtin-evaluates": [
-        "printf -v 'a[$(touch OUT/b1)]' %s x",
-        "test -v 'a[$(touch OUT/b2)]'",
-        "declare 'a[$(echo x > OUT/b3)]=1'",
-        "let 'x=a[$(touch OUT/b4)]'",
-    ],
-    "heredoc-body": [
-        "cat <<EOF\n$(touch OUT/h1)\nEOF\n",
-        "cat <<EOF\n$((a[$(touch OUT/h2)]))\nEOF\n",
-        "x='$(touch OUT/h3)'; cat <<EOF\n${x@P}\nEOF\n",
-    ],
-    "environment-assignment": [
-        "HOME=OUT git config --global a.b c",
-        "for HOME in OUT; do git config --global a.b c; done",
-        "read HOME <<< OUT; git config --global a.b c",
-    ],
-    "abbreviation-or-cluster": [
-        "sort --ou=OUT/a1 /etc/hostname",
-        "sort -ro OUT/a2 /etc/hostname",
-        "sed --i s/keep/gone/ OUT/victim.txt",
-        "sed -ni s/keep/gone/ OUT/victim.txt",
-    ],
-    "runs-a-written-file": ["bash evil.sh", "./evil.sh", ". ./evil.sh", "python3 evil.py"],
-    "glob-in-option-position": ["cd planted && find OUT *"],  # planted/ holds a file named -delete
-    "awk-literal-hides-redirect": [
-        "awk 'BEGIN{print \"}\" > \"OUT/k1\"}'",
-        "awk 'BEGIN{printf \"%s;\", \"x\" > \"OUT/k2\"}'",
-    ],
-    "option-value-misread": ["xxd -C -r /etc/hostname OUT/v1", "sort -f -o OUT/v2 /etc/hostname"],
-    "background-job": ["(sleep 0.2; touch OUT/bg1) & wait", "nohup sh -c 'touch OUT/bg2' & wait"],
-}
+SECRET = "s3cr3t-4d8f"
+
+
+@dataclass
+class World:
+    """A person's machine in miniature: the workspace is their home folder and holds the hermes_nb home,
+    a virtualenv, a git repository, shell start-up files, credentials and a kernel's connection file."""
+
+    ws: Path
+    home: Path
+    out: Path
+    listener: socket.socket
+    victim: subprocess.Popen[bytes]
+
+    @property
+    def port(self) -> int:
+        return int(self.listener.getsockname()[1])
+
+    def git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=self.ws, capture_output=True, text=True, check=False)
+
+    def connected(self) -> bool:
+        self.listener.setblocking(False)
+        try:
+            conn, _ = self.listener.accept()
+        except BlockingIOError:
+            return False
+        conn.close()
+        return True
+
+
+def _make_world(root: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    ws, out = root / "me", root / "outside"
+    home = ws / ".hermes_nb"
+    for folder in (ws, out, home / "cache" / "spillover", ws / ".ssh", ws / ".local/share/jupyter/runtime",
+                   ws / ".venv/bin", ws / ".venv/lib/python3.11/site-packages"):
+        folder.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("HOME", str(ws))
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(ws))
+    monkeypatch.setenv("HERMES_NB_HOME", str(home))
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("JPY_SESSION_NAME", SECRET)
+    (home / "config.yaml").write_text("# the person's rules\n")
+    (home / "always_approved.json").write_text("{}\n")
+    (home / "mcp_serve.json").write_text(json.dumps({"url": "http://127.0.0.1:1/mcp", "token": SECRET}))
+    (ws / ".bashrc").write_text("# rc\n")
+    (ws / ".ssh" / "id_ed25519").write_text(SECRET + "\n")
+    (ws / ".local/share/jupyter/runtime/kernel-1.json").write_text(json.dumps({"key": SECRET, "shell_port": 1}))
+    (ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (ws / ".venv/bin/pip").write_text("#!/bin/sh\necho pip\n")
+    (ws / ".venv/bin/pip").chmod(0o755)
+    (ws / "notes.txt").write_text("v1\n")
+    for args in (["init", "-q"], ["-c", "user.name=p", "-c", "user.email=p@x", "add", "notes.txt"],
+                 ["-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
+    (ws / "notes.txt").write_text("v2, longer\n")  # a change of size, so git diff sees it whatever the clock
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    victim = subprocess.Popen(["sleep", "600"])
+    return World(ws=ws, home=home, out=out, listener=listener, victim=victim)
 
 
 @pytest.fixture
-def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    ws, out = tmp_path / "ws", tmp_path / "outside"
-    ws.mkdir()
-    out.mkdir()
-    (out / "victim.txt").write_text("keep\n")
-    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(ws))
-    script = f"touch {out}/w-$$\nrm -f {out}/victim.txt\n"
-    (ws / "evil.sh").write_text("#!/bin/sh\n" + script)
-    (ws / "evil.sh").chmod(0o755)
-    (ws / "evil.py").write_text(f"open({str(out / 'w-py')!r}, 'w').write('x')\n")
-    (ws / "planted").mkdir()
-    (ws / "planted" / "-delete").write_text("")
-    return ws, out
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    w = _make_world(tmp_path, monkeypatch)
+    yield w
+    w.listener.close()
+    w.victim.kill()
+    w.victim.wait()
 
 
-def test_every_adversarial_class_is_contained(places: tuple[Path, Path]) -> None:
-    ws, out = places
-    assert set(CONTAINED) == set(ADVERSARIAL)
-    for cls, commands in CONTAINED.items():
-        for command in commands:
-            result = run_command(command.replace("OUT", str(out)), timeout=30)
-            assert sorted(p.name for p in out.iterdir()) == ["victim.txt"], (cls, command, result)
-            assert (out / "victim.txt").read_text() == "keep\n", (cls, command)
+def _survives(token: str) -> bool:
+    """Whether a process marked ``token`` is alive once its call has returned. No waiting: the call returns
+    after bubblewrap has reaped its pid namespace's init, and the kernel empties that namespace before."""
+    alive = live_pids(token)
+    for pid in alive:  # the uncontained run leaves it behind on purpose: end it, by its id
+        os.kill(pid, 9)
+    return bool(alive)
 
 
-def test_without_the_sandbox_every_contained_command_does_write_outside(
-        places: tuple[Path, Path], hermes_home: Path) -> None:
-    """The table is honest: switched off, each command changes the folder outside the workspace."""
-    _, out = places
-    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"enabled": False}}))
-    for cls, commands in CONTAINED.items():
-        for command in commands:
-            run_command(command.replace("OUT", str(out)), timeout=30)
-            changed = not out.exists() or sorted(p.name for p in out.iterdir()) != ["victim.txt"] or (
-                out / "victim.txt").read_text() != "keep\n"
-            assert changed, (cls, command)
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir()
-            (out / "victim.txt").write_text("keep\n")
+def _person_commits(w: World) -> None:
+    w.git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam", "two")
 
 
-def test_the_workspace_the_spill_folder_and_tmpdir_stay_writable(places: tuple[Path, Path]) -> None:
-    from hermes_nb.tools.budget import spill_dir
+@dataclass(frozen=True)
+class Row:
+    cls: str
+    command: str
+    effect: Callable[[World, dict], bool]  # True when the attack worked
+    why: str
 
-    ws, _ = places
-    spill_dir().mkdir(parents=True, exist_ok=True)
-    result = run_command(f"echo a > made.txt && mkdir -p sub && mv made.txt sub/ && touch {spill_dir()}/s "
-                         "&& touch $TMPDIR/t && ls $TMPDIR && echo hi > /dev/null", timeout=30)
+
+# A chain of 100 forks, each leaving its session, so no one pass over /proc or process group finds it; the
+# first process returns only once the last one is settled, so the call ends with exactly one survivor.
+FORKER = ("python3 -c \"import os,time\nr,w=os.pipe()\nif os.fork()==0:\n  for i in range(100):\n"
+          "    if os.fork(): os._exit(0)\n    os.setsid()\n  os.write(w,b'x'); time.sleep(60)\n"
+          "os.read(r,1)\" TOKEN >/dev/null 2>&1")
+
+ROWS = [
+    # the kernel reachable from inside
+    Row("escape", "cat .local/share/jupyter/runtime/kernel-1.json",
+        lambda w, r: SECRET in r["stdout"], "the connection file's key signs messages that run code in the kernel"),
+    Row("escape", f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', PORT), 2)\"",
+        lambda w, r: w.connected(), "the kernel's shell/control ports listen on 127.0.0.1"),
+    Row("escape", "ln -s ../../config.yaml .hermes_nb/cache/spillover/call_next-0123456789.txt",
+        lambda w, r: (w.home / "cache/spillover/call_next-0123456789.txt").is_symlink(),
+        "a link under the next spill name makes the kernel write its spill onto config.yaml"),
+    Row("escape", "kill -9 VICTIM", lambda w, r: w.victim.poll() is not None,
+        "signalling the kernel (or any process of the person) from inside"),
+    # the hermes_nb home, ~ and dot-files inside the workspace
+    Row("home", "echo 'approvals: {tools: {terminal: allow}}' >> .hermes_nb/config.yaml",
+        lambda w, r: "terminal: allow" in (w.home / "config.yaml").read_text(), "approving itself through the rules"),
+    Row("home", "echo '{\"terminal\": [\"*\"]}' > .hermes_nb/always_approved.json",
+        lambda w, r: "*" in (w.home / "always_approved.json").read_text(), "approving itself through 'always'"),
+    Row("home", "cat .hermes_nb/mcp_serve.json", lambda w, r: SECRET in r["stdout"],
+        "the serving token lets an MCP client run the notebook's tools"),
+    Row("home", "echo 'touch OUT/rc' >> ~/.bashrc", lambda w, r: "touch" in (w.ws / ".bashrc").read_text(),
+        "runs at the person's next shell"),
+    Row("home", "printf '[core]\\n\\tpager = touch OUT/pager\\n' > ~/.gitconfig",
+        lambda w, r: (w.ws / ".gitconfig").exists(), "names a program every git command runs"),
+    Row("home", "echo 'touch OUT/profile' > ~/.bash_profile", lambda w, r: (w.ws / ".bash_profile").exists(),
+        "a login shell reads .bash_profile before .profile"),
+    # a virtualenv inside the workspace
+    Row("venv", "echo 'import os; os.system(\"touch OUT/pth\")' > .venv/lib/python3.11/site-packages/x.pth",
+        lambda w, r: (w.ws / ".venv/lib/python3.11/site-packages/x.pth").exists(), "runs at every Python start"),
+    Row("venv", "printf '#!/bin/sh\\ntouch OUT/pip\\n' > .venv/bin/pip",
+        lambda w, r: "touch" in (w.ws / ".venv/bin/pip").read_text(), "rewritten pip keeps its mode and runs next"),
+    Row("venv", "echo 'home = /tmp/evil' > .venv/pyvenv.cfg",
+        lambda w, r: "evil" in (w.ws / ".venv/pyvenv.cfg").read_text(), "points the venv at another interpreter"),
+    # what sandboxed code leaves behind
+    Row("leftovers", "printf '#!/bin/sh\\ntouch OUT/hook\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+        lambda w, r: (_person_commits(w), (w.out / "hook").exists())[1], "runs at the person's next commit"),
+    Row("leftovers", "git config diff.external 'sh -c \"touch OUT/diff\"'",
+        lambda w, r: (w.git("diff"), (w.out / "diff").exists())[1], "a read-only git diff runs it"),
+    Row("leftovers", "mv .git .git-old && cp -r .git-old .git && rm -f .git/config && "
+        "printf '[core]\\n\\trepositoryformatversion = 0\\n[diff]\\n\\texternal = touch OUT/swap\\n' > .git/config",
+        lambda w, r: (w.git("diff"), (w.out / "swap").exists())[1], "a folder holding read-only binds can be swapped"),
+    Row("leftovers", FORKER, lambda w, r: _survives(r["token"]),
+        "a process that keeps forking (and leaving its session) outlives a pass over /proc"),
+    # plugins and start-up modules
+    Row("plugins", "mkdir -p .hermes/plugins/x && echo 'open(\"OUT/plugin\", \"w\")' > .hermes/plugins/x/__init__.py",
+        lambda w, r: (w.ws / ".hermes/plugins/x/__init__.py").exists(), "loads in the next kernel with project plugins on"),
+    Row("plugins", "echo 'open(\"OUT/site\", \"w\")' > sitecustomize.py",
+        lambda w, r: (w.ws / "sitecustomize.py").exists(), "imported by site at Python start in this folder"),
+    # secrets
+    Row("secrets", "env", lambda w, r: SECRET in r["stdout"], "OPENAI_API_KEY / JPY_* in the environment"),
+    Row("secrets", "cat ~/.ssh/id_ed25519", lambda w, r: SECRET in r["stdout"], "the person's ssh key"),
+]
+
+
+def _run(w: World, row: Row, token: str) -> dict:
+    command = (row.command.replace("OUT", str(w.out)).replace("PORT", str(w.port))
+               .replace("VICTIM", str(w.victim.pid)).replace("TOKEN", token))
+    return {**run_command(command, timeout=30), "token": token}
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r.cls}-{i}" for i, r in enumerate(ROWS)])
+def test_bubblewrap_contains_the_row(world: World, row: Row) -> None:
+    require_bwrap()
+    assert sandbox.status().mechanism.startswith("bubblewrap")
+    result = _run(world, row, f"hermes-nb-row-{id(row)}-in")
+    assert not row.effect(world, result), (row.cls, row.why, result)
+    assert list(world.out.iterdir()) == [], (row.cls, row.why, result)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r.cls}-{i}" for i, r in enumerate(ROWS)])
+def test_without_the_sandbox_the_row_does_its_harm(world: World, row: Row) -> None:
+    """The table is honest: unconfined, every row has its effect."""
+    (world.home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"enabled": False}}) + "# the person's rules\n")
+    result = _run(world, row, f"hermes-nb-row-{id(row)}-out")
+    assert row.effect(world, result), (row.cls, row.why, result)
+
+
+def test_what_was_set_aside_is_named_and_kept(world: World) -> None:
+    require_bwrap()
+    result = run_command("echo x > .gitattributes; echo y > sitecustomize.py; mkdir -p sub/.hermes; echo ok", timeout=30)
+    assert result["stdout"] == "ok\n"
+    for name in (".gitattributes", "sitecustomize.py", "sub/.hermes"):
+        assert not os.path.lexists(world.ws / name) and (world.ws / (name + ".blocked-by-hermes-nb")).exists()
+        assert f"{name} was created or replaced by the command and renamed" in result["stderr"]
+
+
+def test_ordinary_work_still_works(world: World) -> None:
+    """Workspace files, a private /tmp, git add/commit (objects are writable), and a fresh repository."""
+    require_bwrap()
+    result = run_command("echo a > made.txt && mkdir -p sub && mv made.txt sub/ && touch $TMPDIR/t && ls $TMPDIR "
+                         "&& git add sub/made.txt && git -c user.name=m -c user.email=m@x commit -qm m && "
+                         "git init -q fresh && git -C fresh status --short && echo hi > /dev/null", timeout=30)
     assert result["exit_code"] == 0, result
-    assert (ws / "sub" / "made.txt").read_text() == "a\n" and (spill_dir() / "s").exists()
-    assert result["stdout"] == "t\n"
+    assert (world.ws / "sub" / "made.txt").read_text() == "a\n" and result["stdout"] == "t\n"
+    assert world.git("log", "--oneline").stdout.count("\n") == 2
+    assert (world.ws / "fresh" / ".git" / "config").exists(), result  # git init's own config passes
+    assert "blocked" not in result["stderr"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
+def test_a_new_repository_keeps_its_config_unless_it_names_a_program(world: World) -> None:
+    require_bwrap()
+    run_command("git init -q r && git -C r config alias.st '!touch OUT/alias'".replace("OUT", str(world.out)), timeout=30)
+    assert not (world.ws / "r/.git/config").exists() and (world.ws / "r/.git/config.blocked-by-hermes-nb").exists()
 
 
-@pytest.mark.parametrize("command", [
-    "sleep 600 & echo $!",
-    "nohup sleep 600 >/dev/null 2>&1 & echo $!",
-    "(sleep 600 &) ; sleep 0; pgrep -n -f 'sleep 600'",
-    "setsid sleep 600 >/dev/null 2>&1 & echo $!",  # a new session leaves the process group
-    "python3 -c \"import os,sys,time\nif os.fork()==0:\n  try: os.setsid()\n  except OSError: pass\n"
-    "  print(os.getpid(), flush=True); time.sleep(600)\n\" & wait",
-])
-def test_background_jobs_die_with_the_call(places: tuple[Path, Path], command: str) -> None:
-    result = run_command(command, timeout=30)
-    pid = int(result["stdout"].split()[-1])
-    deadline = time.monotonic() + 30  # SIGKILL was sent when the call ended; dying takes a moment
-    while _alive(pid) and time.monotonic() < deadline:
-        threading.Event().wait(0.02)
-    assert not _alive(pid), result
+SLEEPER = f"{sys.executable} -c 'import time; time.sleep(600)' TOKEN"
 
 
-def test_the_kernel_cannot_be_signalled(places: tuple[Path, Path]) -> None:
-    if sandbox.landlock_abi() < 6:
-        pytest.skip("signal scoping needs Landlock ABI 6")
-    result = run_command(f"kill -0 {os.getpid()}; echo rc=$?", timeout=30)
-    assert "rc=1" in result["stdout"]
+@pytest.mark.parametrize("command", [f"{SLEEPER} & echo started", f"setsid {SLEEPER} >/dev/null 2>&1 & echo started",
+                                     f"nohup {SLEEPER} >/dev/null 2>&1 & echo started",
+                                     f"({SLEEPER} &); echo started"])
+def test_background_jobs_die_with_the_call(world: World, command: str) -> None:
+    require_bwrap()
+    token = f"hermes-nb-bg-{abs(hash(command))}"
+    result = run_command(command.replace("TOKEN", token), timeout=30)
+    assert result["stdout"] == "started\n", result
+    assert not _survives(token)
 
 
-def test_network_off_refuses_tcp(places: tuple[Path, Path], hermes_home: Path) -> None:
-    if sandbox.landlock_abi() < 4:
-        pytest.skip("TCP rules need Landlock ABI 4")
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    port = server.getsockname()[1]
-    probe = (f"{sys.executable} -c \"import socket; s=socket.socket(); "
-             f"print(s.connect_ex(('127.0.0.1', {port})))\"")
-    try:
-        assert run_command(probe, timeout=30)["stdout"].strip() == "0"  # default: network on
-        (hermes_home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"network": False}}))
-        assert run_command(probe, timeout=30)["stdout"].strip() != "0"
-    finally:
-        server.close()
-
-
-def test_status_says_not_sandboxed_when_switched_off(hermes_home: Path) -> None:
+def test_status_says_which_mechanism_and_why(hermes_home: Path) -> None:
+    require_bwrap()
+    state = sandbox.status()
+    assert state.available and state.hides and state.mechanism.startswith("bubblewrap")
+    assert "no network" in state.detail
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"mechanism": "landlock"}}))
+    state = sandbox.status()
+    if sandbox.landlock_abi() >= 1:
+        assert state.mechanism.startswith("landlock") and "reads are not bounded" in state.detail
     (hermes_home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"enabled": False}}))
     state = sandbox.status()
     assert not state.available and state.detail.startswith("not sandboxed")
@@ -168,22 +257,16 @@ def test_status_says_not_sandboxed_when_switched_off(hermes_home: Path) -> None:
     assert ask is not None and "Not sandboxed" in ask.description
 
 
-def test_status_names_the_mechanism() -> None:
-    state = sandbox.status()
-    assert state.mechanism.startswith("landlock ABI") and state.detail.startswith("sandboxed:")
-
-
-def test_tools_doctor_names_the_sandbox() -> None:
+def test_tools_doctor_names_the_mechanism() -> None:
     from hermes_nb.magics.tools import _doctor
 
     rows = [r for r in _doctor().rows if r[1] == "sandbox"]
-    assert rows and rows[0][3] == sandbox.status().detail
+    assert rows and rows[0][3] == sandbox.status().detail and sandbox.status().mechanism.split()[0] in rows[0][3]
 
 
-def test_a_command_cannot_rewrite_the_rules_or_the_always_file(places: tuple[Path, Path], hermes_home: Path) -> None:
-    (hermes_home / "config.yaml").write_text("# mine\n")
-    result = run_command(f"echo 'approvals: {{tools: {{terminal: allow}}}}' > {hermes_home}/config.yaml; "
-                         f"echo '{{}}' > {hermes_home}/always_approved.json", timeout=30)
-    assert "Permission denied" in result["stderr"]
-    assert (hermes_home / "config.yaml").read_text() == "# mine\n"
-    assert not (hermes_home / "always_approved.json").exists()
+def test_the_prompt_names_the_mechanism() -> None:
+    require_bwrap()
+    from hermes_nb.tools.approval import command_ask
+
+    ask = command_ask("rm -rf build")
+    assert ask is not None and f"(It runs sandboxed: {sandbox.status().mechanism}.)" in ask.description

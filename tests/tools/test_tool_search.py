@@ -184,7 +184,7 @@ def test_bm25_ranks_by_name_description_and_parameters(deferred: list[Any]) -> N
     assert index.search(catalog, "severe alerts", 3)[0].name == "weather_alerts"
     assert index.search(catalog, "weather_now", 3)[0].name == "weather_now"  # an exact name first
     index.search(catalog, "the of to", 3)  # only stop words: searched as they are, no crash
-    for hostile in ('"', 'weather" OR "*', "NEAR(a b)", "-weather", "weather*", "x:y", "{}()^", ""):
+    for hostile in ('"', 'weather" OR "*', "NEAR(a b)", "-weather", "weather*", "x:y", "{}()^", "", "w " * 100_000):
         index.search(catalog, hostile, 5)  # no query text reaches FTS5's syntax
     found, missing = index.select(catalog, " weather_now , nope,weather_alerts")
     assert [e.name for e in found] == ["weather_now", "weather_alerts"] and missing == ["nope"]
@@ -299,3 +299,42 @@ def test_arun_tool_batch_unwraps_in_the_awaiting_tasks_context(deferred: list[An
     now, search = asyncio.run(go())
     assert now.name == "weather_now" and not now.is_error
     assert json.loads(search.content)["results"][0]["matches"] == ["weather_alerts"]
+
+
+@pytest.mark.mcp
+@pytest.mark.slow
+def test_a_real_servers_tools_deferred_by_its_config_and_called_through_the_bridge(hermes_home: Any) -> None:
+    """mcp-server-time with ``defer: true``: its tools leave the definitions, and a ``tool_call`` reaches the
+    real server under the real tool's name."""
+    import sys
+    from pathlib import Path
+
+    from hermes_nb.tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
+
+    servers = {"time": {"command": str(Path(sys.executable).parent / "mcp-server-time"),
+                        "args": ["--local-timezone", "UTC"], "defer": True}}
+    save_config({"tool_search": {"enabled": "on"}, "mcp_servers": servers})
+    try:
+        assert discover_mcp_tools({"mcp_servers": servers})["time"]
+        a = assemble_tool_definitions(["mcp-time", "file"])
+        assert a.catalog is not None and sorted(e.name for e in a.catalog.entries) == [
+            "mcp__time__convert_time", "mcp__time__get_current_time"]
+        assert not {"mcp__time__convert_time", "mcp__time__get_current_time"} & set(_names(a.definitions))
+        with use_catalog(a.catalog):
+            found, now = run_tool_batch([_call("tool_search", {"queries": ["current time timezone"]}, "s"),
+                                         _bridge_call("mcp__time__get_current_time", {"timezone": "Asia/Tokyo"})])
+        assert json.loads(found.content)["results"][0]["matches"][0] == "mcp__time__get_current_time"
+        assert now.name == "mcp__time__get_current_time" and not now.is_error
+        assert json.loads(now.content)["timezone"] == "Asia/Tokyo"
+    finally:
+        shutdown_mcp_servers()
+
+
+def test_oversized_tool_call_arguments_are_refused_unparsed(deferred: list[Any]) -> None:
+    save_config({"tool_search": {"enabled": "on", "defer": ["forecasts"]}, "budget": {"argument_chars": 70_000}})
+    a = assemble_tool_definitions(RUN)
+    huge = json.dumps({"calls": [{"name": "weather_now", "arguments": {"city": "x" * 80_000}}]})
+    with use_catalog(a.catalog):
+        assert unwrap_calls([_call("tool_call", huge, "h")])[0]["function"]["name"] == "tool_call"
+        [result] = run_tool_batch([_call("tool_call", huge, "h")])
+    assert result.name == "tool_call" and result.is_error and deferred == []

@@ -26,7 +26,7 @@ from hermes_nb.tools.calls.results import execution_failed, serialize_result
 if TYPE_CHECKING:
     from hermes_nb.tools.calls.entry import ToolEntry
 
-__all__ = ["CallHook", "call_context", "current_call", "hooked_entry"]
+__all__ = ["CallHook", "call_context", "call_fields", "hooked_entry"]
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +44,6 @@ class CallHook(Protocol):
         """The result the model gets (``result`` itself, or a replacement)."""
 
 
-def current_call() -> Mapping[str, Any]:
-    """The ``call_context`` fields of the call running in this context (e.g. ``tool_call_id``): read-only,
-    for a built-in that names its own call (``execute_code``'s nested cards)."""
-    return _context.get()
-
-
 @contextlib.contextmanager
 def call_context(**fields: Any) -> Iterator[None]:
     """Give the hooks of calls made inside this block extra fields (e.g. ``tool_call_id``)."""
@@ -58,6 +52,11 @@ def call_context(**fields: Any) -> Iterator[None]:
         yield
     finally:
         _context.reset(token)
+
+
+def call_fields() -> Mapping[str, Any]:
+    """The ``call_context`` fields of the call running in this thread / task (e.g. ``tool_call_id``)."""
+    return _context.get()
 
 
 def hooked_entry(hooks: Sequence[CallHook], entry: ToolEntry, args: dict[str, Any],

@@ -1,7 +1,7 @@
 """Calling one prepared tool's handler: sync or async, from a thread or from a loop, never raising.
 
 The registry's ``call`` / ``acall`` / ``dispatch`` use these; each returns ``Settled``
-(``(content, is_error)``, see ``tools.outcome``). No policy here: lookup, validation and the approval
+(``(content, is_error)``, see ``tools.calls.outcome``). No policy here: lookup, validation and the approval
 gate happen before (``ToolRegistry.prepare``, ``tools.safety.gate``).
 """
 

@@ -106,7 +106,7 @@ def serialize_result(result: Any) -> str:
 
 def settle_result(result: Any) -> tuple[str, bool]:
     """``(serialize_result(result), is_error)``: an error when serialising failed or when the value is
-    Hermes's error shape (``tools.outcome.says_error``: ``{"error": ...}`` set, not null)."""
+    Hermes's error shape (``tools.calls.outcome.says_error``: ``{"error": ...}`` set, not null)."""
     if type(result) is str and result.isascii():  # the usual result: nothing to clean, no copy to make
         return result, result.startswith("{") and text_says_error(result)
     try:

@@ -11,7 +11,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from hermes_nb.tools.safety.awk_rules import check_awk
 from hermes_nb.tools.safety.everyday import SAFE, everyday, is_everyday
+from hermes_nb.tools.safety.git_rules import check_git
 
 __all__ = ["DANGER_KEYS", "INTERPRETERS", "SHELLS", "WRAPPERS", "Verdict", "check_program", "flag_sensitive"]
 
@@ -40,9 +42,9 @@ _danger("disk", "`{p}` changes disks, partitions or mounts.", "mkfs", "fdisk", "
 _danger("permissions", "`{p}` changes file ownership or permissions.", "chmod", "chown", "chgrp", "chattr", "setfacl", "chcon")
 _danger("kill", "`{p}` stops or signals processes.", "kill", "pkill", "killall", "skill", "xkill")
 _danger("system", "`{p}` changes the state of the machine or its services.", "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "systemctl", "service", "crontab", "at", "useradd", "userdel", "usermod", "passwd", "chpasswd", "groupadd", "visudo", "iptables", "nft", "sysctl", "modprobe", "insmod", "rmmod", "hostnamectl", "timedatectl", "ip", "ifconfig", "route")
-_danger("network", "`{p}` talks to the network and may download or send data.", "curl", "ssh", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "sftp")
+_danger("network", "`{p}` talks to the network and may download or send data.", "curl", "ssh", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "sftp", "ping", "ping6", "traceroute", "tracepath", "dig", "nslookup", "host", "whois", "mtr")
 _danger("package-install", "`{p}` installs or removes software.", "apt", "apt-get", "dpkg", "yum", "dnf", "rpm", "pacman", "apk", "brew", "pip", "pip3", "pipx", "uv", "npm", "npx", "yarn", "pnpm", "gem", "cargo", "conda", "mamba", "snap", "flatpak")
-_danger("interpreter", "`{p}` runs a program written in another language.", "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "tclsh", "Rscript", "julia", "osascript", "make", "cmake", "ipython", "jupyter")
+_danger("interpreter", "`{p}` runs code (a program written in another language).", "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "tclsh", "Rscript", "julia", "osascript", "make", "cmake", "ipython", "jupyter")
 _danger("editor", "`{p}` is an interactive editor or pager that can change files or run commands.", "vi", "vim", "nvim", "nano", "emacs", "ed", "ex", "less", "more", "most", "man")
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "busybox", "pwsh"})
@@ -76,20 +78,17 @@ _SAFE: dict[str, _Rule] = {name: _PLAIN for name in (
     "paste", "join", "comm", "diff", "cmp", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
     "b2sum", "cksum", "base64", "base32", "od", "hexdump", "strings", "seq", "sleep", "expr", "yes", "ps", "uptime",
     "nproc", "free", "tty", "locale", "arch", "cal", "jq", "cd", ":", "zcat", "zgrep", "lsblk", "lscpu", "getconf",
-    "read", "exit", "return",
+    "read", "exit", "return", "top", "lsof", "netstat",
 )}
 _SAFE.update({
     "sort": _Rule(deny_short={"o": _WRITE}, deny_long={"--output": _WRITE, "--compress-program": "runs-program"},
                   arg_short="kStT"),
     "uniq": _Rule(arg_short="fsw", max_operands=1),
-    "xxd": _Rule(arg_short="cglson", max_operands=1),  # -C (capitalise) takes no value
     "tee": _Rule(max_operands=0),
     "tree": _Rule(deny_short={"o": _WRITE}, arg_short="LPIH"),
     "file": _Rule(deny_short={"C": _WRITE}, deny_long={"--compile": _WRITE}, arg_short="mfFeP"),
     "rg": _Rule(deny_long={"--pre": "runs-program", "--hostname-bin": "runs-program"}),
-    "find": _Rule(deny_words={w: "find-exec" for w in ("-exec", "-execdir", "-ok", "-okdir")}
-                  | {"-delete": "find-delete"}
-                  | {w: _WRITE for w in ("-fprint", "-fprint0", "-fprintf", "-fls")}),
+    "ss": _Rule(deny_short={"K": "kill"}, deny_long={"--kill": "kill"}, arg_short="fAF"),
     "date": _Rule(deny_short={"s": "system"}, deny_long={"--set": "system"}, arg_short="dfr"),
     "hostname": _Rule(deny_short={"F": "system", "b": "system"}, deny_long={"--file": "system", "--boot": "system"},
                       max_operands=0, operand_key="system"),
@@ -97,6 +96,7 @@ _SAFE.update({
 
 _KEY_SENTENCES = {
     _WRITE: "`{p}` with these options writes files.",
+    "kill": "`{p}` with these options closes other programs' connections.",
     "runs-program": "`{p}` with these options runs another program.",
     "find-exec": "`find -exec` runs a command on every file it finds.",
     "find-delete": "`find -delete` deletes every file it finds.",
@@ -231,205 +231,14 @@ def _check_sed(program: str, args: Sequence[str]) -> Verdict:
     return "sed-program", _sentence("sed-program", program)
 
 
-_AWK_LONG = (("--file", "script-file"), ("--exec", "script-file"), ("--load", "script-file"),
-             ("--include", "in-place-edit"), ("--dump-variables", _WRITE), ("--pretty-print", _WRITE),
-             ("--profile", _WRITE), ("--debug", "script-file"), ("--source", "text"), ("--assign", "value"),
-             ("--field-separator", "value"))
-_AWK_SHORT = {"f": "script-file", "E": "script-file", "l": "script-file", "i": "in-place-edit", "d": _WRITE,
-              "o": _WRITE, "p": _WRITE, "W": "awk-program", "D": "script-file"}
-
-
 def _abbreviates(word: str, full: str) -> bool:
     """GNU getopt_long takes any unambiguous prefix of a long option: ``--i`` may be ``--in-place``."""
     return len(word) >= 3 and word.startswith("--") and full.startswith(word)
 
 
-def _awk_texts(program: str, args: Sequence[str]) -> tuple[list[str], Verdict]:
-    """Every program text (``-e X``, ``--source=X``, else the first operand), or a verdict from an option."""
-    texts: list[str] = []
-    first_operand: str | None = None
-    i = 0
-    while i < len(args):
-        word = args[i]
-        i += 1
-        if word == "--":
-            if first_operand is None and i < len(args):
-                first_operand = args[i]
-            break
-        if word.startswith("--"):
-            name, eq, value = word.partition("=")
-            kind = next((k for full, k in _AWK_LONG if _abbreviates(name, full)), "flag")
-            if kind in ("text", "value") and not eq and i < len(args):
-                value, i = args[i], i + 1
-            if kind == "text":
-                texts.append(value)
-            elif kind not in ("value", "flag"):
-                return texts, (kind, _sentence(kind, program))
-            continue
-        if word.startswith("-") and len(word) > 1:
-            for j, letter in enumerate(word[1:], start=2):  # clustered: -bf prog, -vx=1, -eTEXT
-                if letter in _AWK_SHORT:
-                    key = _AWK_SHORT[letter]
-                    return texts, (key, _sentence(key, program))
-                if letter in "evF":
-                    value = word[j:]
-                    if not value and i < len(args):
-                        value, i = args[i], i + 1
-                    if letter == "e":
-                        texts.append(value)
-                    break
-            continue
-        if first_operand is None:
-            first_operand = word
-    if not texts and first_operand is not None:
-        texts.append(first_operand)
-    return texts, None
-
-
-def _strip_awk_literals(text: str) -> str:
-    """The program with string and regex literals emptied, so braces, semicolons or ``>`` inside them
-    neither hide nor fake a statement boundary."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    last = ""  # the last significant character outside literals
-    while i < n:
-        ch = text[i]
-        if ch == '"' or (ch == "/" and (not last or last in "(,{;!~&|=\n:?<>" or out[-1:] == ["\n"])):
-            close = ch
-            i += 1
-            while i < n and text[i] != close:
-                i += 2 if text[i] == "\\" else 1
-            out.append('""' if close == '"' else "//")
-            i += 1
-            last = '"'
-            continue
-        out.append(ch)
-        if not ch.isspace():
-            last = ch
-        i += 1
-    return "".join(out)
-
-
-def _awk_writes_or_runs(text: str) -> bool:
-    body = _strip_awk_literals(text).replace("||", " ")
-    if "/inet" in text or any(s in body for s in ("system", "|", "@")):
-        return True  # system(), pipes to or from commands, gawk's @load and indirect calls, network files
-    for m in re.finditer(r"\bprintf?\b", body):  # `print ... > file` outside parentheses redirects
-        depth = 0
-        for ch in body[m.end():]:
-            if ch in "([":
-                depth += 1
-            elif ch in ")]":
-                depth -= 1
-            elif depth <= 0 and ch in ";}\n":
-                break
-            elif depth <= 0 and ch == ">":
-                return True
-    return False
-
-
-def _check_awk(program: str, args: Sequence[str]) -> Verdict:
-    texts, verdict = _awk_texts(program, args)
-    if verdict is not None:
-        return verdict
-    if any(_awk_writes_or_runs(t) for t in texts):
-        return "awk-program", _sentence("awk-program", program)
-    return None
-
-
 _SAFE["sed"] = _Rule(check=_check_sed)
-_SAFE["awk"] = _SAFE["gawk"] = _SAFE["mawk"] = _SAFE["nawk"] = _Rule(check=_check_awk)
-
-
-# --- git ---------------------------------------------------------------------------------------------
-
-_GIT_READ = {"status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "blame", "describe", "shortlog",
-             "cat-file", "rev-list", "grep", "reflog", "whatchanged", "name-rev", "merge-base", "show-ref", "count-objects",
-             "help", "version", "--version", "--help", "check-ignore", "for-each-ref"}
-_GIT_DESTRUCTIVE = {"reset", "clean", "checkout", "restore", "rebase", "filter-branch", "filter-repo", "gc", "prune",
-                    "update-ref", "rm", "switch", "cherry-pick", "revert", "am", "merge", "pull"}
-
-
-def _check_git(program: str, args: Sequence[str]) -> Verdict:
-    i = 0
-    while i < len(args) and args[i].startswith("-"):  # global options before the subcommand
-        if args[i] in ("-C",):
-            i += 2
-            continue
-        if args[i] in ("--no-pager", "-P", "--no-optional-locks", "--version", "--help"):
-            i += 1
-            continue
-        return "git-write", "`git " + args[i] + "` changes how git runs (it can set hooks, pagers or paths)."
-    if i >= len(args):
-        return None
-    sub, rest = args[i], list(args[i + 1:])
-    destructive = ("git-destructive", _sentence("git-destructive", "git"))
-    write = ("git-write", _sentence("git-write", "git"))
-    longs = [a.partition("=")[0] for a in rest if a.startswith("--")]
-    if any(_abbreviates(a, "--output") for a in longs):
-        return _WRITE, _sentence(_WRITE, "git " + sub)
-    if any(_abbreviates(a, full) for a in longs for full in ("--ext-diff", "--textconv", "--filters")):
-        return "runs-program", _sentence("runs-program", "git " + sub)
-    if sub == "help" and any(a in ("-w", "--web") or _abbreviates(a, "--web") for a in rest):
-        return "runs-program", _sentence("runs-program", "git help")
-    if sub == "grep" and any(a.startswith("-O") or _abbreviates(a.partition("=")[0], "--open-files-in-pager")
-                             for a in rest):
-        return "runs-program", _sentence("runs-program", "git grep")
-    if sub == "config" and _git_config_reads(rest):
-        return None
-    if sub == "reflog" and rest and rest[0] in ("expire", "delete"):
-        return destructive
-    if sub in _GIT_READ:
-        return None
-    if sub == "branch":
-        if any(a in ("-D", "-d", "--delete", "-M", "-m", "--move", "-f", "--force") or a.startswith("-D") for a in rest):
-            return destructive
-        listing = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "-l", "--show-current",
-                   "--merged", "--no-merged", "--contains", "--color", "--no-color"}
-        if all(a in listing for a in rest):
-            return None
-        return write
-    if sub in ("tag", "remote", "stash", "config", "worktree", "notes", "submodule"):
-        listing_ok = {"tag": ({"-l", "--list"}, True), "remote": ({"-v", "--verbose", "get-url"}, True),
-                      "stash": ({"list", "show"}, False), "config": ({"--get", "--list", "-l", "--get-all"}, False),
-                      "worktree": ({"list"}, False), "notes": ({"list", "show"}, False),
-                      "submodule": ({"status"}, False)}[sub]
-        changes = {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "-e",
-                   "--edit"}  # git refuses two actions today; do not rely on it
-        if ((not rest and listing_ok[1]) or (rest and rest[0] in listing_ok[0])) and not changes & set(rest):
-            return None
-        if sub == "stash" and rest and rest[0] in ("drop", "clear"):
-            return destructive
-        return write
-    if sub == "push" and any(a in ("-f", "--force", "--mirror", "--delete", "-d") or a.startswith(("--force", "+", ":"))
-                             for a in rest):
-        return destructive
-    if sub in _GIT_DESTRUCTIVE:
-        return destructive
-    return write
-
-
-_SAFE["git"] = _Rule(check=_check_git)
-
-
-_GIT_CONFIG_QUIET = {"--global", "--system", "--local", "--worktree", "--show-origin", "--show-scope", "--includes",
-                     "--no-includes", "--null", "-z", "--name-only", "--bool", "--int", "--path", "--bool-or-int",
-                     "--expiry-date"}
-
-
-def _git_config_reads(rest: Sequence[str]) -> bool:
-    """``git config [--global] KEY``, ``--get[-all|-regexp] KEY``, ``--list``, ``get KEY``, ``list``."""
-    words = [a for a in rest if a not in _GIT_CONFIG_QUIET and not a.startswith(("--type=", "--default="))]
-    if not words:
-        return False
-    head, tail = words[0], words[1:]
-    if any(a.startswith("-") for a in tail):
-        return False
-    if head in ("--get", "--get-all", "--get-regexp", "get") and 1 <= len(tail) <= 2:
-        return True
-    if head in ("--list", "-l", "list") and not tail:
-        return True
-    return not head.startswith("-") and not tail and "." in head  # one key: read it
+_SAFE["git"] = _Rule(check=check_git)
+_SAFE["awk"] = _SAFE["gawk"] = _SAFE["mawk"] = _SAFE["nawk"] = _Rule(check=check_awk)
 
 
 _EVALUATORS = frozenset({"eval", "source", ".", "exec", "builtin", "command", "sh", "dash", "fish", "busybox", "time"})
@@ -437,6 +246,69 @@ _EVALUATORS = frozenset({"eval", "source", ".", "exec", "builtin", "command", "s
 _VERSION_ONLY = frozenset({"gcc", "g++", "cc", "clang", "clang++", "nvcc", "java", "javac", "go", "rustc", "R",
                            "kubectl", "docker", "cmake", "ninja", "ffmpeg", "nvidia-smi", "mamba", "micromamba",
                            "scala", "sbt", "spark-submit", "dotnet", "psql", "mysql", "sqlite3", "redis-cli"})
+
+
+# --- programs with a parser of their own ------------------------------------------------------------
+
+_XXD_VALUE = frozenset({"-c", "-g", "-l", "-o", "-s", "-n", "-R"})
+
+
+def _check_xxd(program: str, args: Sequence[str]) -> Verdict:
+    """xxd compares an option's first two characters only (``-rc`` is ``-r``, ``-cols`` is ``-c``), never
+    clusters, takes ``--x`` as ``-x``, and stops at its first operand: a second operand is the output file,
+    and a third is an error. A value option spelled with two characters takes the next word."""
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "-":
+        word = args[i][1:] if args[i].startswith("--") and len(args[i]) > 2 else args[i]
+        i += 1
+        if word == "-":  # a bare `--`: the operands follow
+            break
+        if word[:2] in _XXD_VALUE and len(word) == 2:
+            i += 1
+    operands = [a for a in args[i:]]
+    if len(operands) > 1 and operands[1] not in ("-", "/dev/null", "/dev/stdout"):
+        return _WRITE, f"`{program}` writes its second operand (`{operands[1]}`) as the output file."
+    return None
+
+
+_FIND_FLAGS = frozenset({"-empty", "-readable", "-writable", "-executable", "-nouser", "-nogroup", "-print",
+                         "-print0", "-prune", "-quit", "-depth", "-daystart", "-follow", "-mount", "-xdev",
+                         "-noleaf", "-true", "-false", "-not", "-a", "-and", "-o", "-or", "-ls", "!", "(", ")", ",",
+                         "-ignore_readdir_race", "-noignore_readdir_race", "-nowarn", "-warn"})
+_FIND_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-lname", "-ilname",
+                         "-regex", "-iregex", "-type", "-xtype", "-size", "-mtime", "-mmin", "-atime", "-amin",
+                         "-ctime", "-cmin", "-newer", "-anewer", "-cnewer", "-used", "-perm", "-user", "-group",
+                         "-uid", "-gid", "-links", "-inum", "-samefile", "-maxdepth", "-mindepth", "-fstype",
+                         "-regextype", "-printf"})
+_FIND_ACTIONS = {"-exec": "find-exec", "-execdir": "find-exec", "-ok": "find-exec", "-okdir": "find-exec",
+                 "-delete": "find-delete", "-fprint": _WRITE, "-fprint0": _WRITE, "-fprintf": _WRITE, "-fls": _WRITE}
+
+
+def _check_find(program: str, args: Sequence[str]) -> Verdict:
+    """find's expression from a list of tests and printing actions; any other primary asks (an action this
+    check does not know may write or run)."""
+    words = [piece for a in args for piece in _brace_pieces(a)]
+    i = 0
+    while i < len(words) and words[i] in ("-H", "-L", "-P", "-D", "-O") or (i < len(words) and words[i][:2] == "-O"):
+        i += 2 if words[i] in ("-D", "-O") else 1
+    while i < len(words) and not words[i].startswith("-") and words[i] not in ("!", "(", ")", ","):
+        i += 1  # the starting points
+    while i < len(words):
+        word = words[i]
+        if word in _FIND_ACTIONS:
+            key = _FIND_ACTIONS[word]
+            return key, _sentence(key, program)
+        if word in _FIND_TESTS or re.fullmatch(r"-newer[aBcmt][aBcmt]", word):
+            i += 2
+        elif word in _FIND_FLAGS:
+            i += 1
+        else:
+            return "find-action", f"`find` with `{word}` is outside what this check models (it may write or run)."
+    return None
+
+
+_SAFE["xxd"] = _Rule(check=_check_xxd)
+_SAFE["find"] = _Rule(check=_check_find)
 
 
 def _check_test(program: str, args: Sequence[str]) -> Verdict:

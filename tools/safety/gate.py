@@ -56,6 +56,7 @@ class Ask:
     scopes: frozenset[str]  # the exact effects "for this session" remembers
     command: str | None = None  # the shell line, for command rules
     simple_commands: tuple[str, ...] = ()  # its simple commands, for command rules
+    bound: str = ""  # what an approval is tied to beyond the subject: the content of files the command runs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,9 +222,10 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
                   scopes=frozenset({f"rule:{tool}:{subject}"}))
     if ask is None:
         return _SAFE
-    if remembered.always_covers(tool, ask.subject):
+    if remembered.always_covers(tool, ask.subject + ask.bound):
         return Decision(approved=True, scope="always", pattern_key=ask.key, message="Approved earlier (always).")
-    if remembered.session_covers(ask.scopes):
+    extends = remembered.asker() != remembered.NOTEBOOK and rules.session_extends_to_mcp()
+    if remembered.session_covers(ask.scopes, notebook_too=extends):
         return Decision(approved=True, scope="session", pattern_key=ask.key, message="Approved for this session.")
     if not may_ask:
         return None
@@ -259,7 +261,7 @@ def _answer(tool: str, ask: Ask, answer: str) -> Decision:
         return Decision(approved=True, scope="once", pattern_key=ask.key,
                         message="Approved by the person (once; \"always\" is switched off in config.yaml).")
     if choice == "always":
-        if remembered.remember_always(tool, ask.subject):
+        if remembered.remember_always(tool, ask.subject + ask.bound):
             return Decision(approved=True, scope="always", pattern_key=ask.key, message="Approved by the person (always).")
         remembered.remember_session(ask.scopes)
         return Decision(approved=True, scope="always", pattern_key=ask.key,

@@ -43,6 +43,7 @@ class Candidate:
 
     path: Path
     reason: str
+    read_only: bool = True  # False: a folder the sandbox pins in place (no rename) but leaves writable (.git)
 
 
 def _user_home() -> Path:
@@ -97,8 +98,9 @@ def write_refusal(real: Path, *, root: Path) -> str | None:
     return None
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, list[os.DirEntry[str]]]]:
-    """(folder, its entries) for the root and folders down to ``_SCAN_DEPTH``, never following links."""
+def _walk(root: str) -> Iterator[tuple[str, set[str], list[os.DirEntry[str]]]]:
+    """(folder, its names, its entries) for the root and folders down to ``_SCAN_DEPTH``, never following
+    links, never into a repository's ``.git`` or a virtualenv (both are protected whole or by part)."""
     pending = [(root, 0)]
     while pending:
         folder, depth = pending.pop()
@@ -107,52 +109,56 @@ def _walk(root: Path) -> Iterator[tuple[Path, list[os.DirEntry[str]]]]:
                 entries = list(it)
         except OSError:
             continue
-        yield folder, entries
-        if depth >= _SCAN_DEPTH:
+        names = {e.name for e in entries}
+        yield folder, names, entries
+        if depth >= _SCAN_DEPTH or "pyvenv.cfg" in names:
             continue
         for entry in entries:
             if entry.name in _SCAN_SKIP or entry.name == ".git":
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    pending.append((Path(entry.path), depth + 1))
+                    pending.append((entry.path, depth + 1))
             except OSError:
                 continue
 
 
+_EVERY_FOLDER = (*_GIT_ANYWHERE, ".hermes", *_STARTUP_MODULES, ".git")
+
+
 def candidates(root: Path) -> list[Candidate]:
-    """Every protected path the sandbox must keep as it is: existing ones are bound read-only, missing
-    ones are watched (a command that creates one has it renamed aside when it ends)."""
-    out: dict[Path, str] = {}
-    home, user_home = _hermes_home(), _user_home()
+    """The protected paths the sandbox must keep as they are: the existing ones (bound read-only) and the
+    missing ones of the root; a scan after the command finds what it created deeper down."""
+    out: dict[str, str] = {}
+    pinned: set[str] = set()
+    home, user_home, top = _hermes_home(), _user_home(), str(root)
     if home.is_relative_to(root) and home != root:
-        out[home] = "the hermes_nb home folder"
+        out[str(home)] = "the hermes_nb home folder"
     if user_home.is_relative_to(root):
-        for name in RC_FILES:
-            out.setdefault(user_home / name, "a shell start-up file of your home folder")
         try:
             dots = [e.name for e in os.scandir(user_home) if e.name.startswith(".")]
         except OSError:
             dots = []
-        for name in dots:
-            out.setdefault(user_home / name, "a dot-file of your home folder")
+        for name in (*RC_FILES, *dots):
+            out.setdefault(os.path.join(user_home, name), "a shell start-up file or dot-file of your home folder")
     for name in RC_FILES:
-        out.setdefault(root / name, "a shell start-up file")
-    for folder, entries in _walk(root):
-        names = {e.name for e in entries}
-        for name in (*_GIT_ANYWHERE, ".hermes", *_STARTUP_MODULES, ".git"):
-            out.setdefault(folder / name, f"{name} runs programs later")
+        out.setdefault(os.path.join(top, name), "a shell start-up file")
+    for folder, names, entries in _walk(top):
+        for name in _EVERY_FOLDER:
+            if name in names or folder == top:  # a missing one elsewhere is found by the next scan
+                out.setdefault(os.path.join(folder, name), f"{name} runs programs later")
         if ".git" in names:
-            git = folder / ".git"
-            out[git / "hooks"] = "git hooks run at the next commit"
-            out[git / "config"] = "git's config names programs git diff and status run"
-            out[git / "info" / "attributes"] = "git attributes name programs"
-        if "pyvenv.cfg" in names and folder != root:
-            out[folder] = f"the virtualenv {folder.name} (its programs and packages run later)"
+            git = os.path.join(folder, ".git")
+            pinned.add(git)
+            out[os.path.join(git, "hooks")] = "git hooks run at the next commit"
+            out[os.path.join(git, "config")] = "git's config names programs git diff and status run"
+            out[os.path.join(git, "info", "attributes")] = "git attributes name programs"
+        if "pyvenv.cfg" in names and folder != top:
+            out[folder] = f"the virtualenv {os.path.basename(folder)} (its programs and packages run later)"
         elif "pyvenv.cfg" in names:
             for part in _VENV_PARTS:
-                out.setdefault(folder / part, "the workspace's virtualenv")
+                out.setdefault(os.path.join(folder, part), "the workspace's virtualenv")
         for entry in entries:
             if entry.name.endswith(".pth"):
-                out.setdefault(Path(entry.path), ".pth files run at every Python start")
-    return [Candidate(path=p, reason=r) for p, r in sorted(out.items())]
+                out.setdefault(entry.path, ".pth files run at every Python start")
+    return [Candidate(path=Path(p), reason=r, read_only=p not in pinned) for p, r in sorted(out.items())]

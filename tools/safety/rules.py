@@ -3,6 +3,7 @@
 ```yaml
 approvals:
   always: false                # the "always" answer counts once (nothing is stored)
+  session_extends_to_mcp: false  # notebook "for this session" answers do not cover MCP clients (the default)
   tools:
     python: ask                # allow | ask | deny
     "mcp__github__*": {action: deny, reason: "we push to GitHub by hand"}
@@ -11,9 +12,13 @@ approvals:
     - {pattern: "pytest*", action: allow}
 ```
 
-Deny wins over ask, ask over allow. A command ``deny``/``ask`` pattern matches the whole line or any simple
-command in it; an ``allow`` pattern only a line that is one plain command (no ``;``, pipes, substitutions,
-redirections), so ``pytest*`` never allows ``pytest; rm -rf ~``.
+Deny wins over ask, ask over allow. A command ``deny``/``ask`` pattern matches the whole line, any simple
+command in it, or any of its **canonical** commands (``tools.safety.canonical``: quotes removed, globs
+expanded against the workspace, ``/usr/bin/git`` → ``git``, ``git -C . push`` → ``git push``, what runs
+under ``sudo``/``env``/``xargs``/``sh -c``; a word that cannot be known exactly matches whatever it could be),
+so ``cat se?ret.txt`` meets a ``*secret*`` deny and ``g''it push`` a ``git push*`` deny. An ``allow`` pattern
+holds only for a line that is one plain command known exactly (no ``;``, pipes, substitutions,
+redirections, variables), so ``pytest*`` never allows ``pytest; rm -rf ~``.
 
 Every tool call asks for its tool's rule, so the parsed section is kept: for that question the file is
 looked at again (``stat``: identity, size, mtime) at most every ``RECHECK_SECONDS``, at once when hermes_nb
@@ -31,12 +36,14 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from hermes_nb.tools import config
 from hermes_nb.tools.errors import ConfigError
 
-__all__ = ["RECHECK_SECONDS", "Rule", "always_enabled", "reread", "rule_for", "tool_rule"]
+__all__ = ["RECHECK_SECONDS", "Rule", "always_enabled", "reread", "rule_for", "session_extends_to_mcp", "set_command_root",
+           "tool_rule"]
 
 log = logging.getLogger("hermes_nb.tools.approval")
 
@@ -169,6 +176,12 @@ def always_enabled() -> bool:
     return _section().get("always", True) is not False
 
 
+def session_extends_to_mcp() -> bool:
+    """True only when the person said that what they approve for the notebook "for this session" holds for
+    the MCP clients of ``%mcp serve`` too (``approvals: {session_extends_to_mcp: true}``)."""
+    return _section().get("session_extends_to_mcp") is True
+
+
 def _parse(value: Any, source: str) -> Rule | None:
     reason = ""
     if isinstance(value, dict):
@@ -196,26 +209,54 @@ def _tool_rules(section: dict[str, Any], tool: str) -> list[Rule]:
     return found
 
 
+def _no_root() -> Path | None:
+    return None
+
+
+_command_root: Callable[[], Path | None] = _no_root
+
+
+def set_command_root(fn: Callable[[], Path | None]) -> None:
+    """Where shell commands run, for expanding their globs as bash will (``tools.approval`` sets the workspace
+    root; without it a glob stays a wildcard, which a deny rule meets whenever it could match)."""
+    global _command_root
+    _command_root = fn
+
+
 def rule_for(tool: str, command: str | None = None, simple_commands: Sequence[str] = ()) -> Rule | None:
     """The strongest rule that matches this call (deny > ask > allow), or None."""
     section = _section()
     found = _tool_rules(section, tool)
     commands = section.get("commands")
-    if command is not None and isinstance(commands, list):
-        line = command.strip()
-        plain = not (_PLAIN_LINE_BREAKERS & set(line)) and len(simple_commands) <= 1
-        for i, item in enumerate(commands):
-            pattern = item.get("pattern") if isinstance(item, dict) else None
-            if not isinstance(pattern, str):
-                log.warning("approval rules: commands[%d] needs a 'pattern' (ignored)", i)
-                continue
-            rule = _parse(item, f"commands[{i}] ({pattern})")
-            if rule is None:
-                continue
-            if rule.action == "allow":
-                hit = plain and fnmatch.fnmatchcase(line, pattern)
-            else:
-                hit = any(fnmatch.fnmatchcase(c.strip(), pattern) for c in (line, *simple_commands))
-            if hit:
-                found.append(rule)
+    if command is not None and isinstance(commands, list) and commands:
+        found.extend(_command_rules(commands, command, simple_commands))
     return _strongest(found)
+
+
+def _command_rules(commands: list[Any], command: str, simple_commands: Sequence[str]) -> list[Rule]:
+    """The command rules that match: deny and ask against the line as typed and its canonical commands
+    (``tools.safety.canonical``: a wildcard there matches when some value of it would); allow only a plain
+    line of one command known exactly, whose typed and canonical forms both match."""
+    from hermes_nb.tools.safety.canonical import candidates, matches
+
+    line = command.strip()
+    forms = candidates(command, root=_command_root())
+    plain = not (_PLAIN_LINE_BREAKERS & set(line)) and len(simple_commands) <= 1
+    exact = forms[0].text if plain and len(forms) == 1 and forms[0].exact else None
+    found: list[Rule] = []
+    for i, item in enumerate(commands):
+        pattern = item.get("pattern") if isinstance(item, dict) else None
+        if not isinstance(pattern, str):
+            log.warning("approval rules: commands[%d] needs a 'pattern' (ignored)", i)
+            continue
+        rule = _parse(item, f"commands[{i}] ({pattern})")
+        if rule is None:
+            continue
+        if rule.action == "allow":
+            hit = exact is not None and fnmatch.fnmatchcase(line, pattern) and fnmatch.fnmatchcase(exact, pattern)
+        else:
+            hit = any(fnmatch.fnmatchcase(c.strip(), pattern) for c in (line, *simple_commands)) \
+                or any(matches(pattern, form) for form in forms)
+        if hit:
+            found.append(rule)
+    return found

@@ -1,52 +1,41 @@
-"""The sandbox behind the classifier: what a terminal command can change, whatever the classifier said.
+"""The sandbox behind the classifier: what a terminal command can read, change and leave, whatever it was judged.
 
-On Linux with Landlock (kernel >= 5.13; the ABI version comes from ``landlock_create_ruleset(NULL, 0, 1)``)
-every terminal command runs with:
-- writes only beneath the workspace, the spill folder, a private temp dir (its ``TMPDIR``), ``/dev/shm``
-  and the ``sandbox.writable`` folders of ``config.yaml`` (plus ``/dev/null``-like devices);
-- TCP connect/bind refused when ``sandbox: {network: false}`` (Landlock ABI >= 4; default: network on);
-- no signals to processes outside the sandbox (ABI >= 6), so it cannot kill the kernel;
-- its own process group, killed when the call ends; with ABI >= 6 every other process of the call's
-  Landlock domain too (a daemon that called ``setsid`` to leave the group included).
+One choice per call (``status``), said in ``%tools doctor`` and in every approval prompt:
 
-Pure ctypes system calls, so a pip-installed library needs nothing else. A fresh thread per call restricts
-itself and spawns the command (``Confinement``), so the child is confined from its first instruction
-without ``preexec_fn`` (which would force a slow fork of the kernel process). Where Landlock is missing
-(macOS, old kernels, containers that filter the syscalls, ``sandbox: {enabled: false}``) ``status()`` says
-"not sandboxed" and commands run with the kernel's own rights (still in their own process group).
+1. **bubblewrap** (``tools.safety.bwrap``), where it is installed and may make namespaces: read-only root,
+   the workspace and a private ``/tmp`` writable, the hermes_nb home, Jupyter's runtime files and
+   credentials hidden, the write-deny list read-only, no network, a pid namespace (nothing outlives the call);
+2. **Landlock** (``tools.safety.landlock``) otherwise, on Linux >= 5.13: writes bounded, no TCP, leftovers
+   swept; reads are not bounded there;
+3. **none**: the prompt says "Not sandboxed" (macOS, old kernels, ``sandbox: {enabled: false}``).
+
+With either mechanism, the write-deny list also holds after the call (``tools.safety.watch``): anything the
+command made or swapped in there is set aside and named in its result. ``config.yaml``'s ``sandbox:`` section:
+``enabled`` (default true), ``mechanism`` (``bubblewrap`` / ``landlock``; default the first that works),
+``network`` (Landlock only; bubblewrap keeps the network off, as no proxy keeping 127.0.0.1 out exists yet),
+``writable`` (more folders a command may write).
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
+import json
 import logging
 import os
-import queue
-import signal
-import struct
-import sys
-import threading
-from collections.abc import Callable, Sequence
+import select
+import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Confinement", "SandboxStatus", "landlock_abi", "status", "writable_paths"]
+from hermes_nb.tools.safety import bwrap
+from hermes_nb.tools.safety.landlock import Confinement, landlock_abi
+from hermes_nb.tools.safety.watch import Watch
+
+__all__ = ["Box", "Confinement", "SandboxStatus", "landlock_abi", "open_box", "status", "writable_paths"]
 
 log = logging.getLogger(__name__)
-
-_SYS_CREATE, _SYS_ADD_RULE, _SYS_RESTRICT = 444, 445, 446  # the same numbers on every architecture
-_PR_SET_NO_NEW_PRIVS = 38
-_O_PATH = getattr(os, "O_PATH", 0o10000000)
-
-# access rights (include/uapi/linux/landlock.h)
-_WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
-_MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
-_REFER, _TRUNCATE = 1 << 13, 1 << 14
-_NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2
-_SCOPE_SIGNAL = 2
-_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+_NAMESPACE_GRACE = 5.0  # seconds for bwrap's report, and for the kernel to empty the pid namespace
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,29 +43,12 @@ class SandboxStatus:
     """Whether terminal commands are confined, how, and what that leaves out."""
 
     available: bool
-    mechanism: str  # "landlock ABI 7", or "none"
+    mechanism: str  # "bubblewrap 0.8.0", "landlock ABI 7", or "none"
     detail: str  # one line for %tools doctor and the approval prompt
     abi: int = 0
-    network: bool = True
-    sweeps: bool = False  # leftovers are found by Landlock signal scoping, even outside the process group
-
-
-def _libc() -> Any:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-@functools.cache
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when there is none (not Linux, too old, or filtered)."""
-    if sys.platform != "linux":
-        return 0
-    try:
-        libc = _libc()
-        libc.syscall.restype = ctypes.c_long
-        abi = libc.syscall(ctypes.c_long(_SYS_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    except (OSError, AttributeError):
-        return 0
-    return max(0, int(abi))
+    network: bool = False
+    sweeps: bool = False  # leftovers die with the call, even those that left the process group
+    hides: bool = False  # the home, the kernel's connection file and credentials are unreadable inside
 
 
 def _config() -> dict[str, Any]:
@@ -91,18 +63,30 @@ def _config() -> dict[str, Any]:
 
 
 def status() -> SandboxStatus:
-    """What the next terminal command gets (the config is read each time)."""
+    """What the next terminal command gets (the config is read each time; the probes once per process)."""
     cfg = _config()
-    network = cfg.get("network", True) is not False
     if cfg.get("enabled", True) is False:
         return SandboxStatus(available=False, mechanism="none", network=True,
                              detail="not sandboxed: switched off in config.yaml (sandbox: {enabled: false})")
+    wanted = cfg.get("mechanism")
+    why_not = bwrap.probe() if wanted != "landlock" else "config.yaml asks for landlock"
+    if not why_not:
+        detail = ("sandboxed (bubblewrap " + bwrap.version() + "): read-only system, writes only to the workspace "
+                  "and a private /tmp; the hermes_nb home, Jupyter's connection files and credentials hidden; "
+                  "shell rc files, .git/hooks, .git/config, venvs and the rest of the write-deny list read-only; "
+                  "no network; everything the command starts dies with it")
+        if cfg.get("network") is True:
+            detail += " (sandbox.network: true is not honoured: no proxy keeps 127.0.0.1 out yet)"
+        return SandboxStatus(available=True, mechanism=f"bubblewrap {bwrap.version()}", detail=detail,
+                             network=False, sweeps=True, hides=True)
     abi = landlock_abi()
     if abi < 1:
-        where = "this system has no Landlock" if sys.platform == "linux" else f"no sandbox exists on {sys.platform}"
         return SandboxStatus(available=False, mechanism="none", network=True,
-                             detail=f"not sandboxed: {where}; commands can write wherever the kernel can")
-    parts = [f"writes only to the workspace, the spill folder and a private temp dir (Landlock ABI {abi})"]
+                             detail=f"not sandboxed: {why_not}, and this system has no Landlock; commands can "
+                                    "read and write wherever the kernel can")
+    network = cfg.get("network") is True
+    parts = [f"writes only to the workspace and a private temp dir (Landlock ABI {abi}; {why_not})",
+             "reads are not bounded: the kernel's connection file and the hermes_nb home stay readable"]
     if not network:
         parts.append("no TCP" if abi >= 4 else "network stays on (needs Landlock ABI 4)")
     sweep = abi >= 6
@@ -112,146 +96,91 @@ def status() -> SandboxStatus:
                          abi=abi, network=network or abi < 4, sweeps=sweep)
 
 
-# -- building the restriction in the parent ----------------------------------------------------------
-
-def _handled_fs(abi: int) -> int:
-    rights = _WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE
-    if abi >= 2:
-        rights |= _REFER
-    if abi >= 3:
-        rights |= _TRUNCATE
-    return rights
-
-
-def _ruleset(abi: int, writable: Sequence[str], network: bool) -> int:
-    """A Landlock ruleset fd allowing writes beneath ``writable``; raises OSError when the kernel refuses."""
-    libc = _libc()
-    libc.syscall.restype = ctypes.c_long
-    handled = _handled_fs(abi)
-    attr = struct.pack("=Q", handled)
-    if abi >= 4:
-        attr += struct.pack("=Q", 0 if network else _NET_BIND_TCP | _NET_CONNECT_TCP)
-    if abi >= 6:
-        attr += struct.pack("=Q", _SCOPE_SIGNAL)
-    buf = ctypes.create_string_buffer(attr, len(attr))
-    fd = libc.syscall(ctypes.c_long(_SYS_CREATE), buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
-    try:
-        for path in writable:
-            try:
-                target = os.open(path, _O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # a folder that does not exist yet cannot be written either
-            try:
-                is_dir = os.path.isdir(path)
-                allowed = handled if is_dir else handled & (_WRITE_FILE | _TRUNCATE)
-                rule = ctypes.create_string_buffer(struct.pack("=Qi", allowed, target), 12)
-                if libc.syscall(ctypes.c_long(_SYS_ADD_RULE), ctypes.c_int(fd), ctypes.c_int(1), rule,
-                                ctypes.c_uint32(0)) < 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"landlock_add_rule({path}): {os.strerror(err)}")
-            finally:
-                os.close(target)
-    except BaseException:
-        os.close(fd)
-        raise
-    return int(fd)
-
-
-class Confinement:
-    """One call's sandbox: a thread that restricts itself, spawns the command, and at the end kills every
-    process left in its Landlock domain.
-
-    Landlock and ``no_new_privs`` apply to the calling thread and everything it spawns, so restricting a
-    fresh thread confines the command without ``preexec_fn`` (the child is spawned with vfork, cheap even
-    from a large kernel). With signal scoping (ABI >= 6) a process inside the domain can signal only
-    processes of the same domain, so ``kill(pid, 0)`` from the thread finds exactly this call's leftovers,
-    including daemons that called ``setsid`` to leave the process group.
-    """
-
-    def __init__(self, writable: Sequence[str], *, network: bool = True) -> None:
-        abi = landlock_abi()
-        if abi < 1:
-            raise OSError("Landlock is not available")
-        self.abi = abi
-        self._fd = _ruleset(abi, [*writable, *_DEVICES], network)
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._serve, name="hermes-nb-sandbox", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            raise OSError(f"the sandbox could not be entered: {self._error}")
-
-    def _serve(self) -> None:
-        try:
-            libc = _libc()
-            libc.syscall.restype = ctypes.c_long
-            if libc.prctl(ctypes.c_int(_PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), ctypes.c_ulong(0),
-                          ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-            if libc.syscall(ctypes.c_long(_SYS_RESTRICT), ctypes.c_int(self._fd), ctypes.c_uint32(0)) != 0:
-                raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-        except BaseException as exc:  # reported to the caller, which refuses to run the command
-            self._error = exc
-            self._ready.set()
-            return
-        finally:
-            os.close(self._fd)
-        self._ready.set()
-        while True:  # this thread is confined for good: it serves its call, then ends
-            job, done, out = self._jobs.get()
-            if job is None:
-                return
-            try:
-                out.append((True, job()))
-            except BaseException as exc:  # handed back to the caller
-                out.append((False, exc))
-            done.set()
-
-    def run(self, fn: Callable[[], Any]) -> Any:
-        """Call ``fn`` on the confined thread (what it spawns is confined) and return its result."""
-        done, out = threading.Event(), list[tuple[bool, Any]]()
-        self._jobs.put((fn, done, out))
-        done.wait()
-        ok, value = out[0]
-        if not ok:
-            raise value
-        return value
-
-    def sweep(self) -> int:
-        """Kill every process of this call's domain (ABI >= 6); returns how many were signalled."""
-        if self.abi < 6:
-            return 0
-        return int(self.run(_kill_domain))
-
-    def close(self) -> None:
-        self._jobs.put((None, None, None))
-
-
-def _kill_domain() -> int:
-    """On the confined thread: SIGKILL every process this domain may signal (its own), except ours."""
-    me, killed = os.getpid(), 0
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        pid = int(name)
-        try:
-            os.kill(pid, 0)  # EPERM outside the domain (signal scoping), so only this call's processes pass
-            os.kill(pid, signal.SIGKILL)
-            killed += 1
-        except (ProcessLookupError, PermissionError):
-            continue
-    return killed
-
-
-def writable_paths(workspace: Path, spill: Path, tmp: str) -> list[str]:
-    """The folders a sandboxed command may write beneath, config additions included."""
+def writable_paths(workspace: Path, tmp: str) -> list[str]:
+    """The folders a sandboxed command may write beneath (the workspace, ``tmp``, ``/dev/shm``, then the
+    config's additions); never the home."""
     extra = _config().get("writable")
-    paths = [str(workspace), str(spill), tmp, "/dev/shm"]
+    paths = [str(workspace), tmp, "/dev/shm"]
     if isinstance(extra, list):
         paths += [os.path.expanduser(str(p)) for p in extra]
     return paths
+
+
+class Box:
+    """One call's sandbox: ``spawn`` the command, ``sweep`` leftovers, ``close`` for the after-call notes."""
+
+    def __init__(self, state: SandboxStatus, workspace: Path, tmp: str) -> None:
+        self.state, self.workspace, self.tmp = state, workspace, tmp
+        self._watch = Watch(workspace)
+        self._landlock: Confinement | None = None
+        self._init: int | None = None  # a pidfd of the pid namespace's init (bubblewrap)
+        if state.mechanism.startswith("landlock"):
+            self._landlock = Confinement(writable_paths(workspace, tmp), network=state.network)
+
+    def spawn(self, command: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        clean = bwrap.scrub_env(env)
+        if self._landlock is not None:
+            return self._landlock.run(lambda: _popen(["bash", "-c", command], self.workspace, clean))
+        read, write = os.pipe()
+        try:
+            argv = bwrap.argv(["bash", "-c", command], workspace=self.workspace, tmp=self.tmp,
+                              writable=writable_paths(self.workspace, self.tmp)[3:],
+                              protected=self._watch.protected, info_fd=write)
+            proc = _popen(argv, self.workspace, clean, pass_fds=(write,))
+        finally:
+            os.close(write)
+        try:
+            self._init = _namespace_init(read)
+        finally:
+            os.close(read)
+        return proc
+
+    def sweep(self) -> int:
+        """Kill what is left of the call; with bubblewrap, wait until its pid namespace is empty (the kernel
+        kills every process in it when its init ends, but bwrap itself may exit a moment before)."""
+        if self._landlock is not None:
+            return self._landlock.sweep()
+        if self._init is not None:
+            select.select([self._init], [], [], _NAMESPACE_GRACE)
+            os.close(self._init)
+            self._init = None
+        return 0
+
+    def close(self) -> list[str]:
+        """End the sandbox; what the command put on the write-deny list was set aside (one line each)."""
+        if self._landlock is not None:
+            self._landlock.close()
+        return self._watch.settle()
+
+
+def _popen(argv: list[str], cwd: Path, env: Mapping[str, str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, pass_fds=pass_fds)
+
+
+def _namespace_init(read: int) -> int | None:
+    """A pidfd for the init of the sandbox's pid namespace, from bwrap's ``--info-fd`` report (written and
+    closed as soon as the namespace exists); None when it ended already or bwrap failed before."""
+    data = b""
+    while select.select([read], [], [], _NAMESPACE_GRACE)[0]:
+        chunk = os.read(read, 4096)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        pid = int(json.loads(data or b"{}")["child-pid"])
+        return os.pidfd_open(pid)
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+
+
+def open_box(workspace: Path, tmp: str) -> Box | None:
+    """This call's sandbox, or None where there is none; one that exists but cannot be set up raises
+    RuntimeError, so the command does not run (fail closed)."""
+    state = status()
+    if not state.available:
+        return None
+    try:
+        return Box(state, workspace, tmp)
+    except OSError as exc:
+        raise RuntimeError(f"the sandbox could not be set up, so the command did not run: {exc}") from exc

@@ -1,21 +1,71 @@
-"""Make text that could hide something from a reader visible: control characters, ANSI escapes,
-zero-width characters, bidi overrides and Unicode tag characters."""
+"""Make text that could hide something from a reader visible, chosen by Unicode properties, not by a list.
+
+Hidden are: control characters (``Cc``), format characters (``Cf``: zero-width, bidi controls, tags,
+the BOM, the soft hyphen), every ``Default_Ignorable_Code_Point`` (what renderers draw as nothing: Hangul
+fillers, combining grapheme joiner, variation selectors, Mongolian free variation selectors), line and
+paragraph separators, space separators other than the ASCII space (a no-break or ideographic space looks
+like the space bash splits words at, and is not), private-use, surrogate and unassigned code points (no
+agreed glyph), and characters Unicode names as a blank or a filler (``BRAILLE PATTERN BLANK``).
+
+The properties come from the ``regex`` module's Unicode tables (newer than Python's ``unicodedata``),
+imported on first use.
+"""
 
 from __future__ import annotations
 
+import functools
 import unicodedata
+from typing import Any
 
 __all__ = ["hidden_characters", "make_visible"]
 
-_NAMED = {"\r": "\\r", "\x1b": "\\x1b", "\x00": "\\x00", "\x7f": "\\x7f", "\x08": "\\b", "\x0b": "\\v", "\x0c": "\\f"}
+_NAMED = {"\r": "\\r", "\x1b": "\\x1b", "\x00": "\\x00", "\x7f": "\\x7f", "\x08": "\\b", "\x0b": "\\v", "\x0c": "\\f",
+          "\n": "\\n", "\t": "\\t"}
 
 
-def _is_hidden(ch: str, keep: str) -> bool:
-    if ch in keep:
+@functools.cache
+def _pattern() -> Any:
+    import regex
+
+    return regex.compile(r"[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Cn}]"
+                         r"|(?! )\p{Zs}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_hidden(ch: str) -> bool:
+    if " " <= ch <= "~":
+        return False  # printable ASCII, the common case
+    if _pattern().match(ch):
+        return True
+    name = unicodedata.name(ch, "")
+    return "BLANK" in name or "FILLER" in name
+
+
+@functools.cache
+def _pictographic() -> Any:
+    import regex
+
+    return regex.compile(r"\p{Extended_Pictographic}")
+
+
+def _emoji_part(text: str, i: int) -> bool:
+    """A variation selector or zero-width joiner inside an emoji sequence (``❤️``, ``👩‍💻``) draws as part
+    of the emoji it follows: shown as it is. Anywhere else it is hidden."""
+    ch = text[i]
+    if ch not in "\ufe0e\ufe0f\u200d" or i == 0:
         return False
-    # Cc: control characters (C0, DEL, C1); Cf: format characters (zero-width, bidi, tags, BOM, soft hyphen);
-    # Zl/Zp: line and paragraph separators that break a line without looking like a newline.
-    return unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+    before = text[i - 1]
+    if ch == "\u200d":  # joins two pictographs, the first maybe with its selector
+        after = text[i + 1] if i + 1 < len(text) else ""
+        if before == "\ufe0f" and i >= 2:
+            before = text[i - 2]
+        return bool(after) and bool(_pictographic().match(before)) and bool(_pictographic().match(after))
+    return bool(_pictographic().match(before))
+
+
+def _hidden_at(text: str, i: int, keep: str) -> bool:
+    ch = text[i]
+    return ch not in keep and _is_hidden(ch) and not _emoji_part(text, i)
 
 
 def make_visible(text: str, *, keep: str = "\n\t") -> str:
@@ -23,16 +73,14 @@ def make_visible(text: str, *, keep: str = "\n\t") -> str:
 
     Newlines and tabs are kept by default (pass ``keep=""`` to escape them as well).
     """
+    if text.isascii() and text.isprintable():
+        return text
     out: list[str] = []
-    for ch in text:
-        if not _is_hidden(ch, keep):
+    for i, ch in enumerate(text):
+        if not _hidden_at(text, i, keep):
             out.append(ch)
         elif ch in _NAMED:
             out.append(_NAMED[ch])
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
         elif ord(ch) < 0x100:
             out.append(f"\\x{ord(ch):02x}")
         else:
@@ -42,8 +90,10 @@ def make_visible(text: str, *, keep: str = "\n\t") -> str:
 
 def hidden_characters(text: str, *, keep: str = "\n\t") -> list[str]:
     """The distinct hidden characters in ``text``, in order of first appearance."""
+    if text.isascii() and text.isprintable():
+        return []
     seen: dict[str, None] = {}
-    for ch in text:
-        if _is_hidden(ch, keep):
+    for i, ch in enumerate(text):
+        if _hidden_at(text, i, keep):
             seen.setdefault(ch, None)
     return list(seen)

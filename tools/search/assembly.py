@@ -146,16 +146,17 @@ def _plan(enabled: tuple[str, ...] | None, disabled: tuple[str, ...] | None, set
 def _estimate(entries: list[Any]) -> int:
     """Tokens of these tools' schemas (chars / 4), each entry measured once."""
     total = 0
-    for entry in entries:
-        known = _tokens.get(id(entry))
-        if known is None or known[0] is not entry:
-            known = _tokens[id(entry)] = (entry, len(json.dumps(entry.schema, ensure_ascii=False,
-                                                                 default=str)) // _CHARS_PER_TOKEN + 1)
-        total += known[1]
-    if len(_tokens) > 4 * max(len(entries), 1024):  # entries replaced since: forget the old ones
-        live = {id(e) for e in entries}
-        for key in [k for k in _tokens if k not in live]:
-            del _tokens[key]
+    with _lock:  # two threads may plan at once (the table is shared)
+        for entry in entries:
+            known = _tokens.get(id(entry))
+            if known is None or known[0] is not entry:
+                known = _tokens[id(entry)] = (entry, len(json.dumps(entry.schema, ensure_ascii=False,
+                                                                     default=str)) // _CHARS_PER_TOKEN + 1)
+            total += known[1]
+        if len(_tokens) > 4 * max(len(entries), 1024):  # entries replaced since: forget the old ones
+            live = {id(e) for e in entries}
+            for key in [k for k in _tokens if k not in live]:
+                del _tokens[key]
     return total
 
 

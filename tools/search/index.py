@@ -27,6 +27,7 @@ SELECT_PREFIX = "select:"
 #: bm25() column weights: name words, description, parameter names.
 WEIGHTS = (6.0, 1.0, 2.0)
 _KEEP = 4  # catalogs whose index is kept
+_QUERY_CHARS, _TERMS = 1_000, 24  # a query longer than a search box is cut: its words are ORed, each costs
 # words that say nothing about which tool is meant (and cost time: they are in many descriptions)
 _STOP = frozenset(
     "a an and are as at be by can do does for from how i in into is it its me my of on or please show "
@@ -90,7 +91,8 @@ def search(catalog: Catalog, query: str, limit: int = 5) -> list[CatalogEntry]:
     if not catalog.entries or limit <= 0:
         return []
     exact = catalog.by_name.get(query.strip())
-    terms = list(dict.fromkeys(w for w in words(query) if w not in _STOP)) or list(dict.fromkeys(words(query)))
+    found = words(query[:_QUERY_CHARS])
+    terms = (list(dict.fromkeys(w for w in found if w not in _STOP)) or list(dict.fromkeys(found)))[:_TERMS]
     rows = _index(catalog).rows(" OR ".join(f'"{t}"' for t in terms), limit) if terms else []
     hits = [catalog.entries[r] for r in rows]
     if exact is not None:

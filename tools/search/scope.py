@@ -94,6 +94,11 @@ def unwrap(arguments: Any, catalog: Catalog | None) -> tuple[str, dict[str, Any]
     available now; else None (its handler then says why)."""
     if catalog is None:
         return None
+    if isinstance(arguments, (str, bytes, bytearray)) and len(arguments) > 65_536:
+        from hermes_nb.tools.budget import argument_limit
+
+        if len(arguments) > argument_limit():
+            return None  # refused unparsed, as any call's oversized arguments are (its handler's prepare says so)
     parsed = parse_tool_call(arguments)
     if isinstance(parsed, str) or parsed[0] not in catalog:
         return None

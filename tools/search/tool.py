@@ -9,6 +9,7 @@ is (``tools.search.scope``); a sync handler would run in a pool thread that does
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from hermes_nb.tools.registry import registry, tool_error
@@ -32,7 +33,8 @@ async def _search(args: dict[str, Any], **_: Any) -> Any:
     settings = load_settings()
     limit = args.get("limit")
     limit = settings.search_default_limit if not isinstance(limit, int) or isinstance(limit, bool) else limit
-    return bridge.search_answer(catalog, queries, max(1, min(limit, settings.max_search_limit)))
+    # in a thread: a catalog's first search builds its index, which must not hold up the shared loop
+    return await asyncio.to_thread(bridge.search_answer, catalog, queries, max(1, min(limit, settings.max_search_limit)))
 
 
 async def _describe(args: dict[str, Any], **_: Any) -> Any:

@@ -237,7 +237,7 @@ def discover_tool_files(directory: str | os.PathLike[str], *, module_prefix: str
 
     ``module_prefix`` names the modules (``tools`` → ``tools.<stem>`` imported as package modules; any
     other prefix → files loaded by path as ``<prefix>.<stem>``). ``source_label`` is the source under
-    which import failures are recorded in ``tools.load_report``. Already-imported modules are not re-run.
+    which import failures are recorded in ``tools.sources.load_report``. Already-imported modules are not re-run.
     """
     folder = os.path.realpath(directory)
     by_name = _is_package_dir(module_prefix, folder)

@@ -187,6 +187,15 @@ class PluginContext:
         log.error("%s", message)
         return PluginToolOverrideError(message)
 
+    def register_memory_provider(self, provider: Any) -> None:
+        """Hermes's ``ctx.register_memory_provider``: its tools under toolset ``memory-<name>``; the agent calls
+        its ``prefetch`` / ``sync`` (``hermes_nb.tools.agent_loop.providers``)."""
+        from hermes_nb.tools.agent_loop.providers import register_memory_provider
+
+        record = register_memory_provider(provider, plugin=self.origin)
+        if record is not None:
+            self.tools.extend(record.tools)
+
     def register_tool(self, name: str, toolset: str, schema: dict[str, Any], handler: Callable[..., Any],
                       *args: Any, override: bool = False, **kwargs: Any) -> ToolEntry | None:  # fmt: skip
         """Register a tool as ``source="plugin"``, ``origin=<plugin>`` (a tool file: its path).

@@ -14,9 +14,11 @@ from typing import Any, Protocol
 
 from hermes_nb.display import colours, markdown
 from hermes_nb.display.cards import aside_html
+from hermes_nb.display.checklist import checklist_html, checklist_text
 from hermes_nb.display.escaping import escape_html
 from hermes_nb.display.live.seen import seen_html, seen_text
 from hermes_nb.display.live.state import Card, Transcript
+from hermes_nb.display.nested import children_html, children_text
 
 __all__ = ["RESULT_PREVIEW_CHARS", "RunResult", "card_html", "card_line", "card_text", "note_html", "note_text", "result_html",
            "result_text", "short_path", "spill_of", "timeline_html", "timeline_text", "transcript_html",
@@ -62,6 +64,8 @@ def transcript_html(t: Transcript) -> str:
             parts.append(card_html(item[1]))
         elif kind == "timeline":
             parts.append(timeline_html(item[1]))
+        elif kind == "checklist":
+            parts.append(checklist_html(item[1].todos, updates=item[1].updates))
         else:
             parts.append(note_html((item[1], item[2])))
     if not t.done and not any(c.state in ("queued", "running") for c in t.cards.values()):
@@ -86,6 +90,10 @@ def transcript_text(t: Transcript) -> str:
         elif item[0] == "tool":
             lines += [note_text(n) for n in item[1].notes]
             lines.append(card_text(item[1]))
+            if item[1].subagents:
+                lines.append(children_text(item[1].subagents, transcript_text))
+        elif item[0] == "checklist":
+            lines.append(checklist_text(item[1].todos))
         elif item[0] == "timeline":
             lines.append(timeline_text(item[1]))
         else:
@@ -149,7 +157,8 @@ def card_html(card: Card) -> str:
     head = f'{card.emoji} <b>{escape_html(card.name)}</b>(<code>{escape_html(_args_short(card.arguments))}</code>)'
     if card.state in ("queued", "running"):
         return (f'<div style="margin:3px 0">{head} <span style="color:{_GREY}">⏳ {card.state}…</span></div>'
-                + "".join(note_html(n) for n in card.notes) + _children_html(card))
+                + "".join(note_html(n) for n in card.notes) + _children_html(card)
+                + children_html(card.subagents, True, transcript_html))
     color = _RED if card.state == "error" else colours.OK
     mark = "✗" if card.state == "error" else "✓"
     dur = f"{card.ended - card.started:.2f} s" if card.ended else ""
@@ -164,7 +173,8 @@ def card_html(card: Card) -> str:
     return (f'{asked}<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
             f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
             f'background:{colours.SURFACE};padding:4px;color:{colours.TEXT}">'
-            f'{escape_html(body)}</pre></details>{aside_html(card.aside)}{_children_html(card)}')
+            f'{escape_html(body)}</pre></details>{aside_html(card.aside)}{_children_html(card)}'
+            f'{children_html(card.subagents, False, transcript_html)}')
 
 
 def _children_html(card: Card) -> str:

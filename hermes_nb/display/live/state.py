@@ -15,9 +15,11 @@ from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
     BatchDone,
+    ChildEvent,
     ModelNamed,
     Notice,
     TextDelta,
+    TodoUpdated,
     ToolCallQueued,
     ToolEnded,
     ToolStarted,
@@ -27,7 +29,7 @@ from hermes_nb.agent.events import (
 )
 from hermes_nb.tools.calls.entry import DEFAULT_EMOJI
 
-__all__ = ["Card", "Transcript", "set_cost", "tool_emoji"]
+__all__ = ["Card", "Checklist", "Transcript", "set_cost", "tool_emoji"]
 
 
 @dataclass
@@ -48,6 +50,15 @@ class Card:
     cost: Any = None  # its result's share of the next request (hermes_nb.agent.cost.Price), after the run
     children: list[Card] = field(default_factory=list)  # the calls an execute_code script made, in order
     parent: str = ""  # the id of the script's call this one was made from ("" for the model's own calls)
+    subagents: dict[int, Transcript] = field(default_factory=dict)  # delegate_task's sub-agents, by task index
+
+
+@dataclass
+class Checklist:
+    """The run's ``todo`` plan: one item in the transcript, changed in place by every update."""
+
+    todos: tuple[dict[str, str], ...]
+    updates: int = 1
 
 
 @dataclass
@@ -57,9 +68,11 @@ class Transcript:
     prompt: str = ""
     model: str = ""
     # ["text", str] | ["tool", Card] | ["timeline", [Card]] | ["notice", msg, level] | ["turn", n, Turn | None]
+    # | ["checklist", Checklist]
     items: list[list[Any]] = field(default_factory=list)
     cards: dict[str, Card] = field(default_factory=dict)
     usage: Mapping[str, object] = field(default_factory=dict)
+    checklist: Checklist | None = None
     shown_live: bool = False
     done: bool = False
     cost: Any = None  # the run's cost (hermes_nb.agent.cost.RunCost), set when it finishes
@@ -91,6 +104,8 @@ class Transcript:
                         continue
                     known.content = rec.content  # after the budget: what the model saw
                     known.state = "error" if rec.is_error else "done"
+                    for child in known.subagents.values():  # its sub-agents have all answered
+                        child.done = True
                     _take_aside(known)
                     if rec.ended:
                         known.started, known.ended = rec.started, rec.ended
@@ -109,6 +124,15 @@ class Transcript:
                 self.items.append(["notice", message, level])
             case UsageUpdate(usage=usage):
                 self.usage = usage
+            case TodoUpdated():
+                self._plan(event)
+            case ChildEvent(tool_call_id=call_id, index=index, label=label, event=inner):
+                parent = self.cards.get(call_id)
+                if parent is not None:
+                    child = parent.subagents.get(index)
+                    if child is None:
+                        child = parent.subagents[index] = Transcript(prompt=label, model=self.model)
+                    child.handle(inner)
             case ModelNamed(name=name):
                 self.model = name  # the header names the model the server says answered
             case TurnStarted(iteration=n):
@@ -133,6 +157,22 @@ class Transcript:
             card.state = "error" if r.is_error else "done"
             card.started, card.ended, card.content = r.started, r.ended, r.content
             _take_aside(card)
+
+    def _plan(self, event: TodoUpdated) -> None:
+        """The todo call's card gives way to the one checklist (made by the first update, then redrawn)."""
+        card = self.cards.pop(event.tool_call_id, None)
+        at = next((i for i, item in enumerate(self.items) if item[0] == "tool" and item[1] is card), None)
+        if self.checklist is None:
+            self.checklist = Checklist(todos=event.todos)
+            if at is None:
+                self.items.append(["checklist", self.checklist])
+            else:
+                self.items[at] = ["checklist", self.checklist]
+            return
+        self.checklist.todos = event.todos
+        self.checklist.updates += 1
+        if at is not None:
+            del self.items[at]
 
     def _asking_card(self, command: str) -> Card | None:
         """The call an approval belongs to: an unfinished one whose arguments hold the command (the gate
@@ -161,7 +201,7 @@ def _take_aside(card: Card) -> None:
 
 
 def tool_emoji(name: str) -> str:
-    """The tool's own emoji, else the one default (``tools.entry.DEFAULT_EMOJI``)."""
+    """The tool's own emoji, else the one default (``tools.calls.entry.DEFAULT_EMOJI``)."""
     from hermes_nb.tools.registry import registry
 
     return registry.get_emoji(name)

@@ -15,15 +15,19 @@ from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
     BatchDone,
+    ChildEvent,
     Notice,
     TextDelta,
+    TodoUpdated,
     ToolEnded,
     ToolStarted,
 )
 from hermes_nb.display.cards import aside_text
+from hermes_nb.display.checklist import checklist_text
 from hermes_nb.display.live.render import (
     RunResult,
     card_line,
+    card_text,
     note_text,
     short_path,
     spill_of,
@@ -163,8 +167,19 @@ class TextView(NullView):
                 self._line(note_text((message, level)))
             case Notice(message=message, level=level):
                 self._line(note_text((message, level)).strip())
+            case TodoUpdated(todos=todos):  # a terminal cannot redraw: the plan again, as it is now
+                self._line(checklist_text(todos))
+            case ChildEvent(label=label, event=ToolEnded(tool_call_id=call_id)):
+                self._child_line(label, call_id)
             case _:
                 pass  # usage and turns: the last line says the totals
+
+    def _child_line(self, label: str, call_id: str) -> None:
+        for card in self.transcript.cards.values():
+            child = next((c for c in card.subagents.values() if c.prompt == label), None)
+            if child is not None and call_id in child.cards:
+                self._line(f"    ↳ {label[:40]} {card_text(child.cards[call_id]).strip()}")
+                return
 
     def abort(self, message: str) -> None:
         super().abort(message)

@@ -1,0 +1,47 @@
+"""The ``todo`` plan as a checklist: one block in the transcript, redrawn in place as the model updates it.
+
+Theme colours only (``hermes_nb.display.colours``); every mark is also a character, so the text fallback
+and an untrusted saved notebook say the same thing as the colours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from hermes_nb.display import colours
+from hermes_nb.display.escaping import escape_html
+
+__all__ = ["checklist_html", "checklist_text"]
+
+_MARKS = {"completed": "☑", "in_progress": "▶", "pending": "☐", "cancelled": "☒"}
+_COLOURS = {"completed": colours.OK, "in_progress": colours.TEXT, "pending": colours.MUTED, "cancelled": colours.MUTED}
+
+
+def _counts(items: Sequence[Mapping[str, str]]) -> str:
+    done = sum(1 for i in items if i.get("status") == "completed")
+    return f"{done}/{len(items)} done"
+
+
+def checklist_html(items: Sequence[Mapping[str, str]], *, updates: int = 1) -> str:
+    """The plan as a list with a status mark per item (``updates``: how many times the model changed it)."""
+    rows = []
+    for item in items:
+        status = item.get("status", "pending")
+        style = f"color:{_COLOURS.get(status, colours.TEXT)}"
+        if status == "cancelled":
+            style += ";text-decoration:line-through"
+        if status == "in_progress":
+            style += ";font-weight:bold"
+        rows.append(f'<li style="list-style:none;{style}" data-status="{escape_html(status)}">'
+                    f'{_MARKS.get(status, "☐")} {escape_html(item.get("content", ""))}</li>')
+    changed = f" · updated {updates}×" if updates > 1 else ""
+    return (f'<div class="hermes-nb-checklist" style="border:1px solid {colours.BORDER};border-radius:4px;'
+            f'padding:4px 8px;margin:4px 0"><div style="color:{colours.MUTED}">📋 plan · {_counts(items)}{changed}'
+            f'</div><ul style="margin:2px 0;padding-left:4px">{"".join(rows)}</ul></div>')
+
+
+def checklist_text(items: Sequence[Mapping[str, str]]) -> str:
+    """The plan as indented lines."""
+    lines = [f"  📋 plan · {_counts(items)}"]
+    lines += [f"    {_MARKS.get(i.get('status', ''), '☐')} {i.get('content', '')}" for i in items]
+    return "\n".join(lines)

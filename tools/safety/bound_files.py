@@ -1,0 +1,115 @@
+"""The files a command runs that the model could have written, and their content: what an approval is tied to.
+
+"For this session" (and "always") approves exactly what ran. ``python3 train.py`` runs whatever
+``train.py`` holds at the time, so the approval remembers that file's SHA-256 beside the command and asks
+again when it changed (the model rewrote it, or it was deleted and made again). Which files a command
+runs is read from its words: a program given by path outside the system folders, the script operand of
+a shell or interpreter (``python -m pkg.mod`` → ``pkg/mod.py``), ``make``'s makefile, ``awk -f`` / ``sed -f``
+files. Relative paths are taken from the workspace and from every folder the line ``cd``s into.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS
+from hermes_nb.tools.safety.shell_words import Word
+
+__all__ = ["fingerprints"]
+
+_TRUSTED = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")
+_VALUE_OPTIONS = frozenset({"-W", "-X", "-o", "-O", "-I", "-x", "--rcfile", "--init-file"})
+_MAKES = frozenset({"make", "gmake", "bmake"})
+_SCRIPTED = frozenset({"awk", "gawk", "mawk", "nawk", "sed"})
+_MAX_BYTES = 64 * 1024 * 1024  # larger "scripts" are fingerprinted by size and time instead
+
+
+def _interpreter_files(base: str, args: list[str]) -> list[str]:
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "-m" and i + 1 < len(args):
+            mod = args[i + 1].replace(".", "/")
+            return [f"{mod}.py", f"{mod}/__main__.py", f"{mod}/__init__.py"]
+        if a in ("-c", "-e", "-E") or (base in SHELLS and a.startswith("-") and "c" in a[1:]):
+            return []  # code on the command line: it is in the subject the person saw
+        if a == "--":
+            return args[i + 1:i + 2]
+        if a.startswith("-"):
+            i += 2 if a in _VALUE_OPTIONS else 1
+            continue
+        return [a]
+    return []
+
+
+def _make_files(args: list[str]) -> list[str]:
+    files: list[str] = []
+    folder = ""
+    for i, a in enumerate(args):
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        if a in ("-f", "--file", "--makefile"):
+            files.append(nxt)
+        elif a.startswith(("--file=", "--makefile=")):
+            files.append(a.partition("=")[2])
+        elif a.startswith("-f") and len(a) > 2:
+            files.append(a[2:])
+        elif a == "-C":
+            folder = nxt
+    if not files:
+        files = ["GNUmakefile", "makefile", "Makefile"]
+    return [os.path.join(folder, f) for f in files]
+
+
+def _files_of(words: tuple[Word, ...]) -> list[str]:
+    program = words[0].value
+    base = program.rpartition("/")[2]
+    args = [w.value for w in words[1:]]
+    files: list[str] = []
+    if "/" in program and not program.startswith(_TRUSTED):
+        files.append(program)
+    if base in _MAKES:
+        files.extend(_make_files(args))
+    elif base in SHELLS or base in INTERPRETERS or base in ("source", "."):
+        files.extend(_interpreter_files(base, args) if base not in ("source", ".") else args[:1])
+    elif base in _SCRIPTED:
+        files.extend(args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--file"))
+        files.extend(a[2:] for a in args if a.startswith("-f") and len(a) > 2)
+    return files
+
+
+def _digest(path: Path) -> str:
+    try:
+        st = path.stat()
+        if path.is_dir():
+            return "folder"
+        if st.st_size > _MAX_BYTES:
+            return f"size {st.st_size} mtime {st.st_mtime_ns}"
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return "sha256 " + h.hexdigest()[:16]
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.errno})"
+
+
+def fingerprints(commands: Sequence[tuple[Word, ...]], root: Path) -> tuple[str, ...]:
+    """``PATH sha256 ...`` for every file the commands run (sorted; empty when they run none)."""
+    folders = [root]
+    for words in commands:
+        if words[0].value in ("cd", "pushd") and len(words) > 1:
+            folders.append(root / words[1].value)
+    seen: dict[str, str] = {}
+    for words in commands:
+        for name in _files_of(words):
+            if not name:
+                continue
+            places = [Path(name)] if os.path.isabs(name) else [f / name for f in folders]
+            for place in places:
+                seen[str(place)] = _digest(place)
+    return tuple(f"{path} {digest}" for path, digest in sorted(seen.items()))

@@ -1,0 +1,245 @@
+"""The canonical command a person's ``approvals:`` command rule is matched against.
+
+A rule names what runs, not how it is typed: ``cat sec''ret.txt``, ``cat se?ret.txt``, ``/usr/bin/git push``,
+``git -C . push`` and ``g''it push`` are ``cat secret.txt`` and ``git push``. Each simple command becomes
+its words after quote removal (``shell_words``), globs expanded against the workspace as bash would, the
+program's folder dropped and git's global options skipped. What cannot be known exactly (a variable, a
+glob matching nothing yet, an option not modelled, text the reader cannot finish) stays a wildcard, and a
+deny or ask rule applies when **some** value of the wildcard would match it (fail closed). A command that
+runs other commands (``sudo``, ``env``, ``xargs``, ``find -exec``, ``sh -c``, ``eval``) is also matched from
+each of its words on, and shell code given to it as a string is read as commands of its own.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes_nb.tools.safety.shell_words import Word, scan
+
+__all__ = ["Candidate", "candidates", "matches"]
+
+_ANY, _ONE = "*", "?"
+_RUNS_OTHERS = frozenset({"sudo", "doas", "su", "runuser", "env", "nohup", "timeout", "xargs", "nice", "ionice",
+                          "time", "command", "builtin", "exec", "stdbuf", "setsid", "chroot", "unshare", "nsenter",
+                          "taskset", "strace", "ltrace", "watch", "unbuffer", "flock", "parallel", "script",
+                          "fakeroot", "find", "coproc", "trap"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "fish", "su", "runuser"})
+_GIT_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
+                        "--exec-path", "--attr-source", "--list-cmds"})
+_GIT_FLAGS = frozenset({"-p", "-P", "--paginate", "--no-pager", "--bare", "--no-replace-objects", "--no-lazy-fetch",
+                        "--no-optional-locks", "--no-advice", "--literal-pathspecs", "--glob-pathspecs",
+                        "--noglob-pathspecs", "--icase-pathspecs"})
+_MAX_DEPTH = 3
+
+Token = tuple[str, str]  # ("lit", c) | ("one", "") | ("any", "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate:
+    """One way a simple command can read, as tokens: literal characters and wildcards."""
+
+    tokens: tuple[Token, ...]
+    exact: bool  # no wildcard: the command is known exactly
+
+    @property
+    def text(self) -> str:
+        return "".join(c if kind == "lit" else _ANY if kind == "any" else _ONE for kind, c in self.tokens)
+
+
+def _pattern_tokens(pattern: str) -> list[Token]:
+    """A word's pattern (``shell_words.Word.pattern``: literals escaped as ``[c]``) as tokens."""
+    out: list[Token] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "[":
+            end = pattern.find("]", i + 2)
+            if end == i + 2:  # an escaped literal: [c]
+                out.append(("lit", pattern[i + 1]))
+                i += 3
+                continue
+            out.append(("one", ""))  # a bracket set: some one character
+            i = end + 1 if end > 0 else len(pattern)
+            continue
+        out.append(("any", "") if c == "*" else ("one", "") if c == "?" else ("lit", c))
+        i += 1
+    return out
+
+
+def _expand(word: Word, root: Path | None) -> list[list[Token]]:
+    """The words one word becomes: itself, the files its glob matches now, or a pattern with wildcards."""
+    if word.exact:
+        return [[("lit", c) for c in word.value]]
+    if word.globbed and root is not None and _only_glob_unknowns(word):
+        try:
+            found = sorted(glob.glob(word.pattern) if os.path.isabs(word.pattern)
+                           else glob.glob(word.pattern, root_dir=root))
+        except (OSError, ValueError):
+            found = []
+        if found:  # bash sorts the matches; none leaves the word as written (wildcards then: fail closed)
+            return [[("lit", c) for c in f] for f in found]
+    return [_pattern_tokens(word.pattern)]
+
+
+def _only_glob_unknowns(word: Word) -> bool:
+    """The word's only unknown parts are glob characters (no variable, brace or tilde): safe to expand."""
+    return "$" not in word.raw and "`" not in word.raw and "{" not in word.raw and not word.raw.startswith("~")
+
+
+def _join(words: list[list[Token]]) -> tuple[Token, ...]:
+    out: list[Token] = []
+    for i, w in enumerate(words):
+        if i:
+            out.append(("lit", " "))
+        out.extend(w)
+    return tuple(out)
+
+
+def _program(tokens: list[Token]) -> list[Token]:
+    """``/usr/bin/git`` → ``git``: the folder never changes which rule names the program."""
+    for i in range(len(tokens) - 1, -1, -1):
+        if tokens[i] == ("lit", "/"):
+            return tokens[i + 1:]
+        if tokens[i][0] != "lit":
+            break
+    return tokens
+
+
+def _skip_git_globals(words: list[Word]) -> tuple[list[Word], bool]:
+    """``git -C . -c a=b --no-pager push`` → ``git push``; False when an option is not understood."""
+    i = 1
+    while i < len(words) and words[i].value.startswith("-"):
+        w = words[i]
+        if not w.exact:
+            return words, False
+        name = w.value.partition("=")[0]
+        if w.value in _GIT_FLAGS:
+            i += 1
+        elif name in _GIT_VALUE:
+            i += 1 if "=" in w.value or name in ("--exec-path", "--list-cmds") else 2
+        elif w.value.startswith(("-C", "-c")) and len(w.value) > 2:
+            i += 1
+        else:
+            return words, False
+    return [words[0], *words[i:]], True
+
+
+def _of_command(words: tuple[Word, ...], root: Path | None, depth: int) -> list[Candidate]:
+    out: list[Candidate] = []
+    words_list = list(words)
+    program = words_list[0].value.rpartition("/")[2] if words_list[0].exact else ""
+    known = True
+    if program == "git":
+        words_list, known = _skip_git_globals(words_list)
+    expanded: list[list[Token]] = []
+    for i, w in enumerate(words_list):
+        parts = _expand(w, root)
+        if i == 0:
+            parts = [_program(p) for p in parts]
+        expanded.extend(parts)
+    if not known:
+        expanded = expanded[:1] + [[("any", "")]]
+    tokens = _join(expanded)
+    out.append(Candidate(tokens=tokens, exact=all(k == "lit" for k, _ in tokens)))
+    if program in _RUNS_OTHERS or not words_list[0].exact:
+        for k in range(1, len(expanded)):  # the command it runs, from each word on, with words it may add
+            rest = _join([*expanded[k:], [("any", "")]])
+            out.append(Candidate(tokens=rest, exact=False))
+    if depth < _MAX_DEPTH:
+        code = _shell_code(program, words_list)
+        if code is not None:
+            out.extend(candidates(code, root=root, _depth=depth + 1) if code else [_WILD])
+    return out
+
+
+_WILD = Candidate(tokens=(("any", ""),), exact=False)
+
+
+def _shell_code(program: str, words: list[Word]) -> str | None:
+    """The shell code a command runs from a string (``sh -c CODE``, ``eval A B``); "" when it is unknown."""
+    if program == "eval":
+        rest = words[1:]
+        return " ".join(w.value for w in rest) if all(w.exact for w in rest) else ""
+    if program in _SHELLS:
+        for i, w in enumerate(words[1:], start=1):
+            if w.exact and w.value.startswith("-") and "c" in w.value[1:] and not w.value.startswith("--"):
+                if i + 1 < len(words):
+                    return words[i + 1].value if words[i + 1].exact else ""
+                return ""
+    return None
+
+
+def candidates(command: str, *, root: Path | None = None, _depth: int = 0) -> list[Candidate]:
+    """Every way the simple commands of ``command`` can read (see the module docstring)."""
+    scanned = scan(command)
+    out: list[Candidate] = []
+    for words in scanned.commands:
+        out.extend(_of_command(words, root, _depth))
+    if not scanned.complete:
+        out.append(_WILD)
+    return out
+
+
+def _pattern_side(pattern: str) -> list[tuple[str, str]]:
+    """An fnmatch pattern as tokens: ("any"|"one"|"lit"|"set", text)."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            out.append(("any", ""))
+        elif c == "?":
+            out.append(("one", ""))
+        elif c == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            j = pattern.find("]", j)
+            if j < 0:
+                out.append(("lit", "["))
+            else:
+                out.append(("set", pattern[i:j + 1]))
+                i = j
+        else:
+            out.append(("lit", c))
+        i += 1
+    return out
+
+
+def matches(pattern: str, candidate: Candidate) -> bool:
+    """Could some value of the candidate's wildcards make it match the fnmatch ``pattern``?"""
+    import fnmatch
+
+    p = _pattern_side(pattern)
+    q = candidate.tokens
+    n, m = len(p), len(q)
+    # reach[i][j]: p[i:] and q[j:] have a common string; computed from the ends
+    nxt = [False] * (m + 1)
+    nxt[m] = True
+    for j in range(m - 1, -1, -1):
+        nxt[j] = q[j][0] == "any" and nxt[j + 1]
+    for i in range(n - 1, -1, -1):
+        cur = [False] * (m + 1)
+        kind, text = p[i]
+        cur[m] = kind == "any" and nxt[m]
+        for j in range(m - 1, -1, -1):
+            qk, qc = q[j]
+            if kind == "any":
+                cur[j] = nxt[j] or cur[j + 1]
+            elif qk == "any":
+                cur[j] = cur[j + 1] or nxt[j]
+            else:
+                if qk == "one" or kind == "one":
+                    ok = True
+                elif kind == "set":
+                    ok = fnmatch.fnmatchcase(qc, text)
+                else:
+                    ok = text == qc
+                cur[j] = ok and nxt[j + 1]
+        nxt = cur
+    return nxt[0]
