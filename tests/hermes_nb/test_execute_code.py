@@ -113,11 +113,14 @@ def test_a_denied_script_never_runs(tools, tmp_path):
 
 
 def test_execute_code_and_delegate_task_are_not_importable_inside(tools):
-    registry.register(name="delegate_task", toolset="sums", handler=lambda args: "child", schema={
-        "description": "A sub-agent.", "parameters": {"type": "object", "properties": {}}})
-    _, (got,) = _run(["import hermes_tools\nprint(sorted(hermes_tools.__all__))\n"
-                      "from hermes_tools import execute_code"])
-    assert got["output"] == "['add', 'shout']\n"
+    code = "import hermes_tools\nprint(sorted(hermes_tools.__all__))\nfrom hermes_tools import delegate_task"
+    script = [Reply(tool_calls=(call("execute_code", {"code": code}, "x0"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        Agent(model="m", base_url=srv.base_url, api_key="k", stream=False, display=False,
+              enabled_toolsets=["sums", "code_execution", "delegation"], approval_callback=lambda *a: "once").run("go")
+    assert "delegate_task" in [t["function"]["name"] for t in srv.requests[0]["tools"]]  # the model has it
+    got = _tool_message(srv.requests[1], "x0")
+    assert got["output"] == "['add', 'shout']\n"  # a script has neither
     assert got["status"] == "error" and got["error"].startswith("ImportError")
 
 
