@@ -171,6 +171,28 @@ def search_files(pattern: str, path: str = ".", file_glob: str | None = None) ->
 
 _PATH = {"type": "string", "description": "File path, relative to the workspace root (or absolute)."}
 
+
+def shadow_ask(args: dict[str, Any]) -> Any:
+    """The judge of ``write_file`` / ``patch``: ask before a top-level module file or package in a folder the
+    kernel imports from takes the name of a module it can import (``bashlex.py``, ``pandas/__init__.py``):
+    the kernel, or the person's next ``import``, would run it. Anything else needs nobody's yes."""
+    from hermes_nb.tools import workspace
+    from hermes_nb.tools.safety.gate import Ask
+    from hermes_nb.tools.safety.imports import shadowed_name
+
+    try:
+        real = workspace.resolve_path(str(args.get("path", "")), for_write=True)
+    except (OSError, ValueError):
+        return None  # refused by the handler itself, with its own message
+    name = shadowed_name(real)
+    if name is None:
+        return None
+    shown = display_path(real)
+    return Ask(tool="file", subject=f"write {shown}", key="shadow-module", scopes=frozenset({f"shadow:{real}"}),
+               description=(f"{shown} would shadow the module {name!r}: the kernel imports from this folder, so "
+                            f"its next `import {name}` (yours or hermes_nb's) would run this file instead."))
+
+
 registry.register(
     name="read_file",
     toolset="file",
@@ -214,6 +236,7 @@ registry.register(
     handler=lambda args, **kw: write_file(args["path"], args["content"]),
     emoji="✍️",
     path_params=("path",),
+    metadata={"approval_judge": shadow_ask},
 )
 
 registry.register(
@@ -239,6 +262,7 @@ registry.register(
                                      bool(args.get("replace_all", False))),
     emoji="🩹",
     path_params=("path",),
+    metadata={"approval_judge": shadow_ask},
 )
 
 registry.register(

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from hermes_nb.tools.calls.call_hooks import call_context
-from hermes_nb.tools.calls.results import MultimodalResult
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.sources.first_use import (  # discovery on first use
     arm,
@@ -107,8 +106,23 @@ def handle_function_call(
     hook_fields = {"tool_call_id": tool_call_id or "", "turn_id": turn_id or "",
                    "api_request_id": api_request_id or "", "skip_pre_tool_call_hook": skip_pre_tool_call_hook}
     with call_context(**hook_fields):
-        result = registry.dispatch(function_name, function_args, **kw)
-    return result.envelope() if isinstance(result, MultimodalResult) else result
+        return registry.dispatch(function_name, function_args, **kw)  # the envelope comes back as the dict
+
+
+def coerce_tool_args(tool_name: str, args: Any) -> Any:
+    """Hermes's helper: ``args`` with strings turned into the numbers / booleans / arrays the schema wants.
+
+    The tool's own validator does it (the same coercion dispatch applies); a call that does not validate
+    comes back unchanged, as Hermes keeps the original values when coercion fails."""
+    from hermes_nb.tools.errors import ToolArgumentError
+
+    entry = registry.get_entry(tool_name) if isinstance(tool_name, str) else None
+    if entry is None or entry.validator is None or not isinstance(args, dict) or not args:
+        return args
+    try:
+        return entry.validator(dict(args))
+    except ToolArgumentError:
+        return args
 
 
 _CONTEXT_KEYS = frozenset({"task_id", "session_id", "user_task"})

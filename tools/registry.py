@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
@@ -38,6 +37,7 @@ from hermes_nb.tools.calls.entry import (
 )
 from hermes_nb.tools.calls.outcome import Outcome, Settled
 from hermes_nb.tools.calls.results import (
+    MultimodalResult,
     execution_failed,
     parse_arguments,
     serialize_result,
@@ -48,12 +48,14 @@ from hermes_nb.tools.errors import ToolArgumentError
 from hermes_nb.tools.safety.gate import adecide, blocked, decide
 from hermes_nb.tools.sources.hermes_compat import (
     HermesQueries,
+    caller_globals,
     discover_builtin_tools,
     invalidate_check_fn_cache,
     is_hermes_style,
     keep_existing,
     no_cache_check_fn,
 )
+from hermes_nb.tools.sources.hermes_names import note_scope, renamed_target
 
 __all__ = [
     "SOURCES", "Availability", "Outcome", "Source", "ToolEntry", "ToolRegistry", "discover_builtin_tools",
@@ -69,6 +71,7 @@ class ToolRegistry(HermesQueries):
 
     _call_hooks: tuple[CallHook, ...] = ()  # replaced whole on change, so dispatch reads it without a lock
     _batch_hooks: tuple[tuple[Callable[[], Any], Callable[[], Awaitable[Any]]], ...] = ()  # likewise
+    _register_guards: tuple[Callable[[ToolEntry, ToolEntry, bool], None], ...] = ()  # likewise
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolEntry] = {}
@@ -102,6 +105,7 @@ class ToolRegistry(HermesQueries):
         metadata: Mapping[str, Any] | None = None,
         dynamic_schema_overrides: Callable[[], Any] | None = None,
         examples: Iterable[Any] = (),
+        scope: Any = None,
         requires_packages: Iterable[str] | str | None = None,
     ) -> ToolEntry:
         """Register (or replace) a tool. Hermes's positional order; hermes_nb's additions keyword-only.
@@ -109,13 +113,14 @@ class ToolRegistry(HermesQueries):
         Re-registering a name from the same toolset and source replaces it. Taking a name that belongs
         to another toolset or source needs ``override=True`` (and is logged); from a Hermes-style file
         without it, the existing tool is kept and the refusal logged, as Hermes does. A bad schema is a
-        ``ValueError`` (``ToolSchemaError``) saying what is wrong.
+        ``ValueError`` (``ToolSchemaError``) saying what is wrong. ``scope`` (Hermes main's profile overlay)
+        is recorded in the metadata; a foreign one is said by ``%tools doctor`` (``hermes_names``).
         """
         checked_callables(name, toolset, handler, check_fn=check_fn, dynamic_schema_overrides=dynamic_schema_overrides)
         schema = checked_schema(name, schema, description)
         validator = validator_for(name, schema)
         source = checked_source(name, source)
-        caller = sys._getframe(1).f_globals
+        caller = caller_globals()
         entry = ToolEntry(
             name=name,
             toolset=toolset,
@@ -136,7 +141,7 @@ class ToolRegistry(HermesQueries):
             source=source,
             origin=caller.get("__name__") if origin is None else origin,
             disabled_reason=disabled_reason,
-            metadata=dict(metadata or {}),
+            metadata={**(metadata or {}), **note_scope(name, scope, origin)},
             validator=validator,
             examples=checked_examples(name, examples),
         )
@@ -151,6 +156,9 @@ class ToolRegistry(HermesQueries):
         name, toolset, source = entry.name, entry.toolset, entry.source
         with self._lock:
             old = self._tools.get(name)
+            if old is not None:
+                for guard in self._register_guards:
+                    guard(entry, old, override)  # may refuse (a plugin replacing what it does not own)
             if old is not None and (old.toolset != toolset or old.source != source):
                 if not override:
                     if hermes_style():  # as Hermes: logged, the existing tool kept, the file goes on
@@ -167,6 +175,12 @@ class ToolRegistry(HermesQueries):
             self._tools[name] = entry
             self._toolsets.setdefault(toolset, set()).add(name)
         return entry
+
+    def add_register_guard(self, guard: Callable[[ToolEntry, ToolEntry, bool], None]) -> Callable[[], None]:
+        """Run ``guard(new, old, override)`` before a tool is replaced (it refuses by raising); an undo."""
+        with self._lock:
+            self._register_guards = (*self._register_guards, guard)
+        return lambda: setattr(self, "_register_guards", tuple(g for g in self._register_guards if g is not guard))
 
     def deregister(self, name: str) -> ToolEntry | None:
         """Remove a tool; its toolset goes too when it empties. Returns the removed entry."""
@@ -326,7 +340,10 @@ class ToolRegistry(HermesQueries):
         """Look up and validate a call: ``(entry, args)``, or the JSON error result for the model."""
         entry = self._tools.get(name) if type(name) is str else None
         if entry is None:
-            return _unknown(name, self._tools)
+            renamed = renamed_target(name, self._tools)  # Hermes main's todo_list for our todo, ...
+            if renamed is None:
+                return _unknown(name, self._tools)
+            entry = self._tools[renamed]
         if entry.disabled_reason:
             return tool_error(f"Tool {entry.name} is disabled: {entry.disabled_reason}")
         if type(args) is not dict:  # a dict needs no parsing: the model's JSON text, None, ... do
@@ -340,14 +357,19 @@ class ToolRegistry(HermesQueries):
         except ToolArgumentError as exc:
             return tool_error(f"Invalid arguments for {entry.name}: {exc}")
 
-    def dispatch(self, name: str, args: Any, **kwargs: Any) -> str:
-        """Run one tool call and return its result as a string. Never raises (except KeyboardInterrupt).
+    def dispatch(self, name: str, args: Any, **kwargs: Any) -> str | dict[str, Any]:
+        """Run one tool call and return its result as a string (Hermes's multimodal envelope as its dict).
+        Never raises (except KeyboardInterrupt).
 
         Lookup and validation, then the approval gate (``tools.safety.gate``; an ``approval_callback``
         keyword answers its prompts), then ``call``. ``execute`` is the same with the ``Outcome`` record.
+        Hermes main's ``scope`` keyword is accepted and not passed to the handler.
         """
         try:  # ``settled``'s boundary, written out: a call less on the path every dispatch takes
-            return self._run(name, args, kwargs)[0]
+            if kwargs:
+                kwargs.pop("scope", None)
+            content = self._run(name, args, kwargs)[0]
+            return content.envelope() if type(content) is MultimodalResult else content
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a raising validator, GeneratorExit, a custom BaseException
@@ -359,12 +381,14 @@ class ToolRegistry(HermesQueries):
         content, is_error = settled(self._run, name, args, kwargs)
         return Outcome(content=content, is_error=is_error, started=started, ended=perf_counter())
 
-    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str:
+    async def dispatch_async(self, name: str, args: Any, **kwargs: Any) -> str | dict[str, Any]:
         """The same contract as ``dispatch``; async handlers are awaited on the caller's loop.
 
         Cancelling the awaiting task still cancels (asyncio's contract); a handler's own stray
         ``CancelledError`` is an error result like any other exception."""
-        return (await settled_async(self._run_async(name, args, kwargs)))[0]
+        kwargs.pop("scope", None)
+        content = (await settled_async(self._run_async(name, args, kwargs)))[0]
+        return content.envelope() if type(content) is MultimodalResult else content
 
     async def aexecute(self, name: str, args: Any, **kwargs: Any) -> Outcome:
         """``dispatch_async`` returning the ``Outcome``."""

@@ -21,7 +21,7 @@ class Agent(Protocol):
 
     code_vars: dict[str, Any] | None
 
-    def _definitions(self) -> Any: ...  # the turn's ``Assembly`` (tool search): ``.definitions`` is what is offered
+    def _definitions(self) -> Any: ...  # a ``tools.search.Assembly``: this turn's definitions and catalog
 
 
 _sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()

@@ -216,6 +216,9 @@ def test_interrupt_stops_a_long_async_tool(kernel: KernelSession) -> None:
     start = time.monotonic()
     r = _interrupt_during(kernel, "print('go', flush=True)\nregistry.dispatch('nap', {})")
     assert r.error is not None and r.error["ename"] == "KeyboardInterrupt"
+    # one line, as the agent's interrupt (issue 26, item 6), not ~8 frames of library code
+    assert r.error["traceback"] == ["KeyboardInterrupt: interrupted while the tool call 'nap' ran; it was "
+                                    "cancelled, the next cell runs as usual"]
     assert time.monotonic() - start < 20
     assert kernel.run("print('after')").stdout.strip() == "after"
 
@@ -226,6 +229,10 @@ def test_interrupt_stops_a_long_sync_tool(kernel: KernelSession) -> None:
     start = time.monotonic()
     r = _interrupt_during(kernel, "print('go', flush=True)\nget_ipython().run_line_magic('tools', 'call doze')")
     assert r.error is not None and r.error["ename"] == "KeyboardInterrupt"
+    assert len(r.error["traceback"]) == 1 and "interrupted while the tool call 'doze' ran" in r.error["traceback"][0]
+    # the person's own code, interrupted outside hermes_nb, keeps IPython's traceback
+    own = _interrupt_during(kernel, "import time\nprint('go', flush=True)\nfor _ in range(600): time.sleep(0.05)")
+    assert own.error is not None and own.error["ename"] == "KeyboardInterrupt" and len(own.error["traceback"]) > 1
     assert time.monotonic() - start < 20
     assert kernel.run("print('after')").stdout.strip() == "after"
 

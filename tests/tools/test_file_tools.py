@@ -252,3 +252,29 @@ def test_the_write_deny_list_is_refused(ws: Path, path: str, said: str, why: str
 @pytest.mark.parametrize("path", ["notes/bashrc.txt", "src/app.py", "venv_notes/bin/readme", "docs/config"])
 def test_ordinary_files_near_the_list_are_written(ws: Path, path: str) -> None:
     assert "bytes_written" in call("write_file", path=path, content="x")
+
+
+@pytest.mark.parametrize("path", ["bashlex.py", "ipywidgets.py", "markdown_it.py", "yaml.py", "pandas/__init__.py",
+                                  "json.py", "sqlite3.py", "numpy.cpython-311-x86_64-linux-gnu.so", "openai.pyc"])
+def test_a_module_that_shadows_an_importable_one_asks(ws: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """The kernel imports from its working folder first: a planted module would run at its next import."""
+    monkeypatch.chdir(ws)
+    asked: list[str] = []
+
+    def deny(subject: str, key: str, description: str) -> str:
+        asked.append(description)
+        return "deny"
+
+    result = registry.dispatch("write_file", {"path": path, "content": "x = 1\n"}, approval_callback=deny)
+    assert len(asked) == 1 and "would shadow the module" in asked[0], result
+    assert not (ws / path).exists()
+    approved = registry.dispatch("write_file", {"path": path, "content": "x = 1\n"},
+                                 approval_callback=lambda *a: "once")
+    assert "bytes_written" in approved and (ws / path).exists()
+
+
+@pytest.mark.parametrize("path", ["my_analysis.py", "src/json.py", "notes/yaml.py", "pandas_helpers/__init__.py"])
+def test_modules_that_shadow_nothing_need_no_yes(ws: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    monkeypatch.chdir(ws)
+    result = registry.dispatch("write_file", {"path": path, "content": "x = 1\n"}, approval_callback=lambda *a: "deny")
+    assert "bytes_written" in result, result

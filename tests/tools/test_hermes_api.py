@@ -70,16 +70,17 @@ def test_a_multimodal_envelope_survives_dispatch_with_its_parts(reg):
     parts = [{"type": "text", "text": "captured"}, {"type": "image_url", "image_url": {"url": "data:,x"}}]
     reg.register(name="capture", toolset="computer_use", schema=schema("capture"),
                  handler=lambda args, **kw: {"_multimodal": True, "content": parts, "text_summary": "a screenshot"})
-    result = reg.dispatch("capture", {})
-    assert isinstance(result, MultimodalResult) and list(result.parts) == parts
-    assert result == "a screenshot"  # the text view, for the budget, the display and the records
+    assert reg.dispatch("capture", {}) == {"_multimodal": True, "content": parts, "text_summary": "a screenshot"}
+    inside = reg.execute("capture", {}).content  # inside, the text view for the budget, display and records
+    assert isinstance(inside, MultimodalResult) and list(inside.parts) == parts and inside == "a screenshot"
 
 
 def test_a_multimodal_envelope_without_summary_reads_as_its_text_parts(reg):
     reg.register(name="cap2", toolset="cu", schema=schema("cap2"),
                  handler=lambda args, **kw: {"_multimodal": True, "content": [{"type": "text", "text": "one"},
                                                                                {"type": "text", "text": "two"}]})
-    assert reg.dispatch("cap2", {}) == "one\ntwo"
+    assert reg.dispatch("cap2", {})["text_summary"] == "one\ntwo"
+    assert reg.execute("cap2", {}).content == "one\ntwo"
 
 
 @pytest.mark.parametrize(("value", "sent"), [({"ok": True}, '{"ok": true}'), (None, "null"), (42, "42")])

@@ -87,3 +87,60 @@ def test_the_callback_is_asked_in_either_order_and_no_backend_skips_the_check(ca
 
     assert call(person)["approved"] is True
     assert asked == ["rm -rf build"]
+
+
+# -- model_tools.coerce_tool_args (Hermes's name) --------------------------------------------------------
+
+
+def test_coerce_tool_args_turns_strings_into_what_the_schema_wants_and_keeps_a_call_that_does_not_fit():
+    from hermes_nb.tools.model_tools import coerce_tool_args
+
+    registry.register("sized", "calls", {"name": "sized", "description": "d", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer"}, "deep": {"type": "boolean"}}, "required": ["n"]}},
+        lambda args, **kw: "ok")
+    assert coerce_tool_args("sized", {"n": "42", "deep": "true"}) == {"n": 42, "deep": True}
+    assert coerce_tool_args("sized", {"n": "many"}) == {"n": "many"}  # cannot be coerced: the original stays
+    assert coerce_tool_args("no_such_tool", {"n": "1"}) == {"n": "1"}
+
+
+
+# -- registry.dispatch: the envelope as the dict too ----------------------------------------------------
+
+
+def test_registry_dispatch_returns_the_multimodal_envelope_as_a_dict():
+    _register("screenshot2", lambda args, **kw: {"_multimodal": True, "content": PARTS})
+    result = registry.dispatch("screenshot2", {})
+    assert isinstance(result, dict) and result["_multimodal"] is True and result["content"] == PARTS
+    assert registry.execute("screenshot2", {}).content == "the screen"  # inside, the record keeps the text view
+
+
+# -- Hermes main's names: renamed tools, register(..., scope=...) ---------------------------------------
+
+
+def test_hermes_mains_new_tool_names_reach_the_tool_under_its_old_name():
+    _register("process", lambda args, **kw: "process answered")
+    assert registry.dispatch("process_manage", {}) == "process answered"
+    assert handle_function_call("process_manage", {}) == "process answered"
+    assert "process_manage" not in registry.get_all_tool_names()  # the model is offered the registered name only
+    _register("cronjob_manage", lambda args, **kw: "new name answered")
+    assert registry.dispatch("cronjob", {}) == "new name answered"  # and the old name reaches the new one
+    _register("process_manage", lambda args, **kw: "its own")
+    assert registry.dispatch("process_manage", {}) == "its own"  # an alias never hides a registered tool
+    registry.deregister("process")
+    registry.deregister("process_manage")
+    assert "Unknown tool" in registry.dispatch("process_manage", {})  # no process tool: no alias
+
+
+def test_register_accepts_a_scope_and_doctor_says_a_foreign_one_is_not_kept_apart(hermes_home):
+    from hermes_nb.tools.sources.load_report import clear_failures, failures
+
+    schema = {"name": "scoped", "description": "d", "parameters": {"type": "object", "properties": {}}}
+    registry.register("scoped", "calls", schema, lambda args, **kw: "ok", scope=str(hermes_home))
+    assert registry.get_entry("scoped").metadata["hermes_scope"] == str(hermes_home)
+    registry.register("scoped_other", "calls", {**schema, "name": "scoped_other"}, lambda args, **kw: "ok",
+                      scope="/elsewhere/profiles/coder")
+    assert registry.dispatch("scoped_other", {}) == "ok"
+    said = [f.message for f in failures() if f.name.endswith("scoped_other/scope")]
+    clear_failures("tool")
+    assert said and "one registry" in said[0] and "/elsewhere/profiles/coder" in said[0]
+    assert not [f for f in failures() if f.name.endswith("scoped/scope")]

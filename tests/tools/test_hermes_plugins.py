@@ -221,7 +221,8 @@ def test_hooks_see_a_multimodal_result_as_hermes_envelope_and_it_stays_multimoda
     parts = [{"type": "text", "text": "pixels"}]
     registry.register("shot", "guard2", {"description": "d"},
                       lambda a, **kw: {"_multimodal": True, "content": parts, "text_summary": "a shot"})
-    result = registry.dispatch("shot", {})
+    result = registry.execute("shot", {}).content
     assert isinstance(result, MultimodalResult) and list(result.parts) == parts
     (post,) = _events(guard, "post")
     assert post[2] == {"_multimodal": True, "content": parts, "text_summary": "a shot"}
+    assert registry.dispatch("shot", {})["content"] == parts  # Hermes's dict at the edge

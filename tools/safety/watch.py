@@ -5,7 +5,8 @@ without creating it in the person's folder, and a folder holding bound paths can
 replaced (``mv .git old && mkdir .git``). So before the command the protected paths are noted (``Watch``),
 and when it has ended — every process of the call dead, so nothing races this — each one that is new or is
 no longer the same file is renamed aside to ``NAME.blocked-by-hermes-nb`` (nothing is deleted) and named in
-the result. Two things are new on purpose and are checked inside instead: a new virtualenv, and a new
+the result; so is a new top-level module that shadows one the kernel imports (``tools.safety.imports``).
+Two things are new on purpose and are checked inside instead: a new virtualenv, and a new
 repository (``git init``), whose sample hooks and plain ``config`` pass while a real hook or a config that
 names a program is set aside.
 """
@@ -68,6 +69,15 @@ def _signature(path: Path) -> Signature:
     if stat.S_ISDIR(st.st_mode):  # a folder's own mtime moves with ordinary use (git's index.lock)
         return (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), 0, 0)
     return (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
+
+
+def _top_level(root: Path) -> dict[str, Signature]:
+    """The root's entries that look like modules or packages, with their signatures."""
+    try:
+        names = [n for n in os.listdir(root) if n.endswith((".py", ".pyc", ".so")) or "." not in n]
+    except OSError:
+        return {}
+    return {n: _signature(root / n) for n in names}
 
 
 def _set_aside(root: Path, path: Path) -> str | None:
@@ -142,6 +152,7 @@ class Watch:
         self.protected: list[Candidate] = [c for c in candidates(root) if c.path.is_relative_to(root)]
         self._before = {c.path: _Seen(signature=_signature(c.path), reason=c.reason)
                         for c in self.protected if c.path != root}
+        self._top = _top_level(root)
 
     def settle(self) -> list[str]:
         """Set aside what changed; one line per path for the result (empty when nothing did)."""
@@ -167,6 +178,21 @@ class Watch:
                     notes += self._aside(part, "a new repository's hook or config that runs a program")
                 continue
             notes += self._aside(path, reason)
+        return notes + self._shadowing()
+
+    def _shadowing(self) -> list[str]:
+        """New top-level modules of an import folder that shadow a module the kernel imports."""
+        from hermes_nb.tools.safety.imports import shadowed_name
+
+        notes: list[str] = []
+        for name, signature in sorted(_top_level(self.root).items()):
+            if self._top.get(name) == signature:
+                continue
+            path = self.root / name
+            target = path / "__init__.py" if signature is not None and stat.S_ISDIR(signature[2]) else path
+            module = shadowed_name(target)
+            if module is not None:
+                notes += self._aside(path, f"it would shadow the module {module!r} at the kernel's next import")
         return notes
 
     def _aside(self, path: Path, reason: str) -> list[str]:

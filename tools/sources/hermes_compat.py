@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from hermes_nb.tools.calls.entry import Availability, ChecksRun, ToolEntry
 
 __all__ = [
-    "HermesQueries", "discover_builtin_tools", "invalidate_check_fn_cache", "is_hermes_style", "keep_existing",
+    "HermesQueries", "caller_globals", "discover_builtin_tools", "invalidate_check_fn_cache", "is_hermes_style", "keep_existing",
     "no_cache_check_fn",
 ]
 
@@ -181,6 +182,15 @@ class HermesQueries(ToolsetAliases):
 def _env_names(entries: list[ToolEntry]) -> list[str]:
     """The union of ``requires_env`` names, first seen first (names only, never values)."""
     return list(dict.fromkeys(v for e in entries for v in e.requires_env))
+
+
+def caller_globals() -> dict[str, Any]:
+    """The globals of whoever called ``registry.register`` (two frames up from here), past the first-use
+    wrapper (``first_use``), which is not a caller: seen from it, a Hermes-style file looked like ours."""
+    frame = sys._getframe(2)
+    while frame.f_back is not None and frame.f_globals.get("__name__") == "hermes_nb.tools.sources.first_use":
+        frame = frame.f_back
+    return frame.f_globals
 
 
 def is_hermes_style(caller_globals: Mapping[str, Any]) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from hermes_nb.tools.config import config_path, load_config, write_config_text
 from hermes_nb.tools.errors import ConfigError
@@ -60,7 +61,8 @@ def plugin_policy() -> PluginPolicy:
     enabled = section.get("enabled")
     if "enabled" in section and not isinstance(enabled, list):
         raise ConfigError(f"{config_path()}: plugins.enabled must be a list of plugin names")
-    entries = section.get("entries") if isinstance(section.get("entries"), dict) else {}
+    raw_entries = section.get("entries")
+    entries: dict[Any, Any] = raw_entries if isinstance(raw_entries, dict) else {}
     by_entry = {str(k) for k, v in entries.items() if isinstance(v, dict) and v.get("allow_tool_override") is True}
     return PluginPolicy(
         enabled=_names(enabled) if "enabled" in section else None,
@@ -124,17 +126,17 @@ def _edit_text(text: str, key: str, name: str, add: bool) -> str:
         lines[own] = f"{match.group('indent')}{key}: [{', '.join(items)}]{comment}"
         return "\n".join(lines) + "\n"
     item_end = _block_end(lines, own, child_indent)
-    items = [i for i in range(own + 1, item_end) if _meaningful(lines[i])]
+    item_lines = [i for i in range(own + 1, item_end) if _meaningful(lines[i])]
     wanted = re.compile(rf"^\s*-\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$")
-    kept = [i for i in items if not wanted.match(lines[i])]
-    for i in reversed(items):
+    kept = [i for i in item_lines if not wanted.match(lines[i])]
+    for i in reversed(item_lines):
         if i not in kept:
             del lines[i]
     if not add and not kept:  # the last one left: an empty list, not a null (enabled: [] loads nothing)
         lines[own] = f"{match.group('indent')}{key}: []{comment}"
     if add:
-        pad = " " * (_indent(lines[items[0]]) if items else child_indent + 2)
-        insert_at = (items[-1] + 1) if items else own + 1
+        pad = " " * (_indent(lines[item_lines[0]]) if item_lines else child_indent + 2)
+        insert_at = (item_lines[-1] + 1) if item_lines else own + 1
         lines.insert(min(insert_at, len(lines)), f"{pad}- {name}")
     return "\n".join(lines) + "\n"
 
@@ -155,8 +157,10 @@ def edit_plugin_list(key: str, name: str, *, add: bool) -> bool:
     except FileNotFoundError:
         text = ""
     before = load_config(expand=False)
-    section = before.get("plugins") if isinstance(before.get("plugins"), dict) else {}
-    current = section.get(key) if isinstance(section.get(key), list) else []
+    raw_section = before.get("plugins")
+    section: dict[str, Any] = raw_section if isinstance(raw_section, dict) else {}
+    raw_current = section.get(key)
+    current: list[Any] = raw_current if isinstance(raw_current, list) else []
     if (name in [str(v) for v in current]) == add:
         return False
     expected = {**before, "plugins": {**section, key: [v for v in current if str(v) != name] + ([name] if add else [])}}

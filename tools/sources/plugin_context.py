@@ -136,6 +136,7 @@ class PluginContext:
         self.undos: list[Callable[[], None]] = []  # hooks, import scopes: undone when the plugin unloads
         self.unsupported: list[str] = []  # Hermes ctx.register_* calls with no notebook meaning
         self.displaced: dict[str, ToolEntry] = {}  # tools it replaced (allowed), put back when it unloads
+        self.modules: list[str] = []  # the module names its code runs under (a prefix each)
         self._llm: PluginLlm | None = None
 
     @property
@@ -180,7 +181,7 @@ class PluginContext:
     def owns(self, entry: ToolEntry) -> bool:
         return entry.source == "plugin" and entry.origin == self.origin
 
-    def _refuse(self, name: str, existing: ToolEntry, what: str) -> PluginToolOverrideError:
+    def refuse(self, name: str, existing: ToolEntry, what: str) -> PluginToolOverrideError:
         message = (f"refused: plugin {self.plugin!r} may not {what} {_owner_text(existing)} {name!r}; "
                    f"name it in plugins.allow_tool_override in config.yaml to allow this")
         record_failure("plugin", f"{self.plugin}/{name}", message)
@@ -208,7 +209,7 @@ class PluginContext:
         existing = registry.get_entry(name)
         replacing = existing is not None and not self.owns(existing)
         if replacing and override and not self.policy.may_override(self.plugin):
-            raise self._refuse(name, existing, "replace")  # type: ignore[arg-type]
+            raise self.refuse(name, existing, "replace")  # type: ignore[arg-type]
         if replacing and not override:
             record_failure("plugin", f"{self.plugin}/{name}",
                            f"tool {name!r} not registered: the name belongs to {_owner_text(existing)}")  # type: ignore[arg-type]
@@ -233,7 +234,7 @@ class PluginContext:
         if existing is None:
             return None
         if not self.owns(existing) and not self.policy.may_override(self.plugin):
-            raise self._refuse(name, existing, "remove")
+            raise self.refuse(name, existing, "remove")
         if name in self.tools:
             self.tools.remove(name)
         return registry.deregister(name)

@@ -41,6 +41,7 @@ from hermes_nb.tools.sources.hermes_imports import (
 from hermes_nb.tools.sources.load_report import clear_failures, failures, record_failure
 from hermes_nb.tools.sources.plugin_config import PluginPolicy, plugin_policy
 from hermes_nb.tools.sources.plugin_context import PluginContext
+from hermes_nb.tools.sources.plugin_guard import ownership_guard
 from hermes_nb.tools.sources.plugin_hooks import SUPPORTED_HOOKS
 from hermes_nb.tools.sources.plugin_views import builtins_with_view
 
@@ -137,6 +138,7 @@ def _import_folder(module_name: str, folder: Path, ctx: PluginContext) -> types.
         sys.modules[MODULE_PREFIX] = namespace
     for stale in [m for m in sys.modules if m.startswith(module_name + ".")]:  # submodules of the last load
         del sys.modules[stale]
+    ctx.modules.append(module_name)
     ctx.undos.append(set_scope_builtins(module_name, builtins_with_view(_live_context(ctx.plugin))))
     ctx.undos.append(add_plugin_package(folder.name.replace("-", "_"), module_name))
     spec = importlib.util.spec_from_file_location(
@@ -286,6 +288,7 @@ def _entry_point_plugins(policy: PluginPolicy) -> list[str]:
             def loader(ctx: PluginContext, ep: Any = ep, meta: dict[str, Any] = meta, location: str = location) -> Any:
                 top = ep.module.partition(".")[0]
                 scope_package(top)  # Hermes's import paths, for this plugin only
+                ctx.modules.append(top)
                 ctx.undos.append(set_scope_builtins(top, builtins_with_view(_live_context(ctx.plugin))))
                 return ep.load(), meta, location
 
@@ -336,7 +339,13 @@ class _ToolFileTarget:
     run: Callable[..., Any]
 
     def __call__(self, ctx: PluginContext) -> None:
+        from hermes_nb.tools.sources.plugin_files import TOOL_FILE_PREFIX
+
+        ctx.modules.append(f"{TOOL_FILE_PREFIX}.{self.tool_file.name}")
         self.run(self.tool_file, ctx, _live_context(ctx.plugin))
+
+
+_guard_undo: list[Callable[[], None]] = []  # installed once, on the first discovery, for the process's life
 
 
 def discover_plugins() -> list[str]:
@@ -351,6 +360,8 @@ def discover_plugins() -> list[str]:
     for name in [n for n in _loaded if not policy.allows(n)]:
         _forget(name)
     _found.clear()
+    if not _guard_undo and hasattr(registry, "add_register_guard"):
+        _guard_undo.append(registry.add_register_guard(ownership_guard(lambda: list(_contexts.values()))))
     loaded = _folder_plugins(hermes_home() / "plugins", "user", policy)
     if os.environ.get("HERMES_ENABLE_PROJECT_PLUGINS"):
         loaded += _folder_plugins(Path.cwd() / ".hermes" / "plugins", "project", policy)
@@ -363,4 +374,4 @@ def unload_plugins() -> None:
     """Remove the tools every loaded plugin (tool files included) registered. Idempotent."""
     for name in list(_contexts) + list(_loaded):
         _forget(name)
-    _found.clear()
+    _found.clear()  # the ownership guard stays: plugin code (a stored callback) can outlive its plugin
