@@ -106,7 +106,11 @@ def installs_allowed() -> bool:
 def _installer() -> list[str]:
     import importlib.util
 
-    if importlib.util.find_spec("pip") is not None:
+    try:
+        has_pip = importlib.util.find_spec("pip") is not None
+    except ModuleNotFoundError:  # the kernel's import guard: found only where the model can write
+        has_pip = False
+    if has_pip:
         return [sys.executable, "-m", "pip", "install"]
     uv = _uv()
     if uv is None:

@@ -30,9 +30,11 @@ from hermes_nb.tools.calls.entry import (
     check_result,
     checked_callables,
     checked_examples,
+    checked_packages,
     checked_schema,
     checked_source,
     is_available,
+    schema_overrides,
     validator_for,
 )
 from hermes_nb.tools.calls.outcome import Outcome, Settled
@@ -128,7 +130,7 @@ class ToolRegistry(HermesQueries):
             handler=handler,
             check_fn=check_fn,
             requires_env=(requires_env,) if isinstance(requires_env, str) else tuple(requires_env or ()),
-            requires_packages=_requirements(name, requires_packages) if requires_packages else (),
+            requires_packages=checked_packages(name, requires_packages),
             is_async=bool(is_async) or inspect.iscoroutinefunction(handler),
             description=schema.get("description", ""),
             emoji=emoji or "",
@@ -326,7 +328,7 @@ class ToolRegistry(HermesQueries):
                 continue  # (is_available's last step, called directly: this loop is what bench_registry times)
             function = {**entry.schema, "name": name}
             if entry.dynamic_schema_overrides is not None:
-                function.update(_overrides(entry))
+                function.update(schema_overrides(entry))
             append({"type": "function", "function": function})
         return out
 
@@ -478,30 +480,12 @@ class ToolRegistry(HermesQueries):
         return undo
 
 
-def _requirements(name: str, items: Any) -> tuple[str, ...]:
-    from hermes_nb.tools.lazy_deps import checked_requirements  # only for tools that need packages
-
-    return checked_requirements(name, items)
-
-
 def _unknown(name: Any, tools: Mapping[str, ToolEntry]) -> str:
     if not isinstance(name, str):
         return tool_error(f"Unknown tool: {name!r}")
     from hermes_nb.tools.schema.lint import did_you_mean  # the error path only
 
     return tool_error(f"Unknown tool: {name}{did_you_mean(name, tools)}")
-
-
-def _overrides(entry: ToolEntry) -> dict[str, Any]:
-    """Hermes's ``dynamic_schema_overrides``: merged onto the schema; a failing one is ignored (logged)."""
-    try:
-        extra = entry.dynamic_schema_overrides() if entry.dynamic_schema_overrides else None
-    except Exception:  # a broken override must not hide the tool; the static schema serves
-        log.warning("dynamic_schema_overrides of tool %r failed; using its static schema", entry.name, exc_info=True)
-        return {}
-    if not isinstance(extra, dict):
-        return {}
-    return {k: v for k, v in extra.items() if k != "name"}
 
 
 #: The process-wide registry (Hermes's name).

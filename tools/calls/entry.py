@@ -17,8 +17,8 @@ from hermes_nb.tools.errors import ToolSchemaError
 log = logging.getLogger("hermes_nb.tools.registry")
 
 __all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "ChecksRun", "availability", "check_result", "checked_callables",
-           "checked_examples", "checked_schema", "checked_source", "is_available", "report_unenforced",
-           "validator_for"]
+           "checked_examples", "checked_packages", "checked_schema", "checked_source", "is_available", "report_unenforced",
+           "schema_overrides", "validator_for"]
 
 Source = Literal["builtin", "notebook", "plugin", "mcp", "hermes"]
 #: "hermes": a tool of an installed hermes-agent, called through Hermes's own handle_function_call.
@@ -263,3 +263,24 @@ def report_unenforced(name: str, validator: Any) -> None:
     words = ", ".join(unenforced)
     log.warning("tool %r: schema keywords not enforced by the validator: %s", name, words)
     record_failure("schema", name, f"schema keywords not enforced (the model is not held to them): {words}")
+
+
+def checked_packages(name: str, items: Any) -> tuple[str, ...]:
+    """``requires_packages`` as requirement strings (``tools.lazy_deps``; packaging only when there are some)."""
+    if not items:
+        return ()
+    from hermes_nb.tools.lazy_deps import checked_requirements
+
+    return checked_requirements(name, items)
+
+
+def schema_overrides(entry: ToolEntry) -> dict[str, Any]:
+    """Hermes's ``dynamic_schema_overrides``: merged onto the schema; a failing one is ignored (logged)."""
+    try:
+        extra = entry.dynamic_schema_overrides() if entry.dynamic_schema_overrides else None
+    except Exception:  # a broken override must not hide the tool; the static schema serves
+        log.warning("dynamic_schema_overrides of tool %r failed; using its static schema", entry.name, exc_info=True)
+        return {}
+    if not isinstance(extra, dict):
+        return {}
+    return {k: v for k, v in extra.items() if k != "name"}
