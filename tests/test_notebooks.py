@@ -71,6 +71,12 @@ def _check_safe_scheduling(nb: Any) -> None:
     (shown,) = [o for o in timeline.outputs if o.get("output_type") == "execute_result"]
     assert "var(--jp-" in shown["data"]["text/html"]  # bars in the theme's colours
     assert "4 fetches (one parallel segment): 4 calls" in shown["data"]["text/plain"]
+    from hermes_nb.tools.safety import sandbox
+
+    if sandbox.status().mechanism.startswith("bubblewrap"):  # the tour's sandbox cell shows what it hides
+        shown = _text(_cell(nb, "print(sandbox.status().detail)"))
+        assert "wrote outside: False" in shown and ".gitattributes kept: False" in shown, shown
+        assert "No such file" in shown and "renamed to .gitattributes.blocked-by-hermes-nb" in shown, shown
 
 
 def _check_mcp_and_plugins(nb: Any) -> None:
