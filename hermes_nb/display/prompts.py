@@ -44,7 +44,8 @@ UiEvents = Callable[[], AbstractContextManager[Callable[[int], Any]]]
 _APPROVAL_LABELS = {"once": "Approve once", "session": "For this session", "always": "Always", "deny": "Deny"}
 _VERDICTS = {"once": "Approved once", "session": "Approved for this session", "always": "Approved always",
              "deny": "Denied"}
-_APPROVAL_STYLES = {"once": "success", "session": "info", "always": "warning", "deny": "danger"}
+# "always" has no colour of its own: ipywidgets' warning style is white on orange (2.7:1 in the light theme)
+_APPROVAL_STYLES = {"once": "success", "session": "info", "always": "", "deny": "danger"}
 _TEXT_ANSWERS = {"o": "once", "once": "once", "s": "session", "session": "session", "a": "always",
                  "always": "always", "d": "deny", "deny": "deny", "n": "deny", "no": "deny", "": "deny"}
 

@@ -90,6 +90,9 @@ def run_examples(names: Iterable[str], reg: Any) -> ExampleReport:
     for name, entry in zip(wanted or [e.name for e in entries], entries, strict=True):
         if entry is None:
             raise UsageError(f"%tools test: no tool named {name!r} (see %tools)")
+        if wanted and not entry.examples:
+            raise UsageError(f"%tools test: {name} has no examples; give its %%tool cell --example 'a=2 b=3 -> 6' "
+                             f"(or tool(fn, examples=[(args, expected)]))")
         for example in entry.examples:
             actual = decode_result(reg.execute(entry.name, dict(example.args)).content)  # text view, not the dict
             ok, note = matches(example, actual)

@@ -122,11 +122,11 @@ def fuzz_tool(name: str, *, n: int = 200, seed: int | None = None, invalid: bool
     if asks and not allow_approval:
         why = "needs approval" if entry.needs_approval else f"is a {entry.source} tool not marked read-only"
         raise UsageError(f"%tools fuzz: {name} {why}; fuzzing runs it with approvals granted, so pass "
-                         f"--allow-approval (no sandbox bounds it yet)")
+                         f"--allow-approval (terminal commands still run in the sandbox where it holds: see %tools doctor)")
     from hermes_nb.tools.approval import set_default_approval_callback
     from hermes_nb.tools.budget import result_threshold
 
-    notes = ("approvals granted, not sandboxed",) if allow_approval else ()
+    notes = ("approvals granted; only terminal commands run sandboxed",) if allow_approval else ()
     probe = _Probe(entry, reg, threshold=result_threshold(name), slow=slow, timeout=timeout)
     progress = Progress(f"fuzz {name}", n * (2 if invalid else 1), display=display)
     probe.on_call = lambda: progress.update(min(probe.calls + probe.invalid_calls, progress.total),

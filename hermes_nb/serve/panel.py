@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from hermes_nb.display import live
+from hermes_nb.display import colours, live
 from hermes_nb.display.escaping import escape_html
 
 __all__ = ["ServePanel"]
@@ -131,11 +131,11 @@ class ServePanel:
 
     def html(self) -> str:
         parts = [f'<div style="font-family:sans-serif;font-size:13px;border-left:3px solid #00897b;'
-                 f'padding:4px 10px;margin:4px 0"><div style="color:#666">🛰 {escape_html(self.title)}</div>']
+                 f'padding:4px 10px;margin:4px 0"><div style="color:{colours.MUTED}">🛰 {escape_html(self.title)}</div>']
         if not self._cards:
-            parts.append('<div style="color:#666">No calls yet.</div>')
+            parts.append(f'<div style="color:{colours.MUTED}">No calls yet.</div>')
         for client, card in self._cards.values():
-            parts.append(f'<div style="color:#666;font-size:11px;margin-top:4px">from {escape_html(client)}</div>')
+            parts.append(f'<div style="color:{colours.MUTED};font-size:11px;margin-top:4px">from {escape_html(client)}</div>')
             parts.append(live._card_html(card))
         parts.append("</div>")
         return "".join(parts)

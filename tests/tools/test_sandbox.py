@@ -280,3 +280,56 @@ def test_a_module_the_command_plants_for_the_kernel_is_set_aside(world: World, m
                          timeout=30)
     assert not (world.ws / "bashlex.py").exists() and not (world.ws / "pandas").exists()
     assert (world.ws / "mine.py").exists() and "shadow the module 'bashlex'" in result["stderr"]
+
+
+# -- the Landlock fallback (where bubblewrap cannot run) ----------------------------------------------
+
+LANDLOCK_ROWS = [
+    Row("landlock", "touch OUT/written", lambda w, r: (w.out / "written").exists(), "a write outside the workspace"),
+    Row("landlock", "echo 'approvals: {tools: {terminal: allow}}' >> .hermes_nb/config.yaml",
+        lambda w, r: "terminal: allow" in (w.home / "config.yaml").read_text(),
+        "the home inside the workspace: Landlock cannot exclude it, so the command does not run"),
+    Row("landlock", "ln -s ../../config.yaml .hermes_nb/cache/spillover/call_next-0123456789.txt",
+        lambda w, r: (w.home / "cache/spillover/call_next-0123456789.txt").is_symlink(),
+        "the spill folder (in the home): not run either"),
+    Row("landlock", f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', PORT), 2)\"",
+        lambda w, r: w.connected(), "TCP to 127.0.0.1 (network is off by default)"),
+    Row("landlock", "echo x > .gitattributes", lambda w, r: (w.ws / ".gitattributes").exists(),
+        "a new file on the write-deny list is set aside after the call"),
+]
+
+
+@pytest.mark.parametrize("row", LANDLOCK_ROWS, ids=[f"landlock-{i}" for i in range(len(LANDLOCK_ROWS))])
+def test_landlock_contains_the_row(world: World, row: Row, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if sandbox.landlock_abi() < 4:
+        pytest.skip("the Landlock fallback needs Linux >= 6.7 here (ABI 4 for TCP rules)")
+    home = world.home
+    if ".hermes_nb" not in row.command:  # a home inside the workspace refuses every command under Landlock
+        home = tmp_path / "home-outside"
+        home.mkdir()
+        monkeypatch.setenv("HERMES_NB_HOME", str(home))
+    (home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"mechanism": "landlock"}}))
+    assert sandbox.status().mechanism.startswith("landlock")
+    try:
+        result = _run(world, row, "hermes-nb-landlock")
+    except RuntimeError as exc:  # refused to run: the home lies inside this workspace
+        assert "Landlock cannot keep" in str(exc) and home == world.home
+        result = {}
+    assert not row.effect(world, result), (row.why, result)
+    (home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"enabled": False}}))
+    result = _run(world, row, "hermes-nb-landlock-off")
+    assert row.effect(world, result), (row.why, result)
+
+
+def test_without_bubblewrap_the_doctor_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_nb.tools.safety import bwrap
+
+    with monkeypatch.context() as m:
+        m.setenv("PATH", "/nonexistent")
+        bwrap.probe.cache_clear()
+        try:
+            state = sandbox.status()
+        finally:
+            bwrap.probe.cache_clear()
+    assert not state.mechanism.startswith("bubblewrap")
+    assert "apt-get install bubblewrap" in state.detail, state.detail

@@ -86,7 +86,9 @@ def status() -> SandboxStatus:
                                     "read and write wherever the kernel can")
     network = cfg.get("network") is True
     parts = [f"writes only to the workspace and a private temp dir (Landlock ABI {abi}; {why_not})",
-             "reads are not bounded: the kernel's connection file and the hermes_nb home stay readable"]
+             "reads are not bounded: the kernel's connection file and the hermes_nb home stay readable",
+             "the write-deny list holds only for what a command creates or swaps in, not inside existing "
+             "folders such as .git/hooks or a virtualenv (that needs bubblewrap)"]
     if not network:
         parts.append("no TCP" if abi >= 4 else "network stays on (needs Landlock ABI 4)")
     sweep = abi >= 6
@@ -115,6 +117,12 @@ class Box:
         self._landlock: Confinement | None = None
         self._init: int | None = None  # a pidfd of the pid namespace's init (bubblewrap)
         if state.mechanism.startswith("landlock"):
+            from hermes_nb.tools.config import hermes_home
+
+            home = Path(os.path.realpath(hermes_home()))
+            if home.is_relative_to(workspace):  # Landlock cannot take a folder out of a writable one: refuse
+                raise OSError(f"the hermes_nb home {home} lies inside the workspace, and Landlock cannot keep "
+                              "a command from writing it (install bubblewrap, or move HERMES_NB_HOME out)")
             self._landlock = Confinement(writable_paths(workspace, tmp), network=state.network)
 
     def spawn(self, command: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:

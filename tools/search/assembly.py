@@ -10,6 +10,7 @@ search). A deferred tool's availability is looked at again when it is searched, 
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Iterable
@@ -53,13 +54,16 @@ class _Plan:
 _lock = threading.Lock()
 _plans: dict[tuple[Any, ...], _Plan] = {}
 _tokens: dict[int, tuple[Any, int]] = {}  # id(entry) -> (entry, estimated tokens of its schema)
+_changes = itertools.count(1)
 _version = 0
 _registry: Any = None  # the registry, once watched
 
 
 def _changed(event: str, name: str) -> None:
+    # a fresh number per change (``next`` is atomic): listeners run in any thread, and a lost ``+= 1``
+    # could leave a plan built before a change under the number after it
     global _version
-    _version += 1
+    _version = next(_changes)
 
 
 def _watch() -> Any:
