@@ -94,6 +94,16 @@ def _check_mcp_and_plugins(nb: Any) -> None:
                       "%%writefile {tools_dir}/reverse.py", "%%writefile {tools_dir}/reverse.py"]
 
 
+def _check_test_and_evaluate(nb: Any) -> None:
+    """The execute_code section: one script, its six calls nested under its card, no replay drift."""
+    run = _cell(nb, "cassettes/execute-code-04.json")
+    html = "".join(o.get("data", {}).get("text/html", "") for o in run.outputs)
+    nested = html.split('class="hermes-nb-nested"', 1)[1]
+    assert nested.count("<b>convert_temperature</b>") == 4 and nested.count("<b>word_count</b>") == 2
+    assert "Replay drift" not in html and "212 °F" in html
+    assert "'status': 'success'" in _text(_cell(nb, "json.loads(run.tool_calls[0].content)"))
+
+
 def _check_agent_state(nb: Any) -> None:
     """One checklist updated in place, the second kernel's recall, two nested sub-agents, no replay drift."""
     every = "".join(_text(c) + "".join(o.get("data", {}).get("text/html", "") for o in c.get("outputs", []))
@@ -115,5 +125,6 @@ def _check_agent_state(nb: Any) -> None:
 CHECKS: dict[str, Callable[[Any], None]] = {
     "05-agent-state.ipynb": _check_agent_state,
     "02-safe-scheduling.ipynb": _check_safe_scheduling,
+    "04-test-and-evaluate.ipynb": _check_test_and_evaluate,
     "03-mcp-and-plugins.ipynb": _check_mcp_and_plugins,
 }

@@ -44,7 +44,7 @@ class CodeSession:
     def __init__(self, variables: Mapping[str, Any] | None = None) -> None:
         self.current: Script | None = None
         own = dict(vars(builtins))
-        own["print"], own["__import__"] = self._print, self._import
+        own["print"], own["__import__"] = self._print, _script_import(self._hermes_tools)
         # a function a script defines keeps these builtins (CPython binds them when it is made), so they
         # look up the script running now instead of holding the one that defined them
         self.namespace: dict[str, Any] = {"__name__": "__execute_code__", "__builtins__": own, **(variables or {})}
@@ -60,11 +60,26 @@ class CodeSession:
         builtins.print(*args, sep=sep, end=end, file=buffer)
         script.write(buffer.getvalue())
 
-    def _import(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    def _hermes_tools(self, name: str, level: int) -> Any:
         script = self.current
-        if level == 0 and name == "hermes_tools" and script is not None:
-            return script.module
-        return builtins.__import__(name, globals, locals, fromlist, level)
+        return script.module if level == 0 and name == "hermes_tools" and script is not None else None
+
+
+#: The script's ``__import__``, made outside hermes_nb's modules: the kernel's import guard
+#: (``tools.safety.imports``) treats an import by hermes_nb's own frames as hermes_nb's, and a script's
+#: imports are the script's (the person's approved code), like a cell's.
+_IMPORT = """
+def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+    module = _hermes_tools(name, level)
+    return module if module is not None else _real(name, globals, locals, fromlist, level)
+"""
+
+
+def _script_import(hermes_tools: Callable[[str, int], Any]) -> Any:
+    scope: dict[str, Any] = {"__name__": "__execute_code__", "_hermes_tools": hermes_tools,
+                             "_real": builtins.__import__}
+    exec(compile(_IMPORT, "<execute_code import>", "exec"), scope)
+    return scope["__import__"]
 
 
 class Script:
