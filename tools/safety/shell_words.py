@@ -345,7 +345,9 @@ class _Reader:
             if not (_NAME.fullmatch(inner) or (len(inner) == 1 and inner in _SPECIAL)) or inner == "IFS":
                 self._note("parameter", start)
         elif nxt == "'" and not quoted:
-            return self._ansi_c(), True
+            text = self._ansi_c()
+            self._note("ansi-c", start)  # decoded exactly (the rules see the text); still a `$` the person
+            return text, True  # did not see spelled out, so the classifier asks
         elif nxt == '"' and not quoted:
             self.i += 2
             text, _ = self._dq()
