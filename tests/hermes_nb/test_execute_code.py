@@ -234,3 +234,12 @@ def test_a_scripts_imports_are_its_own_not_hermes_nbs(tools, ip, tmp_path, monke
     monkeypatch.syspath_prepend(str(tmp_path))
     _, (got,) = _run(["import hnb_workspace_helper\nprint(hnb_workspace_helper.ANSWER)"])
     assert got["output"] == "42\n", got
+
+
+def test_what_the_script_writes_to_stdout_and_stderr_is_its_output_its_tools_prints_are_not(tools):
+    registry.register(name="chatty", toolset="sums", handler=lambda args: print("tool talk") or "said",
+                      schema={"description": "Prints.", "parameters": {"type": "object", "properties": {}}})
+    code = ("import sys\nsys.stdout.write('raw\\n')\nprint('err', file=sys.stderr)\n"
+            "from hermes_tools import chatty\nprint(chatty())")
+    _, (got,) = _run([code])
+    assert got["output"] == "raw\nerr\nsaid\n"

@@ -97,6 +97,8 @@ CLASSIFIER = [
     ("git grep -iO'touch m' foo", "git", "-O clustered after -i opens the matches in a pager that is any command"),
     ("git grep -nOtouch\\ m foo", "git", "the same, the command attached with an escaped space"),
     ("find . -maxdepth 0 -newer hex.txt -o -fprint m", "hex", "an action behind -o"),
+    ("cat <<EOF\n\tEOF\ndon't\nEOF\necho $(touch m) #'", "",
+     "`<<` ends only at an untabbed delimiter: a reader that strips tabs sees the rest as quoted"),
 ]
 
 
@@ -135,6 +137,9 @@ RULES = [
     ("eval 'touch m'", "", "touch *", "eval"),
     ("echo m | xargs touch", "", "touch *", "xargs adds the arguments"),
     ("T=touch; $T m", "", "touch *", "a variable names the program: it could be anything"),
+    ("echo \"${x:-\"}\"}\" ; touch m", "", "touch *", "nested quotes in ${...}: not proven, so the rule applies"),
+    ("printf 'touch m' | xargs -0 sh -c", "", "touch *", "xargs hands its input to sh -c: code nobody saw"),
+    ("$'\\x74ouch' m", "", "touch *", "ANSI-C escapes spell the program"),
     ("cp sec''ret.txt m", "secret", "*secret*", "quotes split the name"),
     ("cp se?ret.txt m", "secret", "*secret*", "a glob that matches the file"),
     ("cp s*t.txt m", "secret", "*secret*", "a wider glob"),

@@ -42,6 +42,7 @@ _EXPANSION = {
                                  "read-only)."),
     "tilde": ("tilde", "the tilde word `{t}` expands to more than the home folder."),
     "locale": ("indirection", "`{t}` translates its text through a message catalogue."),
+    "ansi-c": ("ansi-c-quoting", "`{t}` spells characters by escapes, so the text that runs is not the text shown."),
 }
 
 

@@ -129,10 +129,9 @@ class Transcript:
             case ChildEvent(tool_call_id=call_id, index=index, label=label, event=inner):
                 parent = self.cards.get(call_id)
                 if parent is not None:
-                    child = parent.subagents.get(index)
-                    if child is None:
-                        child = parent.subagents[index] = Transcript(prompt=label, model=self.model)
-                    child.handle(inner)
+                    if index not in parent.subagents:
+                        parent.subagents[index] = Transcript(prompt=label, model=self.model)
+                    parent.subagents[index].handle(inner)
             case ModelNamed(name=name):
                 self.model = name  # the header names the model the server says answered
             case TurnStarted(iteration=n):
