@@ -228,3 +228,23 @@ def test_subtasks_nest_under_their_parent_and_a_loop_is_broken() -> None:
     assert [parents["c"], parents["d"]].count(None) == 1  # the loop is cut once
     text = transcript_text(result.transcript).splitlines()
     assert "    ▶ survey" in text and "      ☐ north beach" in text and "    ☐ orphan" in text
+
+
+def test_a_locked_session_db_is_reported_once_and_the_run_goes_on(hermes_home: Path) -> None:
+    import sqlite3
+
+    from hermes_nb.agent.session_store import session_store
+
+    session_store().begin("earlier", prompt="an earlier run")  # the database exists, in WAL mode
+    other = sqlite3.connect(hermes_home / "sessions.db", isolation_level=None)  # another kernel, writing
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        script = [Reply(tool_calls=(call("todo", {"todos": PLAN}, "t1"),)), Reply(content="still fine")]
+        with FakeOpenAI(script) as srv:
+            result = _agent(srv, "todo").run("plan")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    notes = [item[1] for item in result.transcript.items if item[0] == "notice"]
+    assert result.stopped_reason == "done" and result.text == "still fine"
+    assert len(notes) == 1 and "database is locked" in notes[0] and "not stored" in notes[0]

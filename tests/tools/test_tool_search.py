@@ -350,3 +350,14 @@ def test_oversized_tool_call_arguments_are_refused_unparsed(deferred: list[Any])
         assert unwrap_calls([_call("tool_call", huge, "h")])[0]["function"]["name"] == "tool_call"
         [result] = run_tool_batch([_call("tool_call", huge, "h")])
     assert result.name == "tool_call" and result.is_error and deferred == []
+
+
+def test_the_listing_joins_the_system_prompt_or_leads_the_messages() -> None:
+    from hermes_nb.tools.search.assembly import with_listing
+
+    user = {"role": "user", "content": "hi"}
+    history = [{"role": "system", "content": "Be brief."}, user]
+    assert with_listing(history, "LIST") == [{"role": "system", "content": "Be brief.\n\nLIST"}, user]
+    assert history[0]["content"] == "Be brief."  # the history itself is untouched
+    assert with_listing([user], "LIST") == [{"role": "system", "content": "LIST"}, user]
+    assert with_listing([user], "") == [user]
