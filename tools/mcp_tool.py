@@ -233,6 +233,7 @@ def _register_tools(conn: ServerConnection) -> list[str]:
                     "annotations": ann,
                     "timeout": cfg.timeout,
                     "trusted": cfg.trusted,
+                    "defer": cfg.defer,  # tool search (tools.search.catalog.is_deferrable)
                     "definition_hash": digest,
                 },
             )

@@ -30,9 +30,11 @@ from hermes_nb.tools.calls.entry import (
     check_result,
     checked_callables,
     checked_examples,
+    checked_packages,
     checked_schema,
     checked_source,
     is_available,
+    schema_overrides,
     validator_for,
 )
 from hermes_nb.tools.calls.outcome import Outcome, Settled
@@ -106,6 +108,7 @@ class ToolRegistry(HermesQueries):
         dynamic_schema_overrides: Callable[[], Any] | None = None,
         examples: Iterable[Any] = (),
         scope: Any = None,
+        requires_packages: Iterable[str] | str | None = None,
     ) -> ToolEntry:
         """Register (or replace) a tool. Hermes's positional order; hermes_nb's additions keyword-only.
 
@@ -127,6 +130,7 @@ class ToolRegistry(HermesQueries):
             handler=handler,
             check_fn=check_fn,
             requires_env=(requires_env,) if isinstance(requires_env, str) else tuple(requires_env or ()),
+            requires_packages=checked_packages(name, requires_packages),
             is_async=bool(is_async) or inspect.iscoroutinefunction(handler),
             description=schema.get("description", ""),
             emoji=emoji or "",
@@ -180,7 +184,7 @@ class ToolRegistry(HermesQueries):
             self._register_guards = (*self._register_guards, guard)
         return lambda: setattr(self, "_register_guards", tuple(g for g in self._register_guards if g is not guard))
 
-    def deregister(self, name: str) -> ToolEntry | None:
+    def deregister(self, name: str, *, scope: Any = None) -> ToolEntry | None:
         """Remove a tool; its toolset goes too when it empties. Returns the removed entry."""
         with self._lock:
             entry = self._tools.pop(name, None)
@@ -247,7 +251,7 @@ class ToolRegistry(HermesQueries):
 
     # -- queries ----------------------------------------------------------------------------------
 
-    def get_entry(self, name: str) -> ToolEntry | None:
+    def get_entry(self, name: str, *, scope: Any = None) -> ToolEntry | None:  # scope: Hermes main's, one registry here
         return self._tools.get(name)
 
     def get_all_tool_names(self) -> list[str]:
@@ -317,14 +321,14 @@ class ToolRegistry(HermesQueries):
             entry = get(name)
             if entry is None:
                 continue
-            if entry.disabled_reason or entry.requires_env:  # rare: one test for both on the hot path
+            if entry.disabled_reason or entry.requires_env or entry.requires_packages:  # rare: one test on the hot path
                 if not is_available(entry, cache):
                     continue
             elif entry.check_fn is not None and check_result(entry.check_fn, cache) is not True:
                 continue  # (is_available's last step, called directly: this loop is what bench_registry times)
             function = {**entry.schema, "name": name}
             if entry.dynamic_schema_overrides is not None:
-                function.update(_overrides(entry))
+                function.update(schema_overrides(entry))
             append({"type": "function", "function": function})
         return out
 
@@ -482,18 +486,6 @@ def _unknown(name: Any, tools: Mapping[str, ToolEntry]) -> str:
     from hermes_nb.tools.schema.lint import did_you_mean  # the error path only
 
     return tool_error(f"Unknown tool: {name}{did_you_mean(name, tools)}")
-
-
-def _overrides(entry: ToolEntry) -> dict[str, Any]:
-    """Hermes's ``dynamic_schema_overrides``: merged onto the schema; a failing one is ignored (logged)."""
-    try:
-        extra = entry.dynamic_schema_overrides() if entry.dynamic_schema_overrides else None
-    except Exception:  # a broken override must not hide the tool; the static schema serves
-        log.warning("dynamic_schema_overrides of tool %r failed; using its static schema", entry.name, exc_info=True)
-        return {}
-    if not isinstance(extra, dict):
-        return {}
-    return {k: v for k, v in extra.items() if k != "name"}
 
 
 #: The process-wide registry (Hermes's name).

@@ -7,7 +7,8 @@ are writes to the places inside it that ``tools.safety.protected`` lists (the on
 sandbox keeps read-only too): the hermes_nb home, ``.git``, shell start-up files, ``.hermes/``, ``.pth``,
 virtualenvs... Reads outside are allowed unless the config says ``workspace_strict_reads: true``. The hermes_nb
 home is never read (the serving token, the approvals, earlier sessions' spills), except the tool results this
-session spilled under ``<hermes home>/cache/spillover``, which stay readable even under strict reads.
+session spilled under ``<hermes home>/cache/spillover``, which stay readable even under strict reads; nor is
+the rest of what the sandbox hides (``tools.safety.hidden``: the kernel's connection file, credentials).
 
 Checking a path and then opening it by name is a race: a folder swapped for a symlink in between would
 redirect the open. ``open_confined`` therefore opens the checked path one component at a time from the
@@ -73,6 +74,8 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
         raise WorkspaceError(f"refusing to read {text}: it is inside the hermes_nb home folder (the serving "
                              "token, approvals and other sessions' results); only this session's spilled "
                              "results are readable there")
+    if not for_write and not _in_home(real) and (why := _hidden(real)):
+        raise WorkspaceError(f"refusing to read {text}: {why}")
     if real == root or real.is_relative_to(root):
         if for_write and (why := _protected(real)):
             raise WorkspaceError(f"refusing to write {text}: {why}. Ask the person to make this change.")
@@ -92,6 +95,12 @@ def _protected(real: Path) -> str | None:
     from hermes_nb.tools.safety.protected import write_refusal
 
     return write_refusal(real, root=workspace_root())
+
+
+def _hidden(real: Path) -> str | None:
+    from hermes_nb.tools.safety.hidden import hidden_reason
+
+    return hidden_reason(real)
 
 
 def _in_home(real: Path) -> bool:

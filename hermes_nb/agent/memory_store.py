@@ -65,7 +65,7 @@ class MemoryStore:
         """Both files as one block for a system prompt ("" when both are empty)."""
         blocks = []
         for target in ("memory", "user"):
-            entries = self.entries(target)  # type: ignore[arg-type]
+            entries = [_clean(e) for e in self.entries(target)]  # type: ignore[arg-type]  # edited by hand too
             if entries:
                 blocks.append(f"{_HEADERS[target]} [{self.usage(target, entries)}]\n" + DELIMITER.join(entries))  # type: ignore[arg-type]
         return "\n\n".join(blocks)
@@ -157,8 +157,12 @@ def _split(raw: str) -> list[str]:
 
 
 def _clean(content: Any) -> str:
-    """The entry as stored: stripped, and never holding the delimiter (which would split it in two)."""
-    text = str(content or "").strip()
+    """The entry as stored: stripped, nothing hidden in it (zero-width, bidi and other invisible characters are
+    written out, ``tools.safety.visible``: it goes into later system prompts), and never holding the delimiter
+    (which would split it in two)."""
+    from hermes_nb.tools.safety.visible import make_visible
+
+    text = make_visible(str(content or "").strip(), keep="\n")
     return text.replace(DELIMITER, "\n").replace("\n§", "\n§ ") if "§" in text else text
 
 

@@ -416,7 +416,9 @@ class OpenAIModel:
                     if tc.id:
                         slot["id"] = tc.id
                     if tc.function is not None:
-                        slot["name"] += tc.function.name or ""
+                        # llama-cpp-python repeats the whole name in every chunk; OpenAI sends it once
+                        piece = tc.function.name or ""
+                        slot["name"] = piece if slot["name"] == piece else slot["name"] + piece
                         pieces.setdefault(tc.index, []).append(tc.function.arguments or "")
         if held and on_text is not None:
             on_text(clean_text(held))

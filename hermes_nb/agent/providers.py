@@ -27,7 +27,8 @@ def prefetch(agent: Any, prompt: str, *, emit: Emit, offers: Callable[[str], boo
         if fn is None or (record.tools and not offers(record.toolset)):
             continue
         try:
-            text = fn(prompt)
+            static = record.provider.system_prompt_block() if hasattr(record.provider, "system_prompt_block") else ""
+            text = "\n\n".join(str(t) for t in (static, fn(prompt)) if t)
         except Exception as exc:  # boundary: a provider's own code
             _failed(record.name, "prefetch", exc, emit)
             continue

@@ -1,5 +1,8 @@
 """An agent's plan: the ``todo`` tool's list, kept on the agent across its runs (``Agent.reset`` clears it).
 
+Items may nest (Hermes main's ``parent``: the id of another item); a dangling parent or a loop makes the item a
+top one.
+
 The semantics are Hermes's: a write replaces the list, or with ``merge`` updates items by id and appends
 new ones; an unknown status reads ``pending``; duplicate ids keep the last; every answer is the whole list
 with counts. Items are capped (256 items, 4 000 characters each) so a hostile model cannot grow the
@@ -52,11 +55,16 @@ class TodoStore:
                         status = str(t.get("status") or "").strip().lower()
                         if status in STATUSES:
                             by_id[key]["status"] = status
+                        if "parent" in t:
+                            by_id[key].pop("parent", None)
+                            if str(t["parent"] or "").strip():
+                                by_id[key]["parent"] = str(t["parent"]).strip()
                     elif key:
                         item = _valid(t)
                         by_id[key] = item
                         self._items.append(item)
             del self._items[MAX_ITEMS:]
+            _sane_parents(self._items)
             if self._items != before:
                 self.revision += 1
             return [dict(i) for i in self._items]
@@ -81,6 +89,25 @@ def _capped(text: str) -> str:
 
 def _valid(t: dict[str, Any]) -> dict[str, str]:
     status = str(t.get("status") or "pending").strip().lower()
-    return {"id": str(t.get("id", "")).strip() or "?",
+    item = {"id": str(t.get("id", "")).strip() or "?",
             "content": _capped(str(t.get("content") or "").strip() or "(no description)"),
             "status": status if status in STATUSES else "pending"}
+    if str(t.get("parent") or "").strip():
+        item["parent"] = str(t["parent"]).strip()
+    return item
+
+
+def _sane_parents(items: list[dict[str, str]]) -> None:
+    """Hermes's nesting: a parent must be another item of the list, and no chain may loop (else: a top item)."""
+    by_id = {i["id"]: i for i in items}
+    for item in items:
+        if item.get("parent") not in by_id or item.get("parent") == item["id"]:
+            item.pop("parent", None)
+    for item in items:
+        seen, node = {item["id"]}, item
+        while "parent" in node:
+            if node["parent"] in seen:
+                item.pop("parent", None)
+                break
+            seen.add(node["parent"])
+            node = by_id[node["parent"]]

@@ -6,23 +6,24 @@ wrote the cell needs both: ``watched(fn, tool)`` wraps a ``%%tool`` function so 
 result (``%tools call``, the agent transcript) takes it with ``take(tool)``.
 
 Printed text is captured per call (a context variable, so parallel calls in threads and concurrent
-coroutines each keep their own) by a stdout/stderr router that is in place only while a call runs.
+coroutines each keep their own) by the core's stdout/stderr router (``hermes_nb.tools.calls.printed``),
+in place only while a call runs.
 """
 
 from __future__ import annotations
 
 import collections
-import contextvars
 import functools
 import inspect
 import io
-import sys
 import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hermes_nb.tools.calls import printed
 
 __all__ = ["Aside", "take", "watched"]
 
@@ -67,9 +68,6 @@ def _put(aside: Aside) -> None:
 
 # -- printed output ------------------------------------------------------------------------------
 
-_buffer: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar("hermes_nb_aside", default=None)
-
-
 class _Capture:
     def __init__(self) -> None:
         self.parts = io.StringIO()
@@ -80,50 +78,6 @@ class _Capture:
         room = MAX_PRINTED_CHARS - self.parts.tell()
         if room > 0:
             self.parts.write(text[:room])
-
-
-class _Router:
-    """Stands in for sys.stdout/stderr while calls run: a call's writes go to its capture."""
-
-    def __init__(self, original: Any) -> None:
-        self._original = original
-
-    def write(self, text: str) -> int:
-        capture = _buffer.get()
-        if capture is None:
-            return self._original.write(text)
-        capture.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        if _buffer.get() is None:
-            self._original.flush()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._original, name)
-
-
-_routers = 0
-_route_lock = threading.Lock()
-
-
-def _route() -> None:
-    global _routers
-    with _route_lock:
-        if _routers == 0:
-            sys.stdout, sys.stderr = _Router(sys.stdout), _Router(sys.stderr)
-        _routers += 1
-
-
-def _unroute() -> None:
-    global _routers
-    with _route_lock:
-        _routers -= 1
-        if _routers == 0:
-            for name in ("stdout", "stderr"):
-                stream = getattr(sys, name)
-                if isinstance(stream, _Router):  # someone else replaced it since: leave theirs
-                    setattr(sys, name, stream._original)
 
 
 # -- the wrapper ---------------------------------------------------------------------------------
@@ -150,16 +104,13 @@ def _finish(tool: str, capture: _Capture, exc: BaseException | None, result: Any
         _put(Aside(tool=tool, traceback=trace, printed=printed, printed_chars=capture.chars, converted=converted))
 
 
-def _begin() -> tuple[_Capture, contextvars.Token[_Capture | None]]:
+def _begin() -> tuple[_Capture, Any]:
     capture = _Capture()
-    token = _buffer.set(capture)
-    _route()
-    return capture, token
+    return capture, printed.start(capture.write)
 
 
-def _end(token: contextvars.Token[_Capture | None]) -> None:
-    _buffer.reset(token)
-    _unroute()
+def _end(token: Any) -> None:
+    printed.stop(token)
 
 
 def watched(fn: Callable[..., Any], tool: str) -> Callable[..., Any]:

@@ -7,6 +7,7 @@ and an untrusted saved notebook say the same thing as the colours.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from hermes_nb.display import colours
 from hermes_nb.display.escaping import escape_html
@@ -22,17 +23,36 @@ def _counts(items: Sequence[Mapping[str, str]]) -> str:
     return f"{done}/{len(items)} done"
 
 
+def _nested(items: Sequence[Mapping[str, str]]) -> list[tuple[Mapping[str, str], int]]:
+    """Items in list order with their depth (subtasks under their parent; the store keeps parents sane)."""
+    by_id = {i.get("id"): i for i in items}
+    kids: dict[Any, list[Mapping[str, str]]] = {}
+    for item in items:
+        kids.setdefault(item.get("parent") if item.get("parent") in by_id else None, []).append(item)
+    out: list[tuple[Mapping[str, str], int]] = []
+
+    def walk(parent: Any, depth: int) -> None:
+        for item in kids.get(parent, ()):
+            if len(out) < len(items):  # a loop the store missed cannot spin here
+                out.append((item, depth))
+                walk(item.get("id"), depth + 1)
+
+    walk(None, 0)
+    return out
+
+
 def checklist_html(items: Sequence[Mapping[str, str]], *, updates: int = 1) -> str:
     """The plan as a list with a status mark per item (``updates``: how many times the model changed it)."""
     rows = []
-    for item in items:
+    for item, depth in _nested(items):
         status = item.get("status", "pending")
         style = f"color:{_COLOURS.get(status, colours.TEXT)}"
         if status == "cancelled":
             style += ";text-decoration:line-through"
         if status == "in_progress":
             style += ";font-weight:bold"
-        rows.append(f'<li style="list-style:none;{style}" data-status="{escape_html(status)}">'
+        rows.append(f'<li style="list-style:none;margin-left:{1.2 * depth:.1f}em;{style}" '
+                    f'data-status="{escape_html(status)}">'
                     f'{_MARKS.get(status, "☐")} {escape_html(item.get("content", ""))}</li>')
     changed = f" · updated {updates}×" if updates > 1 else ""
     return (f'<div class="hermes-nb-checklist" style="border:1px solid {colours.BORDER};border-radius:4px;'
@@ -43,5 +63,6 @@ def checklist_html(items: Sequence[Mapping[str, str]], *, updates: int = 1) -> s
 def checklist_text(items: Sequence[Mapping[str, str]]) -> str:
     """The plan as indented lines."""
     lines = [f"  📋 plan · {_counts(items)}"]
-    lines += [f"    {_MARKS.get(i.get('status', ''), '☐')} {i.get('content', '')}" for i in items]
+    lines += [f"    {'  ' * depth}{_MARKS.get(i.get('status', ''), '☐')} {i.get('content', '')}"
+              for i, depth in _nested(items)]
     return "\n".join(lines)

@@ -23,7 +23,7 @@ def children_html(children: Mapping[int, Any], running: bool, render: Callable[[
     blocks = []
     for index in sorted(children):
         child = children[index]
-        calls = len(child.cards)
+        calls = len(child.cards) + (child.checklist.updates if child.checklist is not None else 0)  # todo calls too
         blocks.append(f'<details class="hermes-nb-child"{" open" if running else ""} style="margin:2px 0">'
                       f'<summary style="color:{colours.MUTED}">🔀 {escape_html(child.prompt)} · {calls} tool '
                       f'call{"s" if calls != 1 else ""}{" · running…" if running else ""}</summary>'

@@ -101,7 +101,6 @@ class ToolsetRow:
 
 def toolset_rows(reg: ToolRegistry | None = None) -> list[ToolsetRow]:
     """Every toolset (static table and registry), with counts and why it is unavailable."""
-    from hermes_nb.tools.search.catalog import is_deferrable
     from hermes_nb.tools.search.settings import load_settings
     from hermes_nb.tools.toolsets import get_all_toolsets, resolve_toolset
 
@@ -120,10 +119,18 @@ def toolset_rows(reg: ToolRegistry | None = None) -> list[ToolsetRow]:
                 f" (+{len(names) - 1} more)" if len(names) > 1 else "")
         rows.append(ToolsetRow(name=name, description=spec["description"], tools=names,
                                available=len(names) - len(unavailable), includes=tuple(spec["includes"]),
-                               reason=reason, deferred=search.enabled != "off" and bool(names) and all(
-                                   (e := reg.get_entry(n)) is not None and is_deferrable(e, search) for n in names)))
+                               reason=reason, deferred=_deferred(names, reg, search)))
     # Composites (toolsets that include others) after the plain ones, so the two kinds read apart.
     return sorted(rows, key=lambda r: bool(r.includes))
+
+
+def _deferred(names: tuple[str, ...], reg: ToolRegistry, settings: Any) -> bool:
+    """Every tool of the toolset is deferrable (tool search, ``hermes_nb.tools.search``), and it is not off."""
+    from hermes_nb.tools.search.catalog import is_deferrable
+
+    if settings.enabled == "off" or not names:
+        return False
+    return all((e := reg.get_entry(n)) is not None and is_deferrable(e, settings) for n in names)
 
 
 def covered_by(rows: list[ToolsetRow] | tuple[ToolsetRow, ...], enabled: Any) -> dict[str, tuple[str, ...]]:

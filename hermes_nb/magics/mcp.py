@@ -90,6 +90,7 @@ class MCPMagics(Magics):
     )
     @argument("--timeout", type=float, default=None, help="add: seconds per call (default 120)")
     @argument("--trusted", action="store_true", help="add: let this server's annotations relax scheduling")
+    @argument("--defer", action="store_true", help="add: tool search may defer this server's tools (defer: true)")
     @argument("--save", action="store_true", help="add/remove: also write the change to config.yaml")
     @argument("--toolsets", default=None, metavar="A,B", help="serve: these toolsets (default: the picker's selection)")
     @argument("--port", type=int, default=0, help="serve: the port (default: any free one)")
@@ -177,6 +178,8 @@ def _add(args: Any, command: list[str]) -> Table:
         raw["timeout"] = args.timeout
     if args.trusted:
         raw["trusted"] = True
+    if args.defer:
+        raw["defer"] = True
     try:
         cfg = parse_server(args.name, raw)
     except ConfigError as exc:

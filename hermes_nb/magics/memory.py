@@ -72,7 +72,7 @@ class MemoryMagics(Magics):
         """
         from IPython.utils.process import arg_split
 
-        from hermes_nb.agent.memory_store import MemoryStore
+        from hermes_nb.agent.memory_store import MemoryStore, MemoryTarget
 
         try:  # options may come after the words (%memory add --user Prefers French): intermixed
             args = self.memory.parser.parse_intermixed_args(arg_split(line))
@@ -80,7 +80,8 @@ class MemoryMagics(Magics):
             raise UsageError(f"%memory: {exc}") from None
         except (SystemExit, ValueError) as exc:
             raise UsageError(f"%memory: could not parse {shlex.quote(line)}: {exc}") from None
-        store, target = MemoryStore(), "user" if args.user else "memory"
+        store = MemoryStore()
+        target: MemoryTarget = "user" if args.user else "memory"
         text = " ".join(args.text).strip()
         message = ""
         if args.action != "show":

@@ -30,6 +30,7 @@ class CellToolOptions:
     emoji: str = ""
     description: str | None = None
     requires_env: tuple[str, ...] = ()
+    requires_packages: tuple[str, ...] = ()  # --requires: packages from an index (tools.lazy_deps)
     check: str | None = None
     max_chars: int | None = None
     read_only: bool = False
@@ -131,7 +132,7 @@ def register_function(
     try:
         return reg.register(
             spec.name, options.toolset, spec.to_tool_schema(), make_handler(target), check_fn=check,
-            requires_env=options.requires_env, is_async=is_async, description=spec.description,
+            requires_env=options.requires_env, requires_packages=options.requires_packages, is_async=is_async, description=spec.description,
             emoji=options.emoji, max_result_size_chars=options.max_chars, read_only=options.read_only,
             interactive=options.interactive, path_params=options.path_params, source="notebook",
             origin="cell", override=existing is not None, metadata=metadata, examples=options.examples,

@@ -45,6 +45,8 @@ class ToolMagics(Magics):
     @argument("--description", default=None, help="Tool description (default: the docstring's summary).")
     @argument("--requires-env", action="append", default=[], metavar="VAR",
               help="An environment variable the tool needs (repeatable); its value is never shown.")
+    @argument("--requires", action="append", default=[], metavar="PACKAGE",
+              help="A package the tool needs, e.g. 'duckdb>=1.1' (repeatable); missing ones are offered for install.")
     @argument("--check", default=None, metavar="EXPR",
               help="A Python expression evaluated in the notebook namespace; the tool is available when true.")
     @argument("--max-chars", type=int, default=None, metavar="N", help="Results longer than N chars spill to a file.")
@@ -90,6 +92,7 @@ class ToolMagics(Magics):
         options = CellToolOptions(
             name=args.name, tool_name=_unquote(args.as_name), toolset=_unquote(args.toolset) or self.default_toolset, emoji=_unquote(args.emoji),
             description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
+            requires_packages=tuple(_unquote(r) for item in args.requires for r in item.split(",") if r.strip()),
             check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
             interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)), defer=args.defer,
             examples=_examples(args.example),
@@ -104,6 +107,8 @@ class ToolMagics(Magics):
 
         warnings = lint_function(fn, description=entry.description or "")
         display(tool_card(entry, expand_schema=self.expand_schemas, warnings=warnings))
+        if entry.requires_packages:
+            _offer_install([entry.name])
         return None
 
     @line_magic
@@ -116,6 +121,7 @@ class ToolMagics(Magics):
         %tools call NAME {json}    call it as the model would (also: key=value ...); `_` holds the result
         %tools rm NAME             remove a tool
         %tools doctor              why tools are unavailable, and tools that failed to load
+        %tools install NAME [...]  install the packages the tools need (after you approve the exact command)
         %tools export NAME [NAME ...] --plugin DIR | --file PATH [--force]
                                    write cell tools as a Hermes plugin folder or one Hermes tool file
         %tools test [NAME ...]     run the tools' examples; a pass/fail table (the report's .results)
@@ -140,7 +146,14 @@ class ToolMagics(Magics):
             print(f"removed tool {rest}")
             return None
         if command == "doctor":
-            return _doctor()
+            table = _doctor()
+            lacking = [n for n, a in registry.get_unavailable().items() if a.missing_packages]
+            if not lacking:
+                return table
+            _offer_install(lacking, table)  # the table, then an Install button under it
+            return None
+        if command == "install":
+            return _install(rest.replace(",", " ").split())
         if command == "export":  # parsing and writing live in hermes_nb.interop.export
             from hermes_nb.interop.export import ExportError, export_command
 
@@ -156,8 +169,8 @@ class ToolMagics(Magics):
             from hermes_nb.evaluation.fuzz import fuzz_magic
 
             return fuzz_magic(rest)
-        raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm, doctor, export, test or fuzz "
-                         f"(see %tools?)")
+        raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm, doctor, install, export, "
+                         f"test or fuzz (see %tools?)")
 
     @line_magic
     @uncommented
@@ -262,6 +275,38 @@ def _doctor() -> Table:
     rows += _stuck_rows()
     return Table(headers=("name", "what", "toolset", "why"), rows=tuple(rows), title="%tools doctor",
                  empty="every tool is available and nothing failed to load")
+
+
+def _offer_install(names: list[str], before: Any = None) -> None:
+    """Show ``before`` (a table), then an Install button for those of ``names`` whose packages are missing."""
+    from IPython.display import display
+
+    from hermes_nb.display.installs import install_button
+
+    if before is not None:
+        display(before)
+    button = install_button(names) if names else None
+    if button is not None:
+        display(button)
+
+
+def _install(names: list[str]) -> None:
+    from hermes_nb.display.installs import install_tools
+    from hermes_nb.tools.lazy_deps import LazyInstallError
+
+    if not names:
+        raise UsageError("%tools install: name the tools whose packages to install (see %tools doctor)")
+    for name in names:
+        if not _entry(name, "install").requires_packages:
+            raise UsageError(f"%tools install: {name} requires no packages")
+    try:
+        result = install_tools(names)
+    except LazyInstallError as exc:
+        raise UsageError(f"%tools install: {exc}") from None
+    print(("✓ " if result.ok else "✗ ") + result.message + (f"\n  command: {result.command}" if result.command else ""))
+    for name in names:
+        print(f"  {name}: {availability_text(_entry(name, 'install'))}")
+    return None
 
 
 def _stuck_rows() -> list[tuple[str, ...]]:

@@ -367,14 +367,13 @@ def stop_serving() -> bool:
 # -- the home file --------------------------------------------------------------------------------
 
 def _write_serve_file(server: ServingServer) -> None:
+    from hermes_nb.tools.safety.safe_write import write_atomic
+
     path = serve_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = {"url": server.url, "token": server.token, "pid": os.getpid(), "name": server.options.name,
             "started": server.started}
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        os.fchmod(f.fileno(), 0o600)  # an existing file keeps its old mode through O_CREAT
-        json.dump(data, f)
+    # a fresh 0600 file renamed into place: a link planted under the name is replaced, never followed
+    write_atomic(Path(os.path.realpath(path.parent)), path.name, json.dumps(data).encode("utf-8"))
 
 
 def _serve_file_owner() -> int | None:

@@ -15,3 +15,12 @@ def ip() -> Iterator[Any]:
     shell.run_line_magic("load_ext", "hermes_nb")
     yield shell
     shell.run_line_magic("unload_ext", "hermes_nb")
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[Any]:
+    """One real llama.cpp server (llama-cpp-python's, SmolLM2) for the whole run, started on first use."""
+    from tests.support.llama_server import running_llama_server
+
+    with running_llama_server() as server:
+        yield server

@@ -60,10 +60,12 @@ def test_two_tasks_overlap_in_time_and_each_summary_comes_back() -> None:
     assert all(r["tokens"] == {"input": 10, "output": 5} and r["api_calls"] == 1 for r in results)
     card = result.transcript.cards["d1"]
     assert sorted(card.subagents) == [0, 1] and all(c.done for c in card.subagents.values())
-    from hermes_nb.display.live import transcript_html
+    from hermes_nb.display.live import transcript_html, transcript_text
 
-    html = transcript_html(result.transcript)
+    html, text = transcript_html(result.transcript), transcript_text(result.transcript)
     assert html.count('class="hermes-nb-child"') == 2 and "count puffins: 12" in html
+    lines = text.splitlines()  # the text fallback: each child's transcript indented under the card
+    assert "      You: sub-agent 2: count puffins" in lines and "      count puffins: 12" in lines
 
 
 def test_a_child_gets_a_subset_of_the_toolsets_and_no_delegation_memory_or_clarify() -> None:

@@ -210,3 +210,41 @@ def test_operations_make_room_and_add_in_one_call_or_change_nothing(hermes_home:
     assert failed["success"] is False and failed["error"].startswith("Operation 2: No entry matched")
     assert done["success"] is True and done["message"] == "Applied 2 operations."
     assert MemoryStore().entries("memory") == ["Uses uv"]  # the failed batch added nothing
+
+
+def test_subtasks_nest_under_their_parent_and_a_loop_is_broken() -> None:
+    from hermes_nb.display.live import transcript_text
+
+    todos = [{"id": "a", "content": "survey", "status": "in_progress"},
+             {"id": "b", "content": "north beach", "status": "pending", "parent": "a"},
+             {"id": "c", "content": "loop one", "status": "pending", "parent": "d"},
+             {"id": "d", "content": "loop two", "status": "pending", "parent": "c"},
+             {"id": "e", "content": "orphan", "status": "pending", "parent": "nobody"}]
+    script = [Reply(tool_calls=(call("todo", {"todos": todos}, "t1"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        result = _agent(srv, "todo").run("plan")
+    parents = {i["id"]: i.get("parent") for i in result.todos}
+    assert parents["b"] == "a" and parents["e"] is None
+    assert [parents["c"], parents["d"]].count(None) == 1  # the loop is cut once
+    text = transcript_text(result.transcript).splitlines()
+    assert "    ▶ survey" in text and "      ☐ north beach" in text and "    ☐ orphan" in text
+
+
+def test_a_locked_session_db_is_reported_once_and_the_run_goes_on(hermes_home: Path) -> None:
+    import sqlite3
+
+    from hermes_nb.agent.session_store import session_store
+
+    session_store().begin("earlier", prompt="an earlier run")  # the database exists, in WAL mode
+    other = sqlite3.connect(hermes_home / "sessions.db", isolation_level=None)  # another kernel, writing
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        script = [Reply(tool_calls=(call("todo", {"todos": PLAN}, "t1"),)), Reply(content="still fine")]
+        with FakeOpenAI(script) as srv:
+            result = _agent(srv, "todo").run("plan")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    notes = [item[1] for item in result.transcript.items if item[0] == "notice"]
+    assert result.stopped_reason == "done" and result.text == "still fine"
+    assert len(notes) == 1 and "database is locked" in notes[0] and "not stored" in notes[0]

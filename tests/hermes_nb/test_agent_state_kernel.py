@@ -78,3 +78,34 @@ def test_memory_and_a_past_run_reach_a_second_kernel(tmp_path: Path) -> None:
     assert found["count"] == 1 and found["results"][0]["title"] == "count the walrus herd"
     assert any("57" in m["content"] for m in found["results"][0]["messages"])
     assert "walrus" in listed and "Works on the walrus survey" in shown
+
+
+def test_stop_in_the_kernel_stops_the_children(tmp_path: Path) -> None:
+    import threading
+
+    arrived = threading.Semaphore(0)
+    release = threading.Event()
+
+    def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        if prompt == "go":
+            return Reply(tool_calls=(call("delegate_task", {"tasks": [{"goal": "wait one"}, {"goal": "wait two"}]},
+                                          "d1"),))
+        arrived.release()
+        release.wait(60)  # mid-turn until the test ends
+        return Reply(content="too late")
+
+    with KernelSession(cwd=tmp_path, env={"HERMES_NB_HOME": str(tmp_path)}) as k, RoutedOpenAI(route) as srv:
+        k.run("%load_ext hermes_nb")
+        _agent(k, srv.base_url, ["delegation"])
+        msg_id = k.kc.execute("result = agent.run('go')\nprint(result.stopped_reason)")
+        try:
+            assert arrived.acquire(timeout=60) and arrived.acquire(timeout=60)  # both children are mid-turn
+            k.interrupt()  # ■
+            r = k.collect(msg_id, timeout=60)
+        finally:
+            release.set()
+        count = srv.count
+        answered = k.run("print([m['content'][:60] for m in agent.messages if m.get('tool_call_id') == 'd1'])").stdout
+    assert r.stdout.strip() == "interrupted"
+    assert "interrupted" in answered
+    assert count == 3  # no child turn after the stop

@@ -113,11 +113,14 @@ def test_a_denied_script_never_runs(tools, tmp_path):
 
 
 def test_execute_code_and_delegate_task_are_not_importable_inside(tools):
-    registry.register(name="delegate_task", toolset="sums", handler=lambda args: "child", schema={
-        "description": "A sub-agent.", "parameters": {"type": "object", "properties": {}}})
-    _, (got,) = _run(["import hermes_tools\nprint(sorted(hermes_tools.__all__))\n"
-                      "from hermes_tools import execute_code"])
-    assert got["output"] == "['add', 'shout']\n"
+    code = "import hermes_tools\nprint(sorted(hermes_tools.__all__))\nfrom hermes_tools import delegate_task"
+    script = [Reply(tool_calls=(call("execute_code", {"code": code}, "x0"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        Agent(model="m", base_url=srv.base_url, api_key="k", stream=False, display=False,
+              enabled_toolsets=["sums", "code_execution", "delegation"], approval_callback=lambda *a: "once").run("go")
+    assert "delegate_task" in [t["function"]["name"] for t in srv.requests[0]["tools"]]  # the model has it
+    got = _tool_message(srv.requests[1], "x0")
+    assert got["output"] == "['add', 'shout']\n"  # a script has neither
     assert got["status"] == "error" and got["error"].startswith("ImportError")
 
 
@@ -179,3 +182,80 @@ def test_a_failing_script_reports_its_own_lines(tools):
 def test_outside_an_agent_run_it_says_it_needs_one(tools):
     out = json.loads(registry.dispatch("execute_code", {"code": "print(1)"}, approval_callback=lambda *a: "once"))
     assert "inside an agent run" in out["error"]
+
+
+def test_with_tool_search_a_script_reaches_deferred_tools_through_tool_call(tools):
+    from hermes_nb.tools.config import save_config
+
+    ran: list[str] = []
+    registry.register("weather_now", "weather", {"description": "Current weather in a city.", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+        lambda a, **k: ran.append(a["city"]) or f"sunny in {a['city']}", read_only=True, metadata={"defer": True})
+    save_config({"tool_search": {"enabled": "on"}})
+    code = ("from hermes_tools import tool_call\n"
+            "print(tool_call(calls=[{'name': 'weather_now', 'arguments': {'city': 'Lima'}}]))\n"
+            "print(tool_call(calls=[{'name': 'execute_code', 'arguments': {'code': '1'}}]))")
+    script = [Reply(tool_calls=(call("execute_code", {"code": code}, "x0"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        result = Agent(model="m", base_url=srv.base_url, api_key="k", stream=False, display=False,
+                       enabled_toolsets=["weather", "code_execution"], approval_callback=lambda *a: "once").run("go")
+    got = _tool_message(srv.requests[1], "x0")
+    first, second = got["output"].splitlines()
+    assert first == "sunny in Lima" and ran == ["Lima"]
+    assert second.startswith("{'error': \"tool_call did not run 'execute_code'")  # never a script in a script
+    assert [c.name for c in result.transcript.cards["x0"].children][0] == "weather_now"  # the real tool's card
+
+
+def test_a_script_stuck_in_a_blocking_call_is_answered_and_blocks_its_namespace_until_reset(tools, hermes_home):
+    _limits(hermes_home, timeout=0.2)
+    release = threading.Event()
+    codes = ["print('waiting')\ngate.wait()", "print('again')"]
+    script = [Reply(tool_calls=(call("execute_code", {"code": codes[0]}, "x0"),)),
+              Reply(tool_calls=(call("execute_code", {"code": codes[1]}, "x1"),)),
+              Reply(tool_calls=(call("execute_code", {"code": codes[1], "reset": True}, "x2"),)),
+              Reply(content="ok")]
+    try:
+        with FakeOpenAI(script) as srv:
+            _agent(srv, [], code_vars={"gate": release}).run("go")
+        stuck, refused, fresh = (_tool_message(srv.requests[i + 1], f"x{i}") for i in range(3))
+        assert stuck["status"] == "timeout" and stuck["output"] == "waiting\n"
+        assert "still in a call Python cannot interrupt" in stuck["error"]
+        assert "previous script is still running" in refused["error"]
+        assert fresh["status"] == "success" and fresh["output"] == "again\n"
+    finally:
+        release.set()  # the stuck thread ends: stopped at once when it runs Python again
+
+
+def test_a_scripts_imports_are_its_own_not_hermes_nbs(tools, ip, tmp_path, monkeypatch):
+    """The kernel's import guard (tools.safety.imports) covers hermes_nb's own imports; a script's import of a
+    module in the workspace is the approved script's, as a cell's is."""
+    (tmp_path / "hnb_workspace_helper.py").write_text("ANSWER = 42\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _, (got,) = _run(["import hnb_workspace_helper\nprint(hnb_workspace_helper.ANSWER)"])
+    assert got["output"] == "42\n", got
+
+
+def test_what_the_script_writes_to_stdout_and_stderr_is_its_output_its_tools_prints_are_not(tools):
+    registry.register(name="chatty", toolset="sums", handler=lambda args: print("tool talk") or "said",
+                      schema={"description": "Prints.", "parameters": {"type": "object", "properties": {}}})
+    code = ("import sys\nsys.stdout.write('raw\\n')\nprint('err', file=sys.stderr)\n"
+            "from hermes_tools import chatty\nprint(chatty())")
+    _, (got,) = _run([code])
+    assert got["output"] == "raw\nerr\nsaid\n"
+
+
+def test_for_this_session_does_not_carry_to_the_next_script(tools):
+    asked: list[str] = []
+
+    def for_the_session(subject: str, key: str, description: str) -> str:
+        asked.append(subject)
+        return "session"
+
+    code = "print('same script')"
+    script = [Reply(tool_calls=(call("execute_code", {"code": code}, f"x{i}"),)) for i in range(2)]
+    with FakeOpenAI([*script, Reply(content="ok")]) as srv:
+        Agent(model="m", base_url=srv.base_url, api_key="k", stream=False, display=False,
+              enabled_toolsets=["code_execution"], approval_callback=for_the_session).run("go")
+    assert asked == [code, code]  # the same code asked again: every script is code the person sees first
+    assert _tool_message(srv.requests[2], "x1")["output"] == "same script\n"

@@ -306,3 +306,29 @@ def test_a_result_shown_live_does_not_repeat_its_answer():
     assert "done · 1 turn(s)" in bundle["text/plain"] and "the answer is above" in bundle["text/html"]
     unshown = AgentResult(**base)._repr_mimebundle_()
     assert "The answer is 42." in unshown["text/html"] and "The answer is 42." in unshown["text/plain"]
+
+
+def test_a_scripts_calls_are_cards_nested_under_its_own(capsys):
+    """execute_code's inner calls: cards under the script's card (HTML and text), not calls of the model."""
+    view = views.TextView(prompt="go", model="m")
+    view.handle(ToolCallQueued(index=0, id="s", name="execute_code", arguments='{"code": "..."}'))
+    view.handle(ToolStarted(tool_call_id="s", time=1.0))
+    for i, text in enumerate(["<a>", "b"]):
+        view.handle(ToolCallQueued(index=0, id=f"s.{i}", name="shout", arguments=f'{{"text": "{text}"}}', parent="s"))
+        view.handle(ToolStarted(tool_call_id=f"s.{i}", time=1.1 + i))
+        inner = _result(f"s.{i}", "shout", text.upper(), 1.1 + i, 1.2 + i)
+        view.handle(ToolEnded(tool_call_id=f"s.{i}", time=1.2 + i, result=inner))
+    t = view.transcript
+    running = live.transcript_html(t)
+    assert running.count("⏳ running…") == 1 and 'class="hermes-nb-nested"' in running  # shown while it runs
+    script = _result("s", "execute_code", '{"status": "success"}', 1.0, 3.0)
+    view.handle(ToolEnded(tool_call_id="s", time=3.0, result=script))
+    view.handle(BatchDone(records=(_record(script),)))
+    assert [item[1].name for item in t.items if item[0] == "tool"] == ["execute_code"]  # one call of the model
+    html = live.transcript_html(t)
+    nested = html.split('class="hermes-nb-nested"', 1)[1]
+    assert nested.count("<b>shout</b>") == 2 and "&lt;A&gt;" in nested and "<a>" not in html  # escaped
+    assert live.transcript_text(t).splitlines()[-2:] == ["      ✓ shout 0.10 s → <A>", "      ✓ shout 0.10 s → B"]
+    printed = capsys.readouterr().out.splitlines()
+    assert printed.count("      ✓ shout 0.10 s → B") == 1  # each line once, indented; the script's line alone
+    assert printed[-1].startswith("  ✓ execute_code 2.00 s")

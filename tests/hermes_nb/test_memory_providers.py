@@ -32,6 +32,18 @@ PLUGIN = """
         def sync(self, messages):
             SEEN.append([m["role"] for m in messages])
 
+    class Hermesish:
+        # Hermes's MemoryProvider lifecycle: an unavailable one is not set up
+        name = "offline"
+        def is_available(self):
+            return False
+        def unavailable_reason(self):
+            return "pip install offline-memory"
+        def initialize(self, session_id, **kwargs):
+            raise AssertionError("never initialised")
+        def get_tool_schemas(self):
+            return []
+
     class Broken:
         name = "broken"
         def get_tool_schemas(self):
@@ -42,6 +54,7 @@ PLUGIN = """
     def register(ctx):
         ctx.register_memory_provider(Notes())
         ctx.register_memory_provider(Broken())
+        ctx.register_memory_provider(Hermesish())
 """
 
 
@@ -73,6 +86,8 @@ def test_a_plugins_provider_offers_tools_recalls_before_the_run_and_syncs_after(
         assert result.stopped_reason == "done" and len(notes) == 1 and "recall service down" in notes[0]
         assert any(f.source == "memory-provider" and f.name == "broken" and "recall service down" in f.message
                    for f in failures())
+        assert any(f.name == "offline" and "unavailable: pip install offline-memory" in f.message for f in failures())
+        assert "offline" not in [p.name for p in memory_providers()]
     finally:
         for name in ("notes", "broken"):
             unregister_memory_provider(name)

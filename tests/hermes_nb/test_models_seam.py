@@ -61,7 +61,7 @@ def test_request_options_reach_the_server_and_a_forced_choice_holds_until_a_call
     assert first["tool_choice"] == "required"
     assert (first["max_tokens"], first["temperature"], first["seed"], first["top_k"]) == (64, 0.0, 7, 1)
     assert first["parallel_tool_calls"] is False
-    assert second["tool_choice"] == "auto"  # the model has called: now it may answer
+    assert second["tool_choice"] == "none"  # the model has called: now it answers
     assert result.stopped_reason == "done" and result.text == "5"
 
 
@@ -77,6 +77,14 @@ def test_required_with_one_tool_is_sent_as_that_tools_name(adder):
 def test_a_bad_tool_choice_is_one_clear_error():
     with pytest.raises(ValueError, match="tool_choice must be"):
         Agent(model="m", base_url="http://127.0.0.1:9/v1", tool_choice={"type": "nonsense"})
+
+
+def test_a_stream_that_names_the_function_in_every_chunk_gives_the_name_once(adder):
+    """Found by the real server: llama-cpp-python repeats the name in each chunk ("addaddadd...")."""
+    script = [Reply(tool_calls=(call("add", {"a": 20, "b": 22}, "c1"),), repeat_name=True), Reply(content="42")]
+    with FakeOpenAI(script) as srv:
+        result = _agent(srv, enabled_toolsets=["arith"]).run("x")
+    assert [r.name for r in result.tool_calls] == ["add"] and result.tool_calls[0].content == "42"
 
 
 # 2. content "" and the truth of errors ------------------------------------------------------------------

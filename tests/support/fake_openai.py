@@ -44,6 +44,8 @@ class Reply:
     finish_reason: str | None = None
     #: The model the answer names (default: the one the request named).
     model: str | None = None
+    #: Every streamed argument chunk names the function again, as llama-cpp-python's server does.
+    repeat_name: bool = False
     #: HTTP 200 and nothing in it: a stream with no data lines, a body with no choices (an error: no message).
     empty: bool = False
 
@@ -133,7 +135,8 @@ def _chunks(reply: Reply, model: str, include_usage: bool) -> list[dict[str, Any
                                           "function": {"name": c["name"], "arguments": ""}}]}))
         args = _utf16_units(c["arguments"]) if reply.utf16_chunks else c["arguments"]
         for i in range(0, len(args), 5):  # arguments split across chunks, as real servers do
-            out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[i:i + 5]}}]}))
+            function = {"arguments": args[i:i + 5], **({"name": c["name"]} if reply.repeat_name else {})}
+            out.append(chunk({"tool_calls": [{"index": index, "function": function}]}))
     out.append(chunk({}, _finish(reply)))
     if include_usage and reply.usage is not None:
         out.append({**base, "choices": [], "usage": reply.usage})

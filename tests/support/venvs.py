@@ -77,11 +77,13 @@ def python_of(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def cached_venv(name: str, steps: Sequence[Sequence[str]], *, extra_digest: str = "") -> Path:
+def cached_venv(name: str, steps: Sequence[Sequence[str]], *, extra_digest: str = "",
+                build_env: dict[str, str] | None = None) -> Path:
     """``.venv-<name>``, built by running each ``uv pip install`` argument list in ``steps`` in order.
 
     An item ``"{wheel}"`` in a step is replaced by the built hermes-nb wheel. The venv is reused while
-    the steps (and the wheel, if used) are unchanged; otherwise it is rebuilt from scratch.
+    the steps (and the wheel, if used) are unchanged; otherwise it is rebuilt from scratch. ``build_env``
+    is added to the environment of the installs (e.g. how a source build compiles; not part of the key).
     """
     uses_wheel = any("{wheel}" in step for step in steps)
     wheel = built_wheel() if uses_wheel else None
@@ -95,7 +97,7 @@ def cached_venv(name: str, steps: Sequence[Sequence[str]], *, extra_digest: str 
         if stamp.exists() and stamp.read_text() == key and python_of(venv).exists():
             return venv
         shutil.rmtree(venv, ignore_errors=True)
-        env = {**os.environ, "VIRTUAL_ENV": str(venv)}
+        env = {**os.environ, **(build_env or {}), "VIRTUAL_ENV": str(venv)}
         env.pop("PYTHONPATH", None)
         subprocess.run([_uv(), "venv", "-q", "--python", sys.executable, str(venv)], check=True, env=env)
         for step in steps:

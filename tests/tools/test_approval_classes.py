@@ -97,6 +97,8 @@ CLASSIFIER = [
     ("git grep -iO'touch m' foo", "git", "-O clustered after -i opens the matches in a pager that is any command"),
     ("git grep -nOtouch\\ m foo", "git", "the same, the command attached with an escaped space"),
     ("find . -maxdepth 0 -newer hex.txt -o -fprint m", "hex", "an action behind -o"),
+    ("cat <<EOF\n\tEOF\ndon't\nEOF\necho $(touch m) #'", "",
+     "`<<` ends only at an untabbed delimiter: a reader that strips tabs sees the rest as quoted"),
 ]
 
 
@@ -135,6 +137,9 @@ RULES = [
     ("eval 'touch m'", "", "touch *", "eval"),
     ("echo m | xargs touch", "", "touch *", "xargs adds the arguments"),
     ("T=touch; $T m", "", "touch *", "a variable names the program: it could be anything"),
+    ("echo \"${x:-\"}\"}\" ; touch m", "", "touch *", "nested quotes in ${...}: not proven, so the rule applies"),
+    ("printf 'touch m' | xargs -0 sh -c", "", "touch *", "xargs hands its input to sh -c: code nobody saw"),
+    ("$'\\x74ouch' m", "", "touch *", "ANSI-C escapes spell the program"),
     ("cp sec''ret.txt m", "secret", "*secret*", "quotes split the name"),
     ("cp se?ret.txt m", "secret", "*secret*", "a glob that matches the file"),
     ("cp s*t.txt m", "secret", "*secret*", "a wider glob"),
@@ -239,7 +244,8 @@ def test_the_person_can_extend_notebook_session_answers_to_mcp(ws: Path, hermes_
 # -- class: the prompt's text ------------------------------------------------------------------------------
 
 HIDDEN = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u034f", "\ufe0f", "\u180b", "\U000e0100", "\u200b", "\u202e",
-          "\u2066", "\u00ad", "\u061c", "\u00a0", "\u3000", "\u2800", "\U000e0041", "\ue000", "\u0378"]
+          "\u2066", "\u00ad", "\u061c", "\u00a0", "\u3000", "\u2800", "\U000e0041", "\ue000", "\u0378", "\u0336",
+          "\u20e5"]
 
 
 @pytest.mark.parametrize("ch", HIDDEN, ids=[f"U+{ord(c):04X}" for c in HIDDEN])
@@ -293,3 +299,14 @@ def test_a_repository_the_line_enters_is_checked_too(ws: Path) -> None:
     assert terminal("cd sub && git -p log", person).get("blocked") is True
     assert terminal("cd sub && git log", person).get("blocked") is True
     assert len(person.asked) == 2 and not (ws / "m").exists()
+
+
+def test_a_session_yes_for_a_command_does_not_cover_it_in_another_folder(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    (ws / "m").write_text("")
+    (ws / "sub" / "m").write_text("")
+    person = Person("session", "deny", "deny")
+    assert terminal("rm m", person).get("exit_code") == 0
+    assert terminal("cd sub && rm m", person).get("blocked") is True  # another file: asked again
+    assert terminal("X=1; rm m", person).get("blocked") is True  # an assignment before it: asked again
+    assert len(person.asked) == 3 and (ws / "sub" / "m").exists()

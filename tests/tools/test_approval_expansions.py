@@ -104,3 +104,16 @@ def test_generated_lines_run_where_the_marker_is_looked_for(tmp_path: Path) -> N
     assert bash_runs(f"echo $({RUN})", tmp_path / "yes")
     assert not bash_runs("echo '$(touch m)'", tmp_path / "no")
     assert os.listdir(tmp_path / "no") == []
+
+
+@settings(max_examples=120, deadline=None, database=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ab $`'\"\\(){}[]<>|&;~#*?=!\n\t-+:,./@%^0")), max_size=30))
+def test_the_reader_never_fails_and_what_it_cannot_finish_asks(text: str) -> None:
+    from hermes_nb.tools.safety.canonical import candidates, matches
+    from hermes_nb.tools.safety.shell_words import scan
+
+    scanned = scan(text)  # an unfinished text is "incomplete", never an exception
+    forms = candidates(text)
+    if not scanned.complete:
+        assert detect_dangerous_command(text)[0], text
+        assert any(matches("rm -rf *", f) for f in forms)  # a deny rule applies to what cannot be read

@@ -278,3 +278,18 @@ def test_modules_that_shadow_nothing_need_no_yes(ws: Path, monkeypatch: pytest.M
     monkeypatch.chdir(ws)
     result = registry.dispatch("write_file", {"path": path, "content": "x = 1\n"}, approval_callback=lambda *a: "deny")
     assert "bytes_written" in result, result
+
+
+@pytest.mark.parametrize("name", [".ssh/id_ed25519", ".local/share/jupyter/runtime/kernel-1.json", ".aws/credentials",
+                                  ".git-credentials", ".hermes/.env"])
+def test_credentials_and_the_kernels_keys_are_never_read(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         name: str) -> None:
+    """The list the sandbox hides (tools.safety.hidden) is what read_file refuses, outside the workspace too."""
+    person = tmp_path / "person"
+    monkeypatch.setenv("HOME", str(person))
+    secret = person / name
+    secret.parent.mkdir(parents=True)
+    secret.write_text("s3cr3t\n")
+    assert "never reads" in error(call("read_file", path=str(secret)))
+    (person / "notes.txt").write_text("mine\n")
+    assert "mine" in call("read_file", path=str(person / "notes.txt"))

@@ -319,3 +319,17 @@ def test_landlock_contains_the_row(world: World, row: Row, tmp_path: Path, monke
     (home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"enabled": False}}))
     result = _run(world, row, "hermes-nb-landlock-off")
     assert row.effect(world, result), (row.why, result)
+
+
+def test_without_bubblewrap_the_doctor_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_nb.tools.safety import bwrap
+
+    with monkeypatch.context() as m:
+        m.setenv("PATH", "/nonexistent")
+        bwrap.probe.cache_clear()
+        try:
+            state = sandbox.status()
+        finally:
+            bwrap.probe.cache_clear()
+    assert not state.mechanism.startswith("bubblewrap")
+    assert "apt-get install bubblewrap" in state.detail, state.detail

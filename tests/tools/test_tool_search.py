@@ -86,6 +86,16 @@ def test_settings_defaults_values_and_typos(caplog: pytest.LogCaptureFixture) ->
     assert parse_settings({"tool_search": False}).enabled == "off"
 
 
+def test_an_mcp_servers_defer_flag_is_parsed_strictly() -> None:
+    from hermes_nb.tools.errors import ConfigError
+    from hermes_nb.tools.mcp_client.config import parse_server
+
+    assert parse_server("t", {"command": "c", "defer": True}).defer is True
+    assert parse_server("t", {"command": "c"}).defer is False
+    with pytest.raises(ConfigError, match="'defer' must be true or false"):
+        parse_server("t", {"command": "c", "defer": "yes"})
+
+
 def test_context_windows_from_the_table_and_128k_when_unknown() -> None:
     assert context_window("gpt-4o-mini") == 128_000
     assert context_window("gpt-4") == 8_192 and context_window("gpt-4.1-nano") == 1_047_576  # longest prefix
@@ -257,7 +267,8 @@ def test_unwrapped_read_only_calls_share_time_as_direct_ones_do(deferred: list[A
                           metadata={"defer": True})
     a = assemble_tool_definitions(RUN)
     with use_catalog(a.catalog):
-        results = run_tool_batch([_bridge_call("meet_a", {"city": "x"}, "1"), _bridge_call("meet_b", {"city": "y"}, "2")])
+        results = run_tool_batch([_bridge_call("meet_a", {"city": "x"}, "1"),
+                                  _bridge_call("meet_b", {"city": "y"}, "2")])
     assert [(r.name, r.content, r.parallel) for r in results] == [("meet_a", "met", True), ("meet_b", "met", True)]
 
 
@@ -313,9 +324,10 @@ def test_a_real_servers_tools_deferred_by_its_config_and_called_through_the_brid
 
     servers = {"time": {"command": str(Path(sys.executable).parent / "mcp-server-time"),
                         "args": ["--local-timezone", "UTC"], "defer": True}}
-    save_config({"tool_search": {"enabled": "on"}, "mcp_servers": servers})
+    save_config({"tool_search": {"enabled": "on"}})  # the server added live (as %mcp add --defer does)
     try:
         assert discover_mcp_tools({"mcp_servers": servers})["time"]
+        assert registry.get_entry("mcp__time__convert_time").metadata["defer"] is True
         a = assemble_tool_definitions(["mcp-time", "file"])
         assert a.catalog is not None and sorted(e.name for e in a.catalog.entries) == [
             "mcp__time__convert_time", "mcp__time__get_current_time"]
@@ -338,3 +350,14 @@ def test_oversized_tool_call_arguments_are_refused_unparsed(deferred: list[Any])
         assert unwrap_calls([_call("tool_call", huge, "h")])[0]["function"]["name"] == "tool_call"
         [result] = run_tool_batch([_call("tool_call", huge, "h")])
     assert result.name == "tool_call" and result.is_error and deferred == []
+
+
+def test_the_listing_joins_the_system_prompt_or_leads_the_messages() -> None:
+    from hermes_nb.tools.search.assembly import with_listing
+
+    user = {"role": "user", "content": "hi"}
+    history = [{"role": "system", "content": "Be brief."}, user]
+    assert with_listing(history, "LIST") == [{"role": "system", "content": "Be brief.\n\nLIST"}, user]
+    assert history[0]["content"] == "Be brief."  # the history itself is untouched
+    assert with_listing([user], "LIST") == [{"role": "system", "content": "LIST"}, user]
+    assert with_listing([user], "") == [user]

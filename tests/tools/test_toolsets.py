@@ -78,7 +78,7 @@ def test_typo_in_enabled_toolsets_is_an_error_not_zero_tools(custom):
 
 def test_handle_function_call_passes_task_id(custom):
     registry.register("kw_tool", "nbset", SCHEMA, lambda a, **k: k, source="notebook")
-    assert handle_function_call("kw_tool", "{}", task_id="abc") == '{"task_id": "abc"}'
+    assert handle_function_call("kw_tool", "{}", task_id="abc") == '{"task_id": "abc", "session_id": null, "user_task": null}'
     assert "Unknown tool" in handle_function_call("nope", {})
 
 

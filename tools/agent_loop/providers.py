@@ -1,6 +1,7 @@
 """Memory providers: a plugin's ``ctx.register_memory_provider(provider)`` (Hermes's hook name).
 
-A provider is an object with a ``name`` and, as Hermes's ``MemoryProvider`` has them:
+A provider is an object with a ``name`` and, as Hermes's ``MemoryProvider`` has them (``is_available()`` and
+``initialize(session_id, hermes_home=..., platform="notebook")`` are called first when it has them):
 ``get_tool_schemas()`` (OpenAI function schemas, registered here under toolset ``memory-<name>``),
 ``handle_tool_call(tool_name, args)`` (their handler), and optionally ``prefetch(query)`` (text added to the
 system prompt before a run) and ``sync(messages)`` or Hermes's ``sync_turn(user, assistant, messages=...)``
@@ -51,9 +52,18 @@ def register_memory_provider(provider: Any, *, plugin: str = "", source: str = "
         provider_failed(label, f"memory provider {type(provider).__name__} has no name")
         return None
     try:
+        if hasattr(provider, "is_available") and not provider.is_available():  # Hermes's lifecycle, first
+            why = provider.unavailable_reason() if hasattr(provider, "unavailable_reason") else ""
+            provider_failed(name, f"unavailable{': ' + why if why else ''} (is_available() is False)")
+            return None
+        if hasattr(provider, "initialize"):
+            from hermes_nb.tools.config import hermes_home
+
+            provider.initialize(session_id="hermes-nb", hermes_home=str(hermes_home()), platform="notebook",
+                                agent_context="primary")
         schemas = list(provider.get_tool_schemas() or ())
     except Exception as exc:  # boundary: a provider's own code
-        provider_failed(name, f"get_tool_schemas() failed: {type(exc).__name__}: {exc}")
+        provider_failed(name, f"setting up failed: {type(exc).__name__}: {exc}")
         return None
     toolset, tools = f"memory-{name}", []
     unregister_memory_provider(name)

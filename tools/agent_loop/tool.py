@@ -17,6 +17,8 @@ state these tools need; outside a run the extension's default route answers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hermes_nb.tools.agent_loop.routes import routed
 from hermes_nb.tools.registry import registry
 
@@ -47,6 +49,8 @@ TODO_SCHEMA = {
                         "id": {"type": "string", "description": "A short unique id you choose."},
                         "content": {"type": "string", "description": "Task description."},
                         "status": {"type": "string", "enum": list(STATUSES)},
+                        "parent": {"type": "string",
+                                   "description": "Optional id of another item, making this a nested subtask."},
                     },
                     "required": ["id", "content", "status"],
                 },
@@ -144,18 +148,15 @@ MAX_CONCURRENT_CHILDREN = 3
 #: Levels below the agent the person runs: its children (1) and, from an orchestrator child, theirs (2).
 MAX_DEPTH = 2
 
-_TASK = {
-    "type": "object",
-    "properties": {
-        "goal": {"type": "string", "description": "What this sub-agent should accomplish, self-contained."},
-        "context": {"type": "string", "description": "Background it needs: paths, errors, constraints."},
-        "toolsets": {"type": "array", "items": {"type": "string"},
-                     "description": "Toolsets for this task (a subset of yours; default: yours)."},
-        "output_schema": {"type": "object", "description": "JSON schema its final answer must match (optional)."},
-        "role": {"type": "string", "enum": ["leaf", "orchestrator"]},
-    },
-    "required": ["goal"],
+_TASK_FIELDS: dict[str, Any] = {
+    "goal": {"type": "string", "description": "What this sub-agent should accomplish, self-contained."},
+    "context": {"type": "string", "description": "Background it needs: paths, errors, constraints."},
+    "toolsets": {"type": "array", "items": {"type": "string"},
+                 "description": "Toolsets for this task (a subset of yours; default: yours)."},
+    "output_schema": {"type": "object", "description": "JSON schema its final answer must match (optional)."},
+    "role": {"type": "string", "enum": ["leaf", "orchestrator"]},
 }
+_TASK: dict[str, Any] = {"type": "object", "properties": _TASK_FIELDS, "required": ["goal"]}
 
 DELEGATE_SCHEMA = {
     "description": (
@@ -168,12 +169,12 @@ DELEGATE_SCHEMA = {
     "parameters": {
         "type": "object",
         "properties": {
-            "goal": _TASK["properties"]["goal"],
-            "context": _TASK["properties"]["context"],
-            "toolsets": _TASK["properties"]["toolsets"],
+            "goal": _TASK_FIELDS["goal"],
+            "context": _TASK_FIELDS["context"],
+            "toolsets": _TASK_FIELDS["toolsets"],
             "tasks": {"type": "array", "items": _TASK, "maxItems": 10,
                       "description": "Several tasks to run at once; when given, goal/context/toolsets are ignored."},
-            "output_schema": _TASK["properties"]["output_schema"],
+            "output_schema": _TASK_FIELDS["output_schema"],
             "role": {"type": "string", "enum": ["leaf", "orchestrator"],
                      "description": "'leaf' (default) cannot delegate; 'orchestrator' may, one level further."},
             "max_iterations": {"type": "integer", "minimum": 1, "maximum": 50,

@@ -17,8 +17,8 @@ from hermes_nb.tools.errors import ToolSchemaError
 log = logging.getLogger("hermes_nb.tools.registry")
 
 __all__ = ["DEFAULT_EMOJI", "SOURCES", "Availability", "Source", "ToolEntry", "ChecksRun", "availability", "check_result", "checked_callables",
-           "checked_examples", "checked_schema", "checked_source", "is_available", "report_unenforced",
-           "validator_for"]
+           "checked_examples", "checked_packages", "checked_schema", "checked_source", "is_available", "report_unenforced",
+           "schema_overrides", "validator_for"]
 
 Source = Literal["builtin", "notebook", "plugin", "mcp", "hermes"]
 #: "hermes": a tool of an installed hermes-agent, called through Hermes's own handle_function_call.
@@ -37,6 +37,7 @@ class ToolEntry:
     handler: Callable[..., Any]
     check_fn: Callable[[], Any] | None = None
     requires_env: tuple[str, ...] = ()
+    requires_packages: tuple[str, ...] = ()  # PEP 508 strings (tools.lazy_deps); missing ones make it unavailable
     is_async: bool = False
     description: str = ""
     emoji: str = ""
@@ -68,6 +69,7 @@ class Availability:
     available: bool
     reason: str = ""
     missing_env: tuple[str, ...] = ()
+    missing_packages: tuple[str, ...] = ()
 
 
 AVAILABLE = Availability(available=True)
@@ -105,6 +107,8 @@ def is_available(entry: ToolEntry, cache: ChecksRun | None = None) -> bool:
         return False
     if entry.requires_env and not all(os.environ.get(v) for v in entry.requires_env):
         return False
+    if entry.requires_packages and _missing_packages(entry):
+        return False
     return entry.check_fn is None or check_result(entry.check_fn, cache) is True
 
 
@@ -126,6 +130,10 @@ def availability(entry: ToolEntry, cache: ChecksRun | None = None) -> Availabili
                 reason="missing environment variable" + ("s " if len(missing) > 1 else " ") + ", ".join(missing),
                 missing_env=missing,
             )
+    lacking = _missing_packages(entry) if entry.requires_packages else ()
+    if lacking:
+        return Availability(available=False, missing_packages=lacking,
+                            reason=f"missing packages: {', '.join(lacking)} (install: %tools install {entry.name})")
     check = entry.check_fn
     if check is None:
         return AVAILABLE
@@ -135,6 +143,12 @@ def availability(entry: ToolEntry, cache: ChecksRun | None = None) -> Availabili
     if result is False:
         return Availability(available=False, reason=f"check {_check_name(check)} returned false")
     return Availability(available=False, reason=f"check {_check_name(check)} raised {_describe(result)}")
+
+
+def _missing_packages(entry: ToolEntry) -> tuple[str, ...]:
+    from hermes_nb.tools.lazy_deps import missing
+
+    return missing(entry.requires_packages)
 
 
 def _check_name(check: Callable[..., Any]) -> str:
@@ -249,3 +263,24 @@ def report_unenforced(name: str, validator: Any) -> None:
     words = ", ".join(unenforced)
     log.warning("tool %r: schema keywords not enforced by the validator: %s", name, words)
     record_failure("schema", name, f"schema keywords not enforced (the model is not held to them): {words}")
+
+
+def checked_packages(name: str, items: Any) -> tuple[str, ...]:
+    """``requires_packages`` as requirement strings (``tools.lazy_deps``; packaging only when there are some)."""
+    if not items:
+        return ()
+    from hermes_nb.tools.lazy_deps import checked_requirements
+
+    return checked_requirements(name, items)
+
+
+def schema_overrides(entry: ToolEntry) -> dict[str, Any]:
+    """Hermes's ``dynamic_schema_overrides``: merged onto the schema; a failing one is ignored (logged)."""
+    try:
+        extra = entry.dynamic_schema_overrides() if entry.dynamic_schema_overrides else None
+    except Exception:  # a broken override must not hide the tool; the static schema serves
+        log.warning("dynamic_schema_overrides of tool %r failed; using its static schema", entry.name, exc_info=True)
+        return {}
+    if not isinstance(extra, dict):
+        return {}
+    return {k: v for k, v in extra.items() if k != "name"}

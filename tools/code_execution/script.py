@@ -1,10 +1,11 @@
 """One ``execute_code`` script as it runs: its namespace, its printed output, its tool calls and its stop.
 
 ``CodeSession`` is the namespace a run's scripts share (a module namespace of its own, never the
-notebook's), with ``print`` and ``import hermes_tools`` bound to the script running in it now. ``Script``
+notebook's), with ``import hermes_tools`` bound to the script running in it now. What the script's thread
+writes to ``sys.stdout`` / ``sys.stderr`` (``print`` included) is its output (``tools.calls.printed``). ``Script``
 runs one piece of code in the calling thread and keeps what the model gets back: what it printed,
 the calls it made, how it ended. ``Script.stop`` ends it from another thread: at its next tool call or
-print, and by an exception raised into its thread (``PyThreadState_SetAsyncExc``), which a blocking C
+printed line, and by an exception raised into its thread (``PyThreadState_SetAsyncExc``), which a blocking C
 call (a long ``time.sleep``, a socket read) only sees when it returns.
 """
 
@@ -15,12 +16,13 @@ import ctypes
 import io
 import itertools
 import linecache
-import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from hermes_nb.tools.calls import printed
 
 __all__ = ["CodeSession", "Script", "ScriptStopped", "ToolCallLimitError"]
 
@@ -44,27 +46,31 @@ class CodeSession:
     def __init__(self, variables: Mapping[str, Any] | None = None) -> None:
         self.current: Script | None = None
         own = dict(vars(builtins))
-        own["print"], own["__import__"] = self._print, self._import
+        own["__import__"] = _script_import(self._hermes_tools)
         # a function a script defines keeps these builtins (CPython binds them when it is made), so they
         # look up the script running now instead of holding the one that defined them
         self.namespace: dict[str, Any] = {"__name__": "__execute_code__", "__builtins__": own, **(variables or {})}
 
-    def _print(self, *args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
-               flush: bool = False) -> None:
+    def _hermes_tools(self, name: str, level: int) -> Any:
         script = self.current
-        if script is None or file not in (None, sys.stdout, sys.stderr):
-            builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
-            return
-        script.check()
-        buffer = io.StringIO()
-        builtins.print(*args, sep=sep, end=end, file=buffer)
-        script.write(buffer.getvalue())
+        return script.module if level == 0 and name == "hermes_tools" and script is not None else None
 
-    def _import(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-        script = self.current
-        if level == 0 and name == "hermes_tools" and script is not None:
-            return script.module
-        return builtins.__import__(name, globals, locals, fromlist, level)
+
+#: The script's ``__import__``, made outside hermes_nb's modules: the kernel's import guard
+#: (``tools.safety.imports``) treats an import by hermes_nb's own frames as hermes_nb's, and a script's
+#: imports are the script's (the person's approved code), like a cell's.
+_IMPORT = """
+def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+    module = _hermes_tools(name, level)
+    return module if module is not None else _real(name, globals, locals, fromlist, level)
+"""
+
+
+def _script_import(hermes_tools: Callable[[str, int], Any]) -> Any:
+    scope: dict[str, Any] = {"__name__": "__execute_code__", "_hermes_tools": hermes_tools,
+                             "_real": builtins.__import__}
+    exec(compile(_IMPORT, "<execute_code import>", "exec"), scope)
+    return scope["__import__"]
 
 
 class Script:
@@ -114,6 +120,7 @@ class Script:
         filename = f"<execute_code #{next(_numbers)}>"
         linecache.cache[filename] = (len(self.code), None, self.code.splitlines(keepends=True), filename)
         self.session.current = self
+        token = printed.start(self._printed)  # print(), sys.stdout/stderr writes: this thread's, the script's
         try:
             exec(compile(self.code, filename, "exec"), self.session.namespace)
             self.status = "success"
@@ -124,6 +131,8 @@ class Script:
         except BaseException as exc:  # the script failing (SystemExit included) is its result
             self.status = "interrupted" if self._stop == "interrupted" else "error"
             self._failed(exc, filename)
+        finally:
+            printed.stop(token)
 
     def _failed(self, exc: BaseException, filename: str) -> None:
         self.error = f"{type(exc).__name__}: {exc}"
@@ -136,6 +145,10 @@ class Script:
         """Raise ``ScriptStopped`` when the script was stopped (called at every tool call and print)."""
         if self._stop is not None:
             raise ScriptStopped(self._stop)
+
+    def _printed(self, text: str) -> None:
+        self.check()  # a script that prints in a loop stops at its next line once stopped
+        self.write(text)
 
     def write(self, text: str) -> None:
         self.printed_chars += len(text)

@@ -29,7 +29,7 @@ _KNOWN_KEYS = frozenset(
     {
         "command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout", "tools",
         "trusted", "enabled", "disabled", "type", "transport", "description",
-        "defer",  # read by tool search (tools.search.settings)
+        "defer",
     }
 )  # fmt: skip
 
@@ -52,6 +52,8 @@ class MCPServerConfig:
     exclude: tuple[str, ...] = ()
     trusted: bool = False
     enabled: bool = True
+    #: tool search may defer this server's tools (``hermes_nb.tools.search``)
+    defer: bool = False
 
     def describe(self) -> str:
         """A short line for status tables: the command line or the URL."""
@@ -148,6 +150,7 @@ def parse_server(name: str, raw: Any) -> MCPServerConfig:
         include=_str_list(name, "hermes_nb.tools.include", tools.get("include")),
         exclude=_str_list(name, "hermes_nb.tools.exclude", tools.get("exclude")),
         trusted=_flag(name, "trusted", raw.get("trusted"), False),
+        defer=_flag(name, "defer", raw.get("defer"), False),
         enabled=enabled,
     )
 

@@ -99,7 +99,7 @@ def _digest(path: Path) -> str:
 
 
 def fingerprints(commands: Sequence[tuple[Word, ...]], root: Path) -> tuple[str, ...]:
-    """``PATH sha256 ...`` for every file the commands run (sorted; empty when they run none)."""
+    """``PATH (sha256 ...)`` for every file the commands run (sorted; empty when they run none)."""
     folders = [root]
     for words in commands:
         if words[0].value in ("cd", "pushd") and len(words) > 1:
@@ -112,4 +112,4 @@ def fingerprints(commands: Sequence[tuple[Word, ...]], root: Path) -> tuple[str,
             places = [Path(name)] if os.path.isabs(name) else [f / name for f in folders]
             for place in places:
                 seen[str(place)] = _digest(place)
-    return tuple(f"{path} {digest}" for path, digest in sorted(seen.items()))
+    return tuple(f"{path} ({digest})" for path, digest in sorted(seen.items()))

@@ -148,6 +148,14 @@ def _of_command(words: tuple[Word, ...], root: Path | None, depth: int) -> list[
         for k in range(1, len(expanded)):  # the command it runs, from each word on, with words it may add
             rest = _join([*expanded[k:], [("any", "")]])
             out.append(Candidate(tokens=rest, exact=False))
+        for k in range(1, len(words_list)):  # `xargs sh -c`: shell code from the input, never seen
+            inner = words_list[k].value.rpartition("/")[2] if words_list[k].exact else ""
+            code = _shell_code(inner, words_list[k:])
+            if code == "":
+                out.append(_WILD)
+                break
+            if code is not None and depth < _MAX_DEPTH:  # `env sh -c 'git push'`
+                out.extend(candidates(code, root=root, _depth=depth + 1))
     if depth < _MAX_DEPTH:
         code = _shell_code(program, words_list)
         if code is not None:

@@ -69,7 +69,8 @@ class _Reader:
         self.commands: list[tuple[Word, ...]] = []
         self.expansions: list[Expansion] = []
         self.assignments = 0
-        self.heredocs: list[tuple[str, bool]] = []  # (delimiter, body expands)
+        self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, body expands, leading tabs stripped)
+        self.unsure = False  # read on, but bash may see it otherwise: the result is not complete
 
     # -- the top: commands ---------------------------------------------------------------------
 
@@ -152,14 +153,15 @@ class _Reader:
         if s.startswith("<<<", self.i):
             self.i += 3
         elif s.startswith("<<", self.i):
-            self.i += 3 if s.startswith("<<-", self.i) else 2
+            strip = s.startswith("<<-", self.i)
+            self.i += 3 if strip else 2
             self._blanks()
             start = self.i
             word = self._word()
             raw = s[start:self.i]
             if not raw:
                 raise _Incomplete
-            self.heredocs.append((word.value, not any(c in raw for c in "'\"\\")))
+            self.heredocs.append((word.value, not any(c in raw for c in "'\"\\"), strip))
             return
         else:
             self.i += 1
@@ -177,14 +179,14 @@ class _Reader:
     def _bodies(self) -> None:
         """The here-documents started on the line just ended, one after another."""
         pending, self.heredocs = self.heredocs, []
-        for delimiter, expands in pending:
+        for delimiter, expands, strip in pending:
             s = self.s
             while True:
                 if self.i >= len(s):
                     raise _Incomplete
                 end = s.find("\n", self.i)
                 line = s[self.i:] if end < 0 else s[self.i:end]
-                if line.lstrip("\t") == delimiter:
+                if (line.lstrip("\t") if strip else line) == delimiter:  # `<<-` strips tabs, `<<` does not
                     self.i = len(s) if end < 0 else end + 1
                     break
                 if expands:
@@ -197,8 +199,10 @@ class _Reader:
             inner._dq(body=True)
         except _Incomplete:
             self.expansions.append(Expansion(kind="command-substitution", text=line[:60]))
+            self.unsure = True
         self.expansions.extend(inner.expansions)
         self.commands.extend(inner.commands)
+        self.unsure = self.unsure or inner.unsure
 
     # -- words ---------------------------------------------------------------------------------
 
@@ -327,6 +331,8 @@ class _Reader:
                 if c == "\\":
                     self.i += 2
                     continue
+                if c in "'\"":  # quoting inside `${...}` differs by context: never proven
+                    self.unsure = True
                 if c == "'" and not quoted:
                     end = s.find("'", self.i + 1)
                     if end < 0:
@@ -345,7 +351,9 @@ class _Reader:
             if not (_NAME.fullmatch(inner) or (len(inner) == 1 and inner in _SPECIAL)) or inner == "IFS":
                 self._note("parameter", start)
         elif nxt == "'" and not quoted:
-            return self._ansi_c(), True
+            text = self._ansi_c()
+            self._note("ansi-c", start)  # decoded exactly (the rules see the text); still a `$` the person
+            return text, True  # did not see spelled out, so the classifier asks
         elif nxt == '"' and not quoted:
             self.i += 2
             text, _ = self._dq()
@@ -377,6 +385,8 @@ class _Reader:
             if c == "`":
                 self._backtick()
                 continue
+            if c in "'\"\\":
+                self.unsure = True  # quoting inside arithmetic: bash's reading is not modelled
             if c in "([":
                 depth += 1
             elif c in ")]":
@@ -409,9 +419,10 @@ class _Reader:
         try:
             nested.run()
         except _Incomplete:
-            pass
+            self.unsure = True
         self.commands.extend(nested.commands)
         self.expansions.extend(nested.expansions)
+        self.unsure = self.unsure or nested.unsure
         return s[start:self.i]
 
     def _ansi_c(self) -> str:
@@ -427,5 +438,6 @@ def scan(text: str) -> Scanned:
         reader.run()
     except _Incomplete:
         complete = False
+    complete = complete and not reader.unsure
     return Scanned(commands=tuple(reader.commands), assignments=reader.assignments,
                    expansions=tuple(reader.expansions), complete=complete)

@@ -48,7 +48,8 @@ class _Index:
         self.db.executemany("INSERT INTO tools(rowid, name, description, params) VALUES (?, ?, ?, ?)",
                             ((i, _name_text(e), e.description, " ".join(w for p in e.parameters for w in words(p)))
                              for i, e in enumerate(catalog.entries)))
-        self.sql = f"SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY bm25(tools, {', '.join(map(str, WEIGHTS))}) LIMIT ?"
+        weights = ", ".join(map(str, WEIGHTS))
+        self.sql = f"SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY bm25(tools, {weights}) LIMIT ?"
 
     def rows(self, match: str, limit: int) -> list[int]:
         with self.lock:

@@ -34,7 +34,8 @@ async def _search(args: dict[str, Any], **_: Any) -> Any:
     limit = args.get("limit")
     limit = settings.search_default_limit if not isinstance(limit, int) or isinstance(limit, bool) else limit
     # in a thread: a catalog's first search builds its index, which must not hold up the shared loop
-    return await asyncio.to_thread(bridge.search_answer, catalog, queries, max(1, min(limit, settings.max_search_limit)))
+    limit = max(1, min(limit, settings.max_search_limit))
+    return await asyncio.to_thread(bridge.search_answer, catalog, queries, limit)
 
 
 async def _describe(args: dict[str, Any], **_: Any) -> Any:

@@ -20,7 +20,7 @@ from hermes_nb.display.live.seen import seen_html, seen_text
 from hermes_nb.display.live.state import Card, Transcript
 from hermes_nb.display.nested import children_html, children_text
 
-__all__ = ["RESULT_PREVIEW_CHARS", "RunResult", "card_html", "card_text", "note_html", "note_text", "result_html",
+__all__ = ["RESULT_PREVIEW_CHARS", "RunResult", "card_html", "card_line", "card_text", "note_html", "note_text", "result_html",
            "result_text", "short_path", "spill_of", "timeline_html", "timeline_text", "transcript_html",
            "transcript_text", "usage_text"]
 
@@ -208,7 +208,12 @@ def card_text(card: Card) -> str:
     line = _card_line(card)
     if not card.children:
         return line
-    return "\n".join([line, *("    " + card_text(child).lstrip().replace("\n", "\n  ") for child in card.children)])
+    return "\n".join([line, *("    " + card_text(child).replace("\n", "\n    ") for child in card.children)])
+
+
+def card_line(card: Card) -> str:
+    """One call as one line, indented under the script's line when a script made it (live text views)."""
+    return ("    " if card.parent else "") + _card_line(card)
 
 
 def _card_line(card: Card) -> str:

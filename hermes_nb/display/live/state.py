@@ -49,6 +49,7 @@ class Card:
     aside: Any = None  # a notebook tool's traceback / printed text (hermes_nb.display.asides), for the person only
     cost: Any = None  # its result's share of the next request (hermes_nb.agent.cost.Price), after the run
     children: list[Card] = field(default_factory=list)  # the calls an execute_code script made, in order
+    parent: str = ""  # the id of the script's call this one was made from ("" for the model's own calls)
     subagents: dict[int, Transcript] = field(default_factory=dict)  # delegate_task's sub-agents, by task index
 
 
@@ -85,7 +86,8 @@ class Transcript:
                 else:
                     self.items.append(["text", delta])
             case ToolCallQueued():
-                card = Card(id=event.id, name=event.name, arguments=event.arguments, emoji=tool_emoji(event.name))
+                card = Card(id=event.id, name=event.name, arguments=event.arguments, emoji=tool_emoji(event.name),
+                            parent=event.parent)
                 self.cards[card.id] = card
                 parent = self.cards.get(event.parent) if event.parent else None
                 if parent is not None:
@@ -127,10 +129,9 @@ class Transcript:
             case ChildEvent(tool_call_id=call_id, index=index, label=label, event=inner):
                 parent = self.cards.get(call_id)
                 if parent is not None:
-                    child = parent.subagents.get(index)
-                    if child is None:
-                        child = parent.subagents[index] = Transcript(prompt=label, model=self.model)
-                    child.handle(inner)
+                    if index not in parent.subagents:
+                        parent.subagents[index] = Transcript(prompt=label, model=self.model)
+                    parent.subagents[index].handle(inner)
             case ModelNamed(name=name):
                 self.model = name  # the header names the model the server says answered
             case TurnStarted(iteration=n):

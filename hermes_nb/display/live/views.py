@@ -26,6 +26,7 @@ from hermes_nb.display.cards import aside_text
 from hermes_nb.display.checklist import checklist_text
 from hermes_nb.display.live.render import (
     RunResult,
+    card_line,
     card_text,
     note_text,
     short_path,
@@ -151,7 +152,7 @@ class TextView(NullView):
             case ToolStarted() | ToolEnded():
                 card = t.cards.get(event.tool_call_id)
                 if card is not None:
-                    self._line(card_text(card))
+                    self._line(card_line(card))  # a script's calls have their own lines: not its whole tree
                     if isinstance(event, ToolEnded) and card.aside is not None:
                         # a notebook tool's traceback / printed text, for the person
                         self._line("\n".join("      " + line for line in aside_text(card.aside).splitlines()))

@@ -1,0 +1,194 @@
+"""Packages a tool needs (``register(..., requires_packages=["duckdb>=1.1"])``): which are missing, and
+installing them once the person approved the exact command.
+
+A requirement is a PEP 508 string for a package from an index (``duckdb>=1.1``, ``pandas[parquet]``,
+markers allowed), checked with ``packaging.requirements`` at registration: a URL (``x @ https://…``), a
+path or a file is refused. A tool whose packages are missing is unavailable with that reason (``%tools
+doctor``, the picker). Nothing installs by itself: only ``install`` does (``%tools install NAME``, the
+picker's button), after the approval gate asked the person about the exact command it shows. It installs
+into the kernel's own environment: ``sys.executable -m pip install …``, or ``uv pip install --python
+sys.executable …`` when pip is missing and uv is present. Then ``importlib.invalidate_caches()``, so the
+tool is available without a restart.
+
+Settings (``config.yaml``): ``security: {allow_lazy_installs: false}`` turns installing off (any value but
+true/absent counts as off); ``security: {lazy_install_args: ["--no-index", "--find-links", DIR]}`` adds
+index options to the command, shown with the rest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes_nb.tools.errors import HermesNbError, ToolSchemaError
+
+__all__ = ["InstallResult", "LazyInstallError", "checked_requirements", "install", "install_command",
+           "installs_allowed", "missing", "requirements_of"]
+
+PATTERN_KEY = "lazy-install"
+
+
+class LazyInstallError(HermesNbError, RuntimeError):
+    """Installing is switched off, or the config's install options are malformed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstallResult:
+    """What ``install`` did: the command shown (and run, when approved), its output and whether it worked."""
+
+    command: str
+    ok: bool
+    message: str
+    output: str = ""
+    still_missing: tuple[str, ...] = ()
+
+
+def checked_requirements(name: str, items: Iterable[str] | str | None) -> tuple[str, ...]:
+    """The requirement strings of tool ``name``, normalised; ``ToolSchemaError`` for anything but index packages."""
+    if items is None:
+        return ()
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out = []
+    for item in (items,) if isinstance(items, str) else items:
+        if not isinstance(item, str):
+            raise ToolSchemaError(f"tool {name!r}: requires_packages holds {item!r}, not a requirement string")
+        try:
+            req = Requirement(item)
+        except InvalidRequirement as exc:
+            raise ToolSchemaError(f"tool {name!r}: {item!r} is not a package requirement ({exc})") from None
+        if req.url is not None or any(c in item for c in "/\\"):
+            raise ToolSchemaError(f"tool {name!r}: {item!r} names a URL or a path; only packages from an "
+                                  f"index may be required (e.g. 'duckdb>=1.1')")
+        out.append(str(req))
+    return tuple(out)
+
+
+def missing(requirements: Sequence[str]) -> tuple[str, ...]:
+    """The requirements not met in this environment (not installed, or another version), as given."""
+    if not requirements:
+        return ()
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    out = []
+    for text in requirements:
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate():
+            continue  # not needed here (another platform or Python)
+        try:
+            version = importlib.metadata.version(req.name)
+        except importlib.metadata.PackageNotFoundError:
+            out.append(text)
+            continue
+        if req.specifier and not req.specifier.contains(version, prereleases=True):
+            out.append(f"{text} ({version} installed)")
+    return tuple(out)
+
+
+def _security() -> dict[str, Any]:
+    from hermes_nb.tools.config import load_config
+
+    section = load_config().get("security")
+    return section if isinstance(section, dict) else {}
+
+
+def installs_allowed() -> bool:
+    """``security: {allow_lazy_installs: ...}``: absent or true allows; anything else is off (fail closed)."""
+    return _security().get("allow_lazy_installs", True) is True
+
+
+def _installer() -> list[str]:
+    import importlib.util
+
+    try:
+        has_pip = importlib.util.find_spec("pip") is not None
+    except ModuleNotFoundError:  # the kernel's import guard: found only where the model can write
+        has_pip = False
+    if has_pip:
+        return [sys.executable, "-m", "pip", "install"]
+    uv = _uv()
+    if uv is None:
+        raise LazyInstallError(f"neither pip nor uv is available to {sys.executable}; install the packages "
+                               f"yourself and re-run the tool's cell")
+    return [uv, "pip", "install", "--python", sys.executable]
+
+
+def _uv() -> str | None:
+    try:
+        import uv  # the uv wheel's own locator, when it is installed here
+
+        return str(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        pass
+    import shutil
+
+    found = shutil.which("uv")
+    beside = Path(sys.executable).with_name("uv")
+    return found or (str(beside) if beside.exists() else None)
+
+
+def install_command(requirements: Sequence[str]) -> list[str]:
+    """The command that installs ``requirements`` into the kernel's environment (config's index options first)."""
+    extra = _security().get("lazy_install_args", [])
+    if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
+        raise LazyInstallError("security.lazy_install_args in config.yaml must be a list of strings")
+    bare = [r.split(" (", 1)[0] for r in requirements]  # "x>=2 (1.0 installed)" → "x>=2"
+    return [*_installer(), *extra, *bare]
+
+
+def install(requirements: Sequence[str], *, approver: Any = None, why: str = "",
+            on_line: Callable[[str], None] | None = None, shown_before: str | None = None) -> InstallResult:
+    """Ask the person about the exact command, then run it; ``on_line`` sees its output as it comes.
+
+    ``shown_before``: the command a button showed the person (clicking it was the approval); when the
+    command is another one now (the config or the environment changed), nothing runs."""
+    if not installs_allowed():
+        raise LazyInstallError("installing packages is off (security: {allow_lazy_installs: false} in config.yaml)")
+    needed = missing(requirements)
+    if not needed:
+        return InstallResult(command="", ok=True, message="nothing to install: every package is there")
+    import shlex
+    import subprocess
+
+    command = install_command(needed)
+    shown = shlex.join(command)
+    if shown_before is not None and shown_before != shown:
+        return InstallResult(command=shown, ok=False, message="the install command changed since it was shown; "
+                                                              "nothing ran (look at the new one first)")
+    from hermes_nb.tools.safety.gate import Ask, decide_ask
+
+    ask = Ask(tool="install_packages", subject=shown, key=PATTERN_KEY, scopes=frozenset(),
+              description=f"installs {', '.join(needed)} into the kernel's environment{why}.")
+    decision = decide_ask("install_packages", ask, approver)
+    if not decision.approved:
+        return InstallResult(command=shown, ok=False, message=decision.message)
+    lines: list[str] = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if on_line is not None:
+                on_line(line.rstrip("\n"))
+    importlib.invalidate_caches()  # the new distributions are found without a restart
+    left = missing(requirements)
+    ok = proc.returncode == 0 and not left
+    message = ("installed " + ", ".join(needed)) if ok else (
+        f"the command exited with {proc.returncode}" + (f"; still missing: {', '.join(left)}" if left else ""))
+    return InstallResult(command=shown, ok=ok, message=message, output="".join(lines), still_missing=left)
+
+
+def requirements_of(names: Iterable[str], reg: Any) -> tuple[str, ...]:
+    """The packages the named tools of ``reg`` require, each once, in order."""
+    seen: dict[str, None] = {}
+    for name in names:
+        entry = reg.get_entry(name)
+        for req in getattr(entry, "requires_packages", ()) if entry is not None else ():
+            seen.setdefault(req, None)
+    return tuple(seen)
