@@ -184,7 +184,7 @@ class ToolRegistry(HermesQueries):
             self._register_guards = (*self._register_guards, guard)
         return lambda: setattr(self, "_register_guards", tuple(g for g in self._register_guards if g is not guard))
 
-    def deregister(self, name: str) -> ToolEntry | None:
+    def deregister(self, name: str, *, scope: Any = None) -> ToolEntry | None:
         """Remove a tool; its toolset goes too when it empties. Returns the removed entry."""
         with self._lock:
             entry = self._tools.pop(name, None)
@@ -251,7 +251,7 @@ class ToolRegistry(HermesQueries):
 
     # -- queries ----------------------------------------------------------------------------------
 
-    def get_entry(self, name: str) -> ToolEntry | None:
+    def get_entry(self, name: str, *, scope: Any = None) -> ToolEntry | None:  # scope: Hermes main's, one registry here
         return self._tools.get(name)
 
     def get_all_tool_names(self) -> list[str]:

@@ -1,8 +1,9 @@
 """Built-in toolset ``terminal``: run a shell command in the workspace root, behind the approval gate.
 
 The command runs as ``bash -c`` in its own session (process group), in the sandbox of
-``hermes_nb.tools.safety.sandbox`` where there is one; when it ends or times out the whole group is
-killed, background jobs included. Output is read by two threads so neither pipe can fill and stall the
+``hermes_nb.tools.safety.sandbox`` where there is one (bubblewrap, else Landlock); when it ends or times out
+everything it started is killed (bubblewrap: its pid namespace; otherwise the group and the Landlock domain),
+and what it left on the write-deny list is set aside, said at the end of ``stderr``. Output is read by two threads so neither pipe can fill and stall the
 command; each stream keeps its first ``OUTPUT_CAP`` bytes and says how much more there was.
 """
 

@@ -1,6 +1,7 @@
-"""Which ``Model`` an ``Agent`` gets: ``replay:PATH`` (offline) or an OpenAI-compatible endpoint.
+"""Which ``Model`` an ``Agent`` gets: ``replay:PATH`` (offline), ``local`` (embedded), or an endpoint.
 
-Kept apart from ``models`` (the adapters) and ``replay`` (the cassettes) so neither imports the other.
+Kept apart from ``models`` (the adapters), ``replay`` (the cassettes) and ``local`` (the embedded model) so
+none of them imports another.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ __all__ = ["MODEL_OPTIONS", "resolve_model"]
 #: The keyword options a model takes beside its name, base URL and key (``Agent``'s and ``evaluate``'s).
 MODEL_OPTIONS = ("stream", "temperature", "parallel_tool_calls", "timeout", "max_retries", "turn_timeout",
                  "tool_choice", "max_tokens", "seed", "extra_body")
+#: What the embedded model takes of them (the rest concern HTTP).
+_LOCAL_OPTIONS = ("stream", "temperature", "tool_choice", "max_tokens", "seed")
 
 
 def resolve_model(
@@ -26,7 +29,8 @@ def resolve_model(
 ) -> Any:
     """The ``Model`` for these arguments, with defaults from the environment (read now).
 
-    ``replay:PATH`` gives the offline ``ReplayModel``.
+    ``replay:PATH`` gives the offline ``ReplayModel``; ``local`` (or ``local:PATH``) the embedded SmolLM2
+    (``hermes_nb.agent.local``).
     A base URL on 127.0.0.1 or localhost needs no key (a dummy one is sent). With no model named, an endpoint
     at a base URL is asked which model it serves. A missing key is reported when the run starts, not here.
     """
@@ -35,6 +39,11 @@ def resolve_model(
     model = model or os.environ.get("HERMES_NB_MODEL") or None
     if model and model.startswith("replay:"):
         return ReplayModel(model.removeprefix("replay:"), stream=bool(options.get("stream", True)))
+    if model == "local" or (model or "").startswith("local:"):
+        from hermes_nb.agent.local import LocalModel
+
+        path = model.removeprefix("local").removeprefix(":") or None
+        return LocalModel(path=path, **{k: v for k, v in options.items() if k in _LOCAL_OPTIONS})
     base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
     if not api_key and is_local_url(base_url):

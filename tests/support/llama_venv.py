@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from tests.support.venvs import REPO, _uv, cached_venv, run_in
 
-__all__ = ["BUILD_ENV", "LLAMA_CPP", "SMOLLM2", "gguf_path", "llama_venv", "llama_wheel"]
+__all__ = ["BUILD_ENV", "LLAMA_CPP", "SMOLLM2", "gguf_path", "llama_venv", "llama_wheel", "run_json"]
 
 LLAMA_VERSION = "0.3.36"
 LLAMA_CPP = f"llama-cpp-python[server]=={LLAMA_VERSION}"
@@ -87,6 +88,18 @@ def gguf_path(venv: Path) -> Path:
     if proc.returncode != 0 or not path.is_file():
         raise RuntimeError(f"no SmolLM2 weights in {venv}: {proc.stderr[-1000:]}")
     return path
+
+
+def run_json(code: str, *, cwd: Path, timeout: float = 600) -> dict:
+    """Run ``code`` with ``.venv-llama``'s Python in ``cwd`` (its own hermes_nb home there); the dict it
+    printed last as JSON. A failure raises with the script's stderr."""
+    venv = llama_venv()
+    proc = run_in(venv, ["python", "-c", code], cwd=cwd, timeout=timeout,
+                  env={"HERMES_NB_HOME": str(cwd / "home"), "OPENAI_API_KEY": "", "HERMES_NB_MODEL": ""})
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise AssertionError(f"the script failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return json.loads(lines[-1])
 
 
 if __name__ == "__main__":

@@ -298,3 +298,14 @@ def test_a_repository_the_line_enters_is_checked_too(ws: Path) -> None:
     assert terminal("cd sub && git -p log", person).get("blocked") is True
     assert terminal("cd sub && git log", person).get("blocked") is True
     assert len(person.asked) == 2 and not (ws / "m").exists()
+
+
+def test_a_session_yes_for_a_command_does_not_cover_it_in_another_folder(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    (ws / "m").write_text("")
+    (ws / "sub" / "m").write_text("")
+    person = Person("session", "deny", "deny")
+    assert terminal("rm m", person).get("exit_code") == 0
+    assert terminal("cd sub && rm m", person).get("blocked") is True  # another file: asked again
+    assert terminal("X=1; rm m", person).get("blocked") is True  # an assignment before it: asked again
+    assert len(person.asked) == 3 and (ws / "sub" / "m").exists()

@@ -139,7 +139,9 @@ def test_register_accepts_a_scope_and_doctor_says_a_foreign_one_is_not_kept_apar
     assert registry.get_entry("scoped").metadata["hermes_scope"] == str(hermes_home)
     registry.register("scoped_other", "calls", {**schema, "name": "scoped_other"}, lambda args, **kw: "ok",
                       scope="/elsewhere/profiles/coder")
-    assert registry.dispatch("scoped_other", {}) == "ok"
+    assert registry.dispatch("scoped_other", {}, scope="/elsewhere/profiles/coder") == "ok"
+    assert registry.get_entry("scoped_other", scope="/elsewhere/profiles/coder") is registry.get_entry("scoped_other")
+    assert registry.deregister("scoped_other", scope="/elsewhere/profiles/coder") is not None
     said = [f.message for f in failures() if f.name.endswith("scoped_other/scope")]
     clear_failures("tool")
     assert said and "one registry" in said[0] and "/elsewhere/profiles/coder" in said[0]

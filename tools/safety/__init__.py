@@ -1,4 +1,5 @@
 """Approval and confinement: the gate (``gate``), the person's rules (``rules``), remembered answers
-(``remembered``), per-program command rules (``command_rules``, ``everyday``), the terminal's sandbox
-(``sandbox``), the one write-deny list (``protected``), link-safe writes of the kernel's own files
-(``safe_write``) and making hidden characters visible (``visible``)."""
+(``remembered``), per-program command rules (``command_rules``, ``everyday``), making hidden characters
+visible (``visible``); the terminal's sandbox (``sandbox`` choosing ``bwrap`` or ``landlock``, ``watch`` after
+each command), what the model never writes (``protected``) or reads (``hidden``), link-safe writes of the
+kernel's own files (``safe_write``) and imports that never come from the workspace (``imports``)."""

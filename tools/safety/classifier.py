@@ -25,6 +25,9 @@ from hermes_nb.tools.safety.walker import TRUSTED_DIRS, Finding
 __all__ = ["MAX_CHARS", "Analysis", "analyse"]
 
 MAX_CHARS = 20_000
+#: Commands that change what the commands after them in the line mean (where they run, what they see).
+_CONTEXT = frozenset({"cd", "pushd", "popd", "export", "declare", "typeset", "local", "readonly", "set", "shopt",
+                      "alias", "hash", "enable", "umask", "ulimit", "source", ".", "eval", "trap", "unset"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +132,9 @@ def analyse(command: str) -> Analysis:
         if finding is not None:
             findings.append(finding)
     findings.extend(_git_after_cd(scanned.commands, line))
+    if scanned.assignments or any(w[0].value in _CONTEXT for w in scanned.commands):
+        # `cd /etc && rm a` is not the `rm a` approved before: a session yes covers this whole line only
+        findings = [Finding(f.key, f.description, line) for f in findings]
     return Analysis(findings=tuple(dict.fromkeys(findings)), commands=tuple(commands), words=scanned.commands)
 
 

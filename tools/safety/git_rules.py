@@ -62,7 +62,7 @@ def check_git(program: str, args: Sequence[str]) -> Verdict:
         return "git-write", "`git " + args[i] + "` changes how git runs (it can set hooks, pagers or paths)."
     if i >= len(args):
         return None
-    if args[i] not in ("--version", "--help", "version", "help"):
+    if args[i] not in ("--version", "version"):  # `git help` follows help.format and web.browser
         configured = repository_programs(folders)
         if configured:
             return "runs-program", (f"the repository's git config names programs git runs by itself "

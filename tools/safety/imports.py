@@ -17,6 +17,7 @@ The kernel's working folder (the default workspace) is first on its ``sys.path``
 from __future__ import annotations
 
 import functools
+import importlib.abc
 import importlib.machinery
 import os
 import pkgutil
@@ -65,7 +66,7 @@ def _untrusted_origin(spec: Any, bad: Sequence[str]) -> bool:
     return any(os.path.realpath(p).startswith(tuple(b + os.sep for b in bad)) for p in paths if p)
 
 
-class _Loader:
+class _Loader(importlib.abc.Loader):
     """Runs the real loader with the guard on, so what the module imports while loading is trusted too."""
 
     def __init__(self, loader: Any) -> None:
