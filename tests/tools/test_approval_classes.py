@@ -244,7 +244,8 @@ def test_the_person_can_extend_notebook_session_answers_to_mcp(ws: Path, hermes_
 # -- class: the prompt's text ------------------------------------------------------------------------------
 
 HIDDEN = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u034f", "\ufe0f", "\u180b", "\U000e0100", "\u200b", "\u202e",
-          "\u2066", "\u00ad", "\u061c", "\u00a0", "\u3000", "\u2800", "\U000e0041", "\ue000", "\u0378"]
+          "\u2066", "\u00ad", "\u061c", "\u00a0", "\u3000", "\u2800", "\U000e0041", "\ue000", "\u0378", "\u0336",
+          "\u20e5"]
 
 
 @pytest.mark.parametrize("ch", HIDDEN, ids=[f"U+{ord(c):04X}" for c in HIDDEN])
