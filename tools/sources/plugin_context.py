@@ -237,4 +237,19 @@ class PluginContext:
             raise self.refuse(name, existing, "remove")
         if name in self.tools:
             self.tools.remove(name)
-        return registry.deregister(name)
+        removed = registry.deregister(name)
+        self._put_back(name)
+        return removed
+
+    def set_disabled(self, name: str, reason: str | None) -> ToolEntry | None:
+        """``registry.set_disabled`` for this plugin's own tools; another's is refused unless allowed."""
+        existing = registry.get_entry(name)
+        if existing is not None and not self.owns(existing) and not self.policy.may_override(self.plugin):
+            raise self.refuse(name, existing, "disable or enable")
+        return registry.set_disabled(name, reason)
+
+    def _put_back(self, name: str) -> None:
+        """The tool an allowed replacement displaced comes back when the replacement goes (as Hermes main)."""
+        old = self.displaced.pop(name, None)
+        if old is not None and registry.get_entry(name) is None:
+            registry.restore({**registry.snapshot(), name: old})
