@@ -5,15 +5,17 @@
   ``override=True`` that tool is skipped (said in ``%tools doctor``); with it, the replacement is refused
   with ``PluginToolOverrideError`` (a ``PermissionError``, as in Hermes) unless config.yaml names the
   plugin in ``plugins.allow_tool_override`` (or Hermes's ``plugins.entries.<name>.allow_tool_override``).
-  A replaced tool comes back when the plugin unloads. The same holds for the ``registry`` the plugin's
-  code imports (``plugin_views``), at load or any time later, and for ``deregister``.
+  A replaced tool comes back when the replacement is removed or the plugin unloads. The same holds for
+  the ``registry`` the plugin's code imports (``plugin_views``), at load or any time later, and for its
+  ``deregister`` and ``set_disabled``.
 - ``ctx.profile_name``: ``"default"`` for ``~/.hermes_nb`` (or a home elsewhere), ``<name>`` for
   ``<root>/profiles/<name>``, ``"custom"`` for another folder inside ``~/.hermes_nb`` (Hermes's rule).
 - ``ctx.llm``: ``complete(messages)`` through the model installed with ``set_plugin_llm`` (none by
   default: a clear error says so). ``ctx.inject_message`` returns ``False``: a notebook has no waiting
   conversation to put a message into (Hermes does the same outside its CLI).
-- ``ctx.register_hook`` (``plugin_hooks``); other ``ctx.register_*`` calls are accepted and listed by
-  ``%tools doctor`` unless someone gave them a meaning with ``add_context_method`` (memory providers).
+- ``ctx.register_hook`` (``plugin_hooks``); ``ctx.register_memory_provider`` (``agent_loop.providers``);
+  other ``ctx.register_*`` calls are accepted and listed by ``%tools doctor`` unless someone gave them a
+  meaning with ``add_context_method``.
 """
 
 from __future__ import annotations
