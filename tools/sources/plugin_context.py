@@ -14,13 +14,11 @@
   default: a clear error says so). ``ctx.inject_message`` returns ``False``: a notebook has no waiting
   conversation to put a message into (Hermes does the same outside its CLI).
 - ``ctx.register_hook`` (``plugin_hooks``); ``ctx.register_memory_provider`` (``agent_loop.providers``);
-  other ``ctx.register_*`` calls are accepted and listed by ``%tools doctor`` unless someone gave them a
-  meaning with ``add_context_method``.
+  other ``ctx.register_*`` calls are accepted and listed by ``%tools doctor``.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,23 +32,11 @@ from hermes_nb.tools.sources.load_report import record_failure
 from hermes_nb.tools.sources.plugin_config import PluginPolicy
 from hermes_nb.tools.sources.plugin_hooks import add_hook
 
-__all__ = ["PluginContext", "PluginLlm", "PluginLlmResult", "add_context_method", "profile_name", "set_plugin_llm"]
+__all__ = ["PluginContext", "PluginLlm", "PluginLlmResult", "profile_name", "set_plugin_llm"]
 
 log = logging.getLogger(__name__)
 
-_context_methods: dict[str, Callable[..., Any]] = {}
 _llm_provider: list[Callable[..., Any]] = []
-
-
-def add_context_method(name: str, method: Callable[..., Any]) -> Callable[[], None]:
-    """Give ``ctx.<name>(...)`` a meaning: ``method(ctx, ...)`` (e.g. ``register_memory_provider``); the undo."""
-    _context_methods[name] = method
-
-    def undo() -> None:
-        if _context_methods.get(name) is method:
-            del _context_methods[name]
-
-    return undo
 
 
 def set_plugin_llm(provider: Callable[..., Any]) -> Callable[[], None]:
@@ -161,9 +147,6 @@ class PluginContext:
         return registry.dispatch(tool_name, args, **kwargs)
 
     def __getattr__(self, attr: str) -> Any:
-        method = _context_methods.get(attr)
-        if method is not None:
-            return functools.partial(method, self)
         # Hermes's ctx has many more register_* methods (commands, middleware, skills, providers); a
         # plugin calling one still loads its tools and hooks, and %tools doctor lists what was skipped.
         if attr.startswith("register_"):
