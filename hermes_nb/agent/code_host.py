@@ -47,4 +47,8 @@ def install_code_host(agent: Agent, emit: Emit) -> Callable[[], None]:
                     on_queued=queued, on_event=lambda event: emit(tool_event(event)))
     scope = use_code_host(host)
     scope.__enter__()
-    return lambda: scope.__exit__(None, None, None)
+
+    def undo() -> None:
+        scope.__exit__(None, None, None)
+
+    return undo

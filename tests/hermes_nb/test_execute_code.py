@@ -243,3 +243,19 @@ def test_what_the_script_writes_to_stdout_and_stderr_is_its_output_its_tools_pri
             "from hermes_tools import chatty\nprint(chatty())")
     _, (got,) = _run([code])
     assert got["output"] == "raw\nerr\nsaid\n"
+
+
+def test_for_this_session_does_not_carry_to_the_next_script(tools):
+    asked: list[str] = []
+
+    def for_the_session(subject: str, key: str, description: str) -> str:
+        asked.append(subject)
+        return "session"
+
+    code = "print('same script')"
+    script = [Reply(tool_calls=(call("execute_code", {"code": code}, f"x{i}"),)) for i in range(2)]
+    with FakeOpenAI([*script, Reply(content="ok")]) as srv:
+        Agent(model="m", base_url=srv.base_url, api_key="k", stream=False, display=False,
+              enabled_toolsets=["code_execution"], approval_callback=for_the_session).run("go")
+    assert asked == [code, code]  # the same code asked again: every script is code the person sees first
+    assert _tool_message(srv.requests[2], "x1")["output"] == "same script\n"
