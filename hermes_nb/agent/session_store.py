@@ -6,7 +6,8 @@ interrupted halfway, or a kernel that dies, still leaves what it said. WAL lets 
 this one writes; a writer waits at most ``busy_timeout`` for a lock.
 
 Failures are values here: every method raises ``SessionStoreError`` (one line, the path and SQLite's
-reason) and the caller decides; the agent reports it once and runs on without the store.
+reason) and the caller decides; the agent reports it once and runs on without the store. After a failure
+the store rests for ``RETRY_AFTER`` seconds, so a locked database costs one wait, not one per run.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ CREATE TRIGGER IF NOT EXISTS messages_ad AFTER DELETE ON messages BEGIN
 """
 
 
+#: Seconds a store that failed (locked, corrupt) answers at once with that failure instead of trying again:
+#: each try may wait ``busy_timeout`` for a lock, on the loop where every run of the process lives.
+RETRY_AFTER = 10.0
 #: How many matching messages (the newest) a search ranks at most.
 _CANDIDATES = 1_500
 
@@ -70,6 +74,8 @@ class SessionStore:
         self._busy = busy_timeout
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._resting_until = 0.0
+        self._last_error = ""
 
     # -- connection -------------------------------------------------------------------------------
 
@@ -89,13 +95,18 @@ class SessionStore:
 
     def _run(self, what: str, fn: Any, *args: Any) -> Any:
         with self._lock:
+            if time.monotonic() < self._resting_until:  # failed just now: do not wait for a lock again
+                raise SessionStoreError(self._last_error)
             try:
                 return fn(self._conn(), *args)
             except (sqlite3.Error, ValueError) as exc:  # ValueError: text SQLite cannot encode
                 if self._db is not None:  # a broken connection is not reused
                     self._db.close()
                     self._db = None
-                raise SessionStoreError(f"session store {self.path}: {what} failed ({exc})") from None
+                self._last_error = f"session store {self.path}: {what} failed ({exc})"
+                if isinstance(exc, sqlite3.OperationalError):  # locked, unreadable: other runs need not wait
+                    self._resting_until = time.monotonic() + RETRY_AFTER
+                raise SessionStoreError(self._last_error) from None
 
     def close(self) -> None:
         with self._lock:
@@ -142,13 +153,21 @@ class SessionStore:
         runs are left out, as Hermes does: their parent's ``delegate_task`` answer holds what they found."""
         limit = max(1, min(int(limit), 20))
 
-        def find(db: sqlite3.Connection, match: str) -> list[Any]:
+        def ranked_ids(db: sqlite3.Connection, match: str) -> list[Any]:
             # ranked ids first (the index alone), then the rows and snippets of the few that are kept; a word
             # in most messages ranks only its newest _CANDIDATES matches, so a query stays fast at any size
-            ranked = db.execute("SELECT rowid FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? "
-                                "ORDER BY rowid DESC LIMIT ?) ORDER BY rank LIMIT 400",
-                                (match, _CANDIDATES)).fetchall()
+            return db.execute("SELECT rowid FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? "
+                              "ORDER BY rowid DESC LIMIT ?) ORDER BY rank LIMIT 400", (match, _CANDIDATES)).fetchall()
+
+        def find(db: sqlite3.Connection) -> tuple[list[Any], str]:
+            match = query
+            try:
+                ranked = ranked_ids(db, match)
+            except sqlite3.OperationalError:  # not FTS5 syntax (a stray quote, a colon): the words as literals
+                match = _plain(query)
+                ranked = ranked_ids(db, match)
             if not ranked:
+                return [], match
                 return []
             order = {rid: i for i, (rid,) in enumerate(ranked)}
             marks = ",".join("?" * len(roles))
@@ -156,13 +175,9 @@ class SessionStore:
                               f"({','.join('?' * len(order))}) AND role IN ({marks}) AND run_id != ? "
                               "AND run_id NOT IN (SELECT id FROM runs WHERE parent IS NOT NULL)",
                               (*order, *roles, exclude_run or "")).fetchall()
-            return sorted(rows, key=lambda r: order[r[0]])
+            return sorted(rows, key=lambda r: order[r[0]]), match
 
-        try:
-            rows = self._run("searching", find, query)
-        except SessionStoreError:  # not FTS5 syntax (a stray quote, a colon): the words as literal terms
-            query = _plain(query)
-            rows = self._run("searching", find, query)
+        rows, match = self._run("searching", find)
         runs: dict[str, dict[str, Any]] = {}
         for mid, run_id, role, tool in rows:
             run = runs.get(run_id)
@@ -177,7 +192,7 @@ class SessionStore:
         if hits:
             snippets = self._run("searching", lambda db: db.execute(
                 "SELECT rowid, snippet(messages_fts, 0, '»', '«', '…', 16) FROM messages_fts WHERE messages_fts "
-                f"MATCH ? AND rowid IN ({','.join('?' * len(hits))})", (query, *hits)).fetchall())
+                f"MATCH ? AND rowid IN ({','.join('?' * len(hits))})", (match, *hits)).fetchall())
             for rid, snippet in snippets:
                 hits[rid]["snippet"] = snippet
         self._describe(list(runs.values()))

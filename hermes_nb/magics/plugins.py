@@ -98,4 +98,8 @@ def _found() -> list:
 
 
 def _discovered() -> bool:
-    return bool(_found())
+    """Whether plugins were discovered from the home in use now (not before a move of HERMES_NB_HOME)."""
+    from hermes_nb.tools.config import hermes_home
+    from hermes_nb.tools.sources.plugins import discovered_home
+
+    return discovered_home() == hermes_home()

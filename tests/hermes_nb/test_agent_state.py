@@ -230,10 +230,13 @@ def test_subtasks_nest_under_their_parent_and_a_loop_is_broken() -> None:
     assert "    ▶ survey" in text and "      ☐ north beach" in text and "    ☐ orphan" in text
 
 
-def test_a_locked_session_db_is_reported_once_and_the_run_goes_on(hermes_home: Path) -> None:
+def test_a_locked_session_db_is_reported_once_and_the_run_goes_on(hermes_home: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import sqlite3
 
     from hermes_nb.agent.session_store import session_store
+
+    monkeypatch.setattr("hermes_nb.agent.session_store.RETRY_AFTER", 3600.0)
 
     session_store().begin("earlier", prompt="an earlier run")  # the database exists, in WAL mode
     other = sqlite3.connect(hermes_home / "sessions.db", isolation_level=None)  # another kernel, writing
@@ -248,3 +251,10 @@ def test_a_locked_session_db_is_reported_once_and_the_run_goes_on(hermes_home: P
     notes = [item[1] for item in result.transcript.items if item[0] == "notice"]
     assert result.stopped_reason == "done" and result.text == "still fine"
     assert len(notes) == 1 and "database is locked" in notes[0] and "not stored" in notes[0]
+    # the store rests after failing: the next run does not wait for the lock again, and says so once too
+    with FakeOpenAI([Reply(content="next")]) as srv:
+        later = _agent(srv, "todo").run("again")
+    again = [item[1] for item in later.transcript.items if item[0] == "notice"]
+    assert len(again) == 1 and "database is locked" in again[0]
+    monkeypatch.setattr(session_store(), "_resting_until", 0.0)
+    assert session_store().count() == 0  # nothing of either run was stored

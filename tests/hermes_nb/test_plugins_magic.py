@@ -32,6 +32,7 @@ def _plugin(home: Path, name: str) -> None:
 
 @pytest.fixture
 def home(hermes_home: Path) -> Path:
+    plugins.unload_plugins()  # what an earlier test discovered is not this home's
     _plugin(hermes_home, "noisy")
     _plugin(hermes_home, "quiet")
     (hermes_home / "plugins" / "broken").mkdir()

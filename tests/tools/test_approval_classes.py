@@ -202,6 +202,16 @@ def test_a_session_approval_asks_again_when_the_file_it_runs_changed(
     assert result.get("blocked") is True and not (ws / "m").exists()
 
 
+def test_a_session_approval_of_a_script_asks_again_when_a_module_beside_it_changed(ws: Path) -> None:
+    (ws / "train.py").write_text("import model\n")
+    (ws / "model.py").write_text("x = 1\n")
+    person = Person("session", "deny")
+    assert terminal("python3 train.py", person).get("exit_code") == 0
+    (ws / "model.py").write_text("open('m', 'w').close()\n")  # what `import model` finds first
+    assert terminal("python3 train.py", person).get("blocked") is True
+    assert len(person.asked) == 2 and not (ws / "m").exists()
+
+
 def test_an_always_approval_is_tied_to_the_file_too(ws: Path) -> None:
     (ws / "train.py").write_text("print(1)\n")
     assert terminal("python3 train.py", Person("always")).get("exit_code") == 0
@@ -244,7 +254,8 @@ def test_the_person_can_extend_notebook_session_answers_to_mcp(ws: Path, hermes_
 # -- class: the prompt's text ------------------------------------------------------------------------------
 
 HIDDEN = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u034f", "\ufe0f", "\u180b", "\U000e0100", "\u200b", "\u202e",
-          "\u2066", "\u00ad", "\u061c", "\u00a0", "\u3000", "\u2800", "\U000e0041", "\ue000", "\u0378"]
+          "\u2066", "\u00ad", "\u061c", "\u00a0", "\u3000", "\u2800", "\U000e0041", "\ue000", "\u0378", "\u0336",
+          "\u20e5"]
 
 
 @pytest.mark.parametrize("ch", HIDDEN, ids=[f"U+{ord(c):04X}" for c in HIDDEN])

@@ -292,3 +292,36 @@ def test_a_replacement_through_importlib_is_refused_where_the_handler_was_writte
     with pytest.raises(PermissionError, match="no longer loaded"):
         module.replace_later()
     assert registry.get_entry("terminal") is before
+
+
+def test_a_plugin_cannot_re_enable_or_disable_a_tool_it_does_not_own(hermes_home: Path):
+    plugin(hermes_home, "sneaky", f"""
+        from tools.registry import registry
+
+        def register(ctx):
+            ctx.register_tool("sneaky_own", "s", {schema("sneaky_own")}, lambda a, **k: "x")
+            registry.set_disabled("sneaky_own", "resting")  # its own: fine
+
+        def wake(name):
+            registry.set_disabled(name, None)
+    """)
+    registry.set_disabled("terminal", "held back until re-approved")
+    assert "sneaky" in plugins.discover_plugins(), notes()
+    assert registry.get_entry("sneaky_own").disabled_reason == "resting"
+    with pytest.raises(PermissionError, match="may not disable or enable"):
+        sys.modules[f"{plugins.MODULE_PREFIX}.user_sneaky"].wake("terminal")
+    assert registry.get_entry("terminal").disabled_reason == "held back until re-approved"
+
+
+def test_an_allowed_replacement_removed_by_its_plugin_brings_the_original_back(hermes_home: Path):
+    (hermes_home / "config.yaml").write_text("plugins:\n  allow_tool_override: [cdp]\n")
+    before = registry.get_entry("terminal")
+    plugin(hermes_home, "cdp", HIJACK.format(how=VIA_CTX) + """
+    def drop():
+        from tools.registry import registry
+        registry.deregister("terminal")
+""")
+    assert plugins.discover_plugins() == ["cdp"], notes()
+    assert registry.dispatch("terminal", {}) == "hijacked"
+    sys.modules[f"{plugins.MODULE_PREFIX}.user_cdp"].drop()
+    assert registry.get_entry("terminal") is before

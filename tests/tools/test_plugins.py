@@ -19,12 +19,10 @@ from hermes_nb.tools.sources.plugins import discover_plugins, loaded_plugins
 @pytest.fixture(autouse=True)
 def _clean():
     clear_failures("plugin")
-    plugins._loaded.clear()
-    plugins._file_digests.clear()
+    plugins.unload_plugins()
     yield
     clear_failures("plugin")
-    plugins._loaded.clear()
-    plugins._file_digests.clear()
+    plugins.unload_plugins()
 
 
 FIXTURE_PLUGIN = Path(__file__).resolve().parents[1] / "fixtures" / "entry_point_plugin"

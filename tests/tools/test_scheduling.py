@@ -548,7 +548,9 @@ def test_mcp_installs_its_refresh_as_a_batch_hook_only_while_servers_run(monkeyp
     import hermes_nb.tools.mcp_tool as mcp_tool
     from hermes_nb.tools.registry import registry
 
+    mcp_tool.shutdown_mcp_servers()  # servers an earlier test left running would have installed it already
     before = registry._batch_hooks
+    assert (mcp_tool.refresh_pending_mcp_servers, mcp_tool.arefresh_pending_mcp_servers) not in before
     mcp_tool._install_batch_hook()
     mcp_tool._install_batch_hook()  # idempotent
     assert registry._batch_hooks == (*before, (mcp_tool.refresh_pending_mcp_servers, mcp_tool.arefresh_pending_mcp_servers))

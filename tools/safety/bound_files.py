@@ -63,6 +63,24 @@ def _make_files(args: list[str]) -> list[str]:
     return [os.path.join(folder, f) for f in files]
 
 
+_PYTHONS = ("python", "python3", "python2", "ipython")
+_MAX_SIBLINGS = 200
+
+
+def _siblings(script: str, places: list[Path]) -> list[Path]:
+    """Python puts a script's folder (or, for ``-c`` and ``-m``, the working folder) first on ``sys.path``:
+    the ``.py`` files beside it are what ``import`` finds first, so the approval is tied to them too."""
+    found: list[Path] = []
+    for place in places:
+        folder = (place / script).parent if script else place
+        try:
+            with os.scandir(folder) as entries:
+                found.extend(Path(e.path) for e in entries if e.name.endswith(".py") and e.is_file())
+        except OSError:
+            continue
+    return sorted(found)[:_MAX_SIBLINGS]
+
+
 def _files_of(words: tuple[Word, ...]) -> list[str]:
     program = words[0].value
     base = program.rpartition("/")[2]
@@ -106,10 +124,17 @@ def fingerprints(commands: Sequence[tuple[Word, ...]], root: Path) -> tuple[str,
             folders.append(root / words[1].value)
     seen: dict[str, str] = {}
     for words in commands:
-        for name in _files_of(words):
+        files = _files_of(words)
+        for name in files:
             if not name:
                 continue
             places = [Path(name)] if os.path.isabs(name) else [f / name for f in folders]
             for place in places:
                 seen[str(place)] = _digest(place)
+        base = words[0].value.rpartition("/")[2]
+        if base.startswith(_PYTHONS):
+            script = files[0] if files and not files[0].endswith(("__main__.py", "__init__.py")) else ""
+            bases = [Path("/")] if script.startswith("/") else folders
+            for sibling in _siblings(script, bases):
+                seen.setdefault(str(sibling), _digest(sibling))
     return tuple(f"{path} ({digest})" for path, digest in sorted(seen.items()))

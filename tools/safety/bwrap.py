@@ -10,7 +10,8 @@ and the ``sandbox.writable`` folders writable. On top of those, in this order:
    they lie inside the workspace or a read-only bind.
 
 Namespaces: a new user namespace that may not make another (``--disable-userns``), no capabilities, its own
-network namespace (only its own loopback: the kernel's ports and everything on 127.0.0.1 are out of reach),
+network namespace (only its own loopback: the kernel's ports and everything on 127.0.0.1 are out of reach;
+an opted-in network is a proxy, ``tools.safety.netproxy``),
 pid namespace (when the command ends, everything it started dies), IPC, UTS (not cgroup) and session (``--new-session``:
 no typing into the person's terminal), and ``--die-with-parent``. The environment is scrubbed of secrets
 (``scrub_env``).

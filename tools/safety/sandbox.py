@@ -12,7 +12,8 @@ One choice per call (``status``), said in ``%tools doctor`` and in every approva
 With either mechanism, the write-deny list also holds after the call (``tools.safety.watch``): anything the
 command made or swapped in there is set aside and named in its result. ``config.yaml``'s ``sandbox:`` section:
 ``enabled`` (default true), ``mechanism`` (``bubblewrap`` / ``landlock``; default the first that works),
-``network`` (Landlock only; bubblewrap keeps the network off, as no proxy keeping 127.0.0.1 out exists yet),
+``network`` (default off; under bubblewrap, on means only through ``tools.safety.netproxy``: public addresses,
+never this machine or its LAN),
 ``writable`` (more folders a command may write).
 """
 
@@ -23,12 +24,13 @@ import logging
 import os
 import select
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.tools.safety import bwrap
+from hermes_nb.tools.safety import bwrap, netproxy
 from hermes_nb.tools.safety.landlock import Confinement, landlock_abi
 from hermes_nb.tools.safety.watch import Watch
 
@@ -71,14 +73,14 @@ def status() -> SandboxStatus:
     wanted = cfg.get("mechanism")
     why_not = bwrap.probe() if wanted != "landlock" else "config.yaml asks for landlock"
     if not why_not:
+        network = cfg.get("network") is True
         detail = ("sandboxed (bubblewrap " + bwrap.version() + "): read-only system, writes only to the workspace "
                   "and a private /tmp; the hermes_nb home, Jupyter's connection files and credentials hidden; "
                   "shell rc files, .git/hooks, .git/config, venvs and the rest of the write-deny list read-only; "
-                  "no network; everything the command starts dies with it")
-        if cfg.get("network") is True:
-            detail += " (sandbox.network: true is not honoured: no proxy keeps 127.0.0.1 out yet)"
+                  + ("network only through a proxy to public addresses (never this machine or its LAN); " if network
+                     else "no network; ") + "everything the command starts dies with it")
         return SandboxStatus(available=True, mechanism=f"bubblewrap {bwrap.version()}", detail=detail,
-                             network=False, sweeps=True, hides=True)
+                             network=network, sweeps=True, hides=True)
     abi = landlock_abi()
     if abi < 1:
         return SandboxStatus(available=False, mechanism="none", network=True,
@@ -116,6 +118,7 @@ class Box:
         self._watch = Watch(workspace)
         self._landlock: Confinement | None = None
         self._init: int | None = None  # a pidfd of the pid namespace's init (bubblewrap)
+        self._proxy: netproxy.Proxy | None = None
         if state.mechanism.startswith("landlock"):
             from hermes_nb.tools.config import hermes_home
 
@@ -129,9 +132,16 @@ class Box:
         clean = bwrap.scrub_env(env)
         if self._landlock is not None:
             return self._landlock.run(lambda: _popen(["bash", "-c", command], self.workspace, clean))
+        inner = ["bash", "-c", command]
+        if self.state.network:  # the only way out: the proxy, offered inside at 127.0.0.1:PORT
+            sock = os.path.join(self.tmp, "proxy.sock")
+            self._proxy = netproxy.Proxy(sock)
+            inner = [sys.executable, "-S", "-c", netproxy.FORWARDER, sock, command]
+            url = f"http://127.0.0.1:{netproxy.PORT}"
+            clean.update({k: url for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")})
         read, write = os.pipe()
         try:
-            argv = bwrap.argv(["bash", "-c", command], workspace=self.workspace, tmp=self.tmp,
+            argv = bwrap.argv(inner, workspace=self.workspace, tmp=self.tmp,
                               writable=writable_paths(self.workspace, self.tmp)[3:],
                               protected=self._watch.protected, info_fd=write)
             proc = _popen(argv, self.workspace, clean, pass_fds=(write,))
@@ -158,6 +168,8 @@ class Box:
         """End the sandbox; what the command put on the write-deny list was set aside (one line each)."""
         if self._landlock is not None:
             self._landlock.close()
+        if self._proxy is not None:
+            self._proxy.close()
         return self._watch.settle()
 
 

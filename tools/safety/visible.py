@@ -5,7 +5,8 @@ the BOM, the soft hyphen), every ``Default_Ignorable_Code_Point`` (what renderer
 fillers, combining grapheme joiner, variation selectors, Mongolian free variation selectors), line and
 paragraph separators, space separators other than the ASCII space (a no-break or ideographic space looks
 like the space bash splits words at, and is not), private-use, surrogate and unassigned code points (no
-agreed glyph), and characters Unicode names as a blank or a filler (``BRAILLE PATTERN BLANK``).
+agreed glyph), characters Unicode names as a blank or a filler (``BRAILLE PATTERN BLANK``), and combining
+marks (``Mn``, ``Me``) placed on an ASCII character (an overlay can strike text through or change a letter).
 
 The properties come from the ``regex`` module's Unicode tables (newer than Python's ``unicodedata``),
 imported on first use.
@@ -65,7 +66,13 @@ def _emoji_part(text: str, i: int) -> bool:
 
 def _hidden_at(text: str, i: int, keep: str) -> bool:
     ch = text[i]
-    return ch not in keep and _is_hidden(ch) and not _emoji_part(text, i)
+    if ch in keep:
+        return False
+    if _is_hidden(ch):
+        return not _emoji_part(text, i)
+    # a combining mark on an ASCII character (an overlay stroke, an accent on a program name) changes what
+    # the text looks like without being a letter of it
+    return i > 0 and text[i - 1].isascii() and unicodedata.category(ch) in ("Mn", "Me")
 
 
 def make_visible(text: str, *, keep: str = "\n\t") -> str:

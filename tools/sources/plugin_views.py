@@ -38,6 +38,11 @@ class RegistryView:
         """Remove a tool this plugin owns; another's is refused (``PermissionError``)."""
         return self._context().deregister_tool(name)
 
+    def set_disabled(self, name: str, reason: str | None) -> Any:
+        """Disable or enable a tool this plugin owns; another's (an MCP tool held back until re-approved,
+        say) is refused."""
+        return self._context().set_disabled(name, reason)
+
     def restore(self, snapshot: Any) -> None:
         raise PermissionError("a plugin cannot restore the registry (it would replace tools it does not own)")
 

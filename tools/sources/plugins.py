@@ -51,6 +51,7 @@ __all__ = [
     "PluginContext",
     "PluginInfo",
     "discover_plugins",
+    "discovered_home",
     "found_plugins",
     "loaded_plugins",
     "unload_plugins",
@@ -100,6 +101,14 @@ def loaded_plugins() -> list[PluginInfo]:
 def found_plugins() -> list[FoundPlugin]:
     """Every plugin the last ``discover_plugins()`` found, loaded or not, with why."""
     return sorted(_found.values(), key=lambda p: p.name)
+
+
+def discovered_home() -> Path | None:
+    """The home folder the last ``discover_plugins()`` read (``None`` after ``unload_plugins()``)."""
+    return _home[0] if _home else None
+
+
+_home: list[Path] = []
 
 
 def _live_context(name: str) -> Callable[[], PluginContext]:
@@ -360,6 +369,7 @@ def discover_plugins() -> list[str]:
     for name in [n for n in _loaded if not policy.allows(n)]:
         _forget(name)
     _found.clear()
+    _home[:] = [hermes_home()]
     if not _guard_undo and hasattr(registry, "add_register_guard"):
         _guard_undo.append(registry.add_register_guard(ownership_guard(lambda: list(_contexts.values()))))
     loaded = _folder_plugins(hermes_home() / "plugins", "user", policy)
@@ -374,4 +384,5 @@ def unload_plugins() -> None:
     """Remove the tools every loaded plugin (tool files included) registered. Idempotent."""
     for name in list(_contexts) + list(_loaded):
         _forget(name)
-    _found.clear()  # the ownership guard stays: plugin code (a stored callback) can outlive its plugin
+    _found.clear()
+    _home.clear()  # the ownership guard stays: plugin code (a stored callback) can outlive its plugin
