@@ -36,6 +36,19 @@ def _timed(n: int) -> list[float]:
     return out
 
 
+def _bare_bwrap() -> float:
+    from hermes_nb.tools.safety import bwrap
+
+    sandboxed = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *bwrap._NAMESPACES, "true"]
+    times: dict[str, list[float]] = {"bwrap": [], "true": []}
+    for _ in range(ROUNDS // 2):
+        for name, argv in (("bwrap", sandboxed), ("true", ["true"])):
+            start = time.perf_counter()
+            subprocess.run(argv, check=True)
+            times[name].append(time.perf_counter() - start)
+    return median(times["bwrap"]) - median(times["true"])
+
+
 def _project(root: Path) -> Path:
     ws = root / "project"
     for folder in ("src/pkg", "tests", "docs", ".venv/bin", ".venv/lib/python3.11/site-packages", "data/raw"):
@@ -66,6 +79,10 @@ def main() -> int:
         base, confined = median(off), median(on)
         overhead = confined - base
         ok = overhead <= TARGET
+        if state.mechanism.startswith("bubblewrap"):  # how much of it is bubblewrap's own start, not ours
+            bare = _bare_bwrap()
+            print(f"  of which bubblewrap itself (its namespaces, `bwrap --ro-bind / / ... true` vs `true`): "
+                  f"{fmt(bare)}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         print(f"terminal call `true`: {fmt(confined)} sandboxed ({state.mechanism}) vs {fmt(base)} without "
               f"({confined / base:.2f}x); overhead {fmt(overhead)} per call (target <= {fmt(TARGET)}): {verdict(ok)}")
         del ballast

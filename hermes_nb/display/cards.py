@@ -95,7 +95,7 @@ class ResultView:
         mark = colours.ERROR_MARK if self.is_error else colours.BORDER
         opened = " open" if body.count("\n") < _COLLAPSE_LINES else ""
         html_text = (
-            f'<div class="hermes-nb-result" style="border-left:3px solid {mark};padding-left:6px">'
+            f'<div class="hermes-nb-result" style="{colours.solid("border-left", "3px solid " + mark)};padding-left:6px">'
             f'<details{opened}><summary style="color:{color}">{escape_html(self._header())}</summary>'
             f'<pre style="color:{color};white-space:pre-wrap">{escape_html(body)}</pre>'
             f"{f'<em>{escape_html(more.strip())}</em>' if cut else ''}</details>{aside_html(self.aside)}</div>"
@@ -274,7 +274,8 @@ class ToolCard:
         color = colours.OK if avail == "available" else colours.ERROR
         flags = _flags(e)
         parts = [
-            f'<div class="hermes-nb-card" style="border:1px solid {colours.BORDER};border-radius:6px;padding:6px 10px">',
+            f'<div class="hermes-nb-card" style="{colours.solid("border", "1px solid " + colours.BORDER)};'
+            'border-radius:6px;padding:6px 10px">',
             f"<div><span style='font-size:1.3em'>{escape_html(e.emoji)}</span> <strong>{escape_html(e.name)}</strong> "
             f"<span style='color:{colours.MUTED}'>toolset <code>{escape_html(e.toolset)}</code> · {escape_html(e.source)}</span> "
             f"<span style='color:{color}'>{escape_html(avail)}</span></div>",

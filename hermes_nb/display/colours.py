@@ -8,7 +8,9 @@ fallback after each variable is for front ends without JupyterLab's variables (c
 
 from __future__ import annotations
 
-__all__ = ["ACCENT", "BORDER", "ERROR", "ERROR_MARK", "MUTED", "OK", "SURFACE", "TEXT", "TRACK", "WARN"]
+import re
+
+__all__ = ["ACCENT", "BORDER", "ERROR", "ERROR_MARK", "MUTED", "OK", "SURFACE", "TEXT", "TRACK", "WARN", "solid"]
 
 
 def _text_tone(variable: str, fallback: str) -> str:
@@ -35,3 +37,15 @@ SURFACE = "var(--jp-layout-color2,#eeeeee)"
 TRACK = "var(--jp-layout-color3,#bdbdbd)"
 #: an error bar or border (not text)
 ERROR_MARK = "var(--jp-error-color1,#b00020)"
+
+
+def solid(prop: str, value: str) -> str:
+    """``prop`` declared twice: the plain fallback colour, then the theme's variable (which wins where it is
+    kept). A saved notebook opened untrusted has its HTML sanitized, and JupyterLab's sanitizer drops every
+    declaration holding ``var()``: bars and borders then keep the fallback instead of vanishing. Only for
+    what is not text (a bar, a border): text without its colour inherits the theme's, readable in both."""
+    plain = _VAR.sub(r"\1", value)
+    return f"{prop}:{value}" if plain == value or "var(" in plain else f"{prop}:{plain};{prop}:{value}"
+
+
+_VAR = re.compile(r"var\(--[\w-]+,\s*(#[0-9a-fA-F]{3,8})\)")

@@ -83,7 +83,7 @@ def _outcome(r: ToolCallResult) -> str:
 
 
 def _swatch(colour: str) -> str:
-    return f'<span style="display:inline-block;width:10px;height:10px;background:{colour}"></span>'
+    return f'<span style="display:inline-block;width:10px;height:10px;{colours.solid("background", colour)}"></span>'
 
 
 def _batch_html(title: str, results: tuple[ToolCallResult, ...], span: float) -> str:
@@ -101,9 +101,9 @@ def _batch_html(title: str, results: tuple[ToolCallResult, ...], span: float) ->
             f'<span style="width:9em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;line-height:1.4;'
             f'font-family:var(--jp-code-font-family,monospace)" title="{e(r.name)}">{e(r.name)}</span>'
             f'<span style="width:3.5em;color:{colours.MUTED};font-size:11px">seg {r.segment}</span>'
-            f'<div style="position:relative;width:240px;height:10px;background:{colours.TRACK}">'
+            f'<div style="position:relative;width:240px;height:10px;{colours.solid("background", colours.TRACK)}">'
             f'<div title="{e(r.tool_call_id)}" style="position:absolute;left:{left:.1f}%;width:{width:.1f}%;'
-            f'height:10px;background:{_bar_colour(r)}"></div></div>'
+            f'height:10px;{colours.solid("background", _bar_colour(r))}"></div></div>'
             f'<span style="font-size:11px">{r.duration * 1000:.0f} ms'
             + (f' <span style="color:{colours.ERROR}">{outcome}</span>' if outcome else "")
             + '</span></div>')

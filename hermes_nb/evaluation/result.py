@@ -90,6 +90,25 @@ class EvalResult:
                      f"(called exactly when expected)</text></svg>")
         return "".join(parts)
 
+    def chart_html(self) -> str:
+        """The accuracy-per-tool chart as HTML bars: it survives a saved notebook opened untrusted, where
+        JupyterLab's sanitizer removes SVG."""
+        names = sorted(self.per_tool)
+        if not names:
+            return ""
+        rows = []
+        for name in names:
+            acc = self.per_tool[name]["accuracy"]
+            rows.append(f'<div style="display:flex;align-items:center;gap:6px;height:20px">'
+                        f'<span style="width:12em;text-align:right;overflow:hidden;color:{colours.TEXT}">'
+                        f'{escape_html(name)}</span><div style="width:240px;height:14px;'
+                        f'{colours.solid("background", colours.TRACK)}"><div style="width:{100 * acc:.1f}%;'
+                        f'height:14px;{colours.solid("background", colours.ACCENT)}"></div></div>'
+                        f'<span style="color:{colours.TEXT}">{acc:.0%}</span></div>')
+        return (f'<div class="hermes-nb-eval-chart" style="margin:4px 0">{"".join(rows)}'
+                f'<div style="color:{colours.MUTED};font-size:12px">accuracy per tool (called exactly when expected)'
+                f'</div></div>')
+
     def _summary_text(self) -> str:
         s = self.summary
         line = (f"{s['cases']} cases: selection {_pct(s['selection_accuracy'])}, args {_pct(s['args_accuracy'])}"
@@ -111,7 +130,7 @@ class EvalResult:
 
         table = Table(headers=_HEADERS, rows=tuple(_cells(r) for r in self.rows)).html()
         body = (f'<div class="hermes-nb-eval"><p><strong>{escape_html(self._summary_text())}</strong></p>'
-                f"{self.svg()}{table}</div>")
+                f"{self.chart_html()}{table}</div>")
         return {"text/plain": str(self), "text/html": body}
 
 

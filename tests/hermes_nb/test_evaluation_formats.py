@@ -166,6 +166,10 @@ def test_cost_per_case_and_for_the_set() -> None:
 def test_the_chart_reads_in_both_themes() -> None:
     from hermes_nb.evaluation.result import EvalResult
 
-    svg = EvalResult(rows=(), summary={}, per_tool={"add": {"accuracy": 0.5, "cases": 2.0}}).svg()
+    result = EvalResult(rows=(), summary={}, per_tool={"add": {"accuracy": 0.5, "cases": 2.0}})
+    svg = result.svg()
     # every text takes the theme's text colour (was the SVG default, black, on JupyterLab's dark #111)
     assert svg.count("<text") == svg.count("fill:var(--jp-content-font-color")
+    # the cell shows HTML bars (SVG does not survive an untrusted notebook; test_browser_untrusted measures it)
+    chart = result.chart_html()
+    assert "<svg" not in chart and "width:50.0%" in chart and "background:#3f51b5;background:var(" in chart

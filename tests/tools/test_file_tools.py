@@ -233,6 +233,9 @@ REFUSED = [
     (".venv/pyvenv.cfg", "virtualenv", "names the interpreter the venv runs"),
     (".bashrc", "shell start-up", "a shell rc file (the workspace may be ~)"),
     (".envrc", "shell start-up", "direnv runs it on cd"),
+    (".husky/pre-commit", "core.hooksPath", "a hooks folder the repository's config points git at"),
+    (".pre-commit-config.yaml", "pre-commit", "a repo: local hook runs at the next commit"),
+    (".vscode/tasks.json", "editor", "a folderOpen task runs when the folder is opened"),
 ]
 
 

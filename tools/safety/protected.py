@@ -9,7 +9,8 @@ person's next login, commit, ``git diff``, ``pip list``, kernel start or plugin 
 
 The list: shell rc / profile files (and direnv's ``.envrc``), anything in a ``.git`` folder for the file tools
 (its ``hooks/`` and ``config`` for the sandbox, where ``git add`` must still write objects), ``.gitmodules``,
-``.gitattributes``, ``.hermes/`` (project plugins), ``*.pth``, ``sitecustomize.py`` / ``usercustomize.py``,
+``.gitattributes``, ``.githooks/`` / ``.husky/`` (``core.hooksPath``), ``.pre-commit-config.yaml``, ``.vscode/``,
+``.idea/``, ``.hermes/`` (project plugins), ``*.pth``, ``sitecustomize.py`` / ``usercustomize.py``,
 any virtualenv's ``bin/``, ``lib/`` and ``pyvenv.cfg``, the hermes_nb home when it lies inside, and the dot
 entries of the person's home folder when the workspace holds it.
 """
@@ -30,6 +31,11 @@ RC_FILES = frozenset({
     ".envrc", ".xprofile", ".xsessionrc", ".xinitrc", ".pythonrc", ".pythonstartup",
 })
 _GIT_ANYWHERE = frozenset({".gitmodules", ".gitattributes"})
+#: Folders and files whose content other tools run later: hook folders that ``core.hooksPath`` commonly names,
+#: pre-commit's config (its local hooks run at the next commit), editors' workspace tasks and settings.
+_RUN_LATER = {".githooks": "a git hooks folder (core.hooksPath)", ".husky": "a git hooks folder (core.hooksPath)",
+              ".pre-commit-config.yaml": "pre-commit runs its hooks at the next commit",
+              ".vscode": "the editor runs its tasks and settings", ".idea": "the editor runs its run configurations"}
 _STARTUP_MODULES = frozenset({"sitecustomize.py", "usercustomize.py"})
 _VENV_PARTS = ("bin", "Scripts", "lib", "lib64", "Lib", "include", "pyvenv.cfg")
 _SCAN_DEPTH = 2  # folders below the workspace root searched for .git, virtualenvs and .gitattributes
@@ -79,6 +85,8 @@ def write_refusal(real: Path, *, root: Path) -> str | None:
         return f"{name} names the programs git runs on diff, status and checkout"
     if ".hermes" in parts:
         return ".hermes/ holds project plugins, which run in the next kernel"
+    if hooks := next((p for p in parts if p in _RUN_LATER), None):
+        return f"{hooks}: {_RUN_LATER[hooks]}"
     if name.endswith(".pth"):
         return ".pth files run code at every Python start"
     if name in _STARTUP_MODULES:
@@ -123,7 +131,7 @@ def _walk(root: str) -> Iterator[tuple[str, set[str], list[os.DirEntry[str]]]]:
                 continue
 
 
-_EVERY_FOLDER = (*_GIT_ANYWHERE, ".hermes", *_STARTUP_MODULES, ".git")
+_EVERY_FOLDER = (*_GIT_ANYWHERE, ".hermes", *_STARTUP_MODULES, *_RUN_LATER, ".git")
 
 
 def candidates(root: Path) -> list[Candidate]:
@@ -149,7 +157,9 @@ def candidates(root: Path) -> list[Candidate]:
                 out.setdefault(os.path.join(folder, name), f"{name} runs programs later")
         if ".git" in names:
             git = os.path.join(folder, ".git")
-            pinned.add(git)
+            if os.path.isdir(git) and not os.path.islink(git):
+                pinned.add(git)  # a folder stays writable (objects, index) but cannot be renamed away
+            # else a file ("gitdir: PATH") or a link: read-only, or the model could point git anywhere
             out[os.path.join(git, "hooks")] = "git hooks run at the next commit"
             out[os.path.join(git, "config")] = "git's config names programs git diff and status run"
             out[os.path.join(git, "info", "attributes")] = "git attributes name programs"

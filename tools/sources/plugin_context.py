@@ -5,20 +5,20 @@
   ``override=True`` that tool is skipped (said in ``%tools doctor``); with it, the replacement is refused
   with ``PluginToolOverrideError`` (a ``PermissionError``, as in Hermes) unless config.yaml names the
   plugin in ``plugins.allow_tool_override`` (or Hermes's ``plugins.entries.<name>.allow_tool_override``).
-  A replaced tool comes back when the plugin unloads. The same holds for the ``registry`` the plugin's
-  code imports (``plugin_views``), at load or any time later, and for ``deregister``.
+  A replaced tool comes back when the replacement is removed or the plugin unloads. The same holds for
+  the ``registry`` the plugin's code imports (``plugin_views``), at load or any time later, and for its
+  ``deregister`` and ``set_disabled``.
 - ``ctx.profile_name``: ``"default"`` for ``~/.hermes_nb`` (or a home elsewhere), ``<name>`` for
   ``<root>/profiles/<name>``, ``"custom"`` for another folder inside ``~/.hermes_nb`` (Hermes's rule).
 - ``ctx.llm``: ``complete(messages)`` through the model installed with ``set_plugin_llm`` (none by
   default: a clear error says so). ``ctx.inject_message`` returns ``False``: a notebook has no waiting
   conversation to put a message into (Hermes does the same outside its CLI).
-- ``ctx.register_hook`` (``plugin_hooks``); other ``ctx.register_*`` calls are accepted and listed by
-  ``%tools doctor`` unless someone gave them a meaning with ``add_context_method`` (memory providers).
+- ``ctx.register_hook`` (``plugin_hooks``); ``ctx.register_memory_provider`` (``agent_loop.providers``);
+  other ``ctx.register_*`` calls are accepted and listed by ``%tools doctor``.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,23 +32,11 @@ from hermes_nb.tools.sources.load_report import record_failure
 from hermes_nb.tools.sources.plugin_config import PluginPolicy
 from hermes_nb.tools.sources.plugin_hooks import add_hook
 
-__all__ = ["PluginContext", "PluginLlm", "PluginLlmResult", "add_context_method", "profile_name", "set_plugin_llm"]
+__all__ = ["PluginContext", "PluginLlm", "PluginLlmResult", "profile_name", "set_plugin_llm"]
 
 log = logging.getLogger(__name__)
 
-_context_methods: dict[str, Callable[..., Any]] = {}
 _llm_provider: list[Callable[..., Any]] = []
-
-
-def add_context_method(name: str, method: Callable[..., Any]) -> Callable[[], None]:
-    """Give ``ctx.<name>(...)`` a meaning: ``method(ctx, ...)`` (e.g. ``register_memory_provider``); the undo."""
-    _context_methods[name] = method
-
-    def undo() -> None:
-        if _context_methods.get(name) is method:
-            del _context_methods[name]
-
-    return undo
 
 
 def set_plugin_llm(provider: Callable[..., Any]) -> Callable[[], None]:
@@ -159,9 +147,6 @@ class PluginContext:
         return registry.dispatch(tool_name, args, **kwargs)
 
     def __getattr__(self, attr: str) -> Any:
-        method = _context_methods.get(attr)
-        if method is not None:
-            return functools.partial(method, self)
         # Hermes's ctx has many more register_* methods (commands, middleware, skills, providers); a
         # plugin calling one still loads its tools and hooks, and %tools doctor lists what was skipped.
         if attr.startswith("register_"):

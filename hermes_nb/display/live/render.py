@@ -48,7 +48,7 @@ class RunResult(Protocol):
 def transcript_html(t: Transcript) -> str:
     """The whole transcript as one HTML block (live updates redraw it whole)."""
     parts = [f'<div class="hermes-nb-transcript" style="font-family:sans-serif;font-size:13px;'
-             f'border-left:3px solid {colours.ACCENT};padding:4px 10px;margin:4px 0">'
+             f'{colours.solid("border-left", "3px solid " + colours.ACCENT)};padding:4px 10px;margin:4px 0">'
              f'<div style="color:{_GREY}">🤖 agent · {escape_html(t.model)}</div>'
              f'<div style="margin:4px 0"><b>You:</b> {escape_html(t.prompt)}</div>']
     previous = None
@@ -183,7 +183,7 @@ def _children_html(card: Card) -> str:
         return ""
     inner = "".join(card_html(child) for child in card.children)
     return (f'<div class="hermes-nb-nested" style="margin:2px 0 4px 1.2em;padding-left:8px;'
-            f'border-left:2px solid {colours.BORDER}">{inner}</div>')
+            f'{colours.solid("border-left", "2px solid " + colours.BORDER)}">{inner}</div>')
 
 
 def timeline_html(cards: list[Card]) -> str:
@@ -194,10 +194,11 @@ def timeline_html(cards: list[Card]) -> str:
     rows = [f'<div style="color:{_GREY};margin-top:4px">batch of {len(cards)} calls, {mode}: {span:.2f} s</div>']
     for c in cards:
         left, width = 100 * (c.started - start) / span, max(100 * (c.ended - c.started) / span, 0.5)
+        bar = colours.ERROR_MARK if c.state == "error" else colours.ACCENT
         rows.append(f'<div style="display:flex;align-items:center;height:16px"><div style="width:9em;'
                     f'overflow:hidden;font-size:11px">{escape_html(c.name)}</div><div style="position:relative;flex:1;'
-                    f'height:10px;background:{colours.TRACK}"><div style="position:absolute;left:{left:.1f}%;'
-                    f'width:{width:.1f}%;height:10px;background:{colours.ERROR_MARK if c.state == "error" else colours.ACCENT}">'
+                    f'height:10px;{colours.solid("background", colours.TRACK)}"><div style="position:absolute;'
+                    f'left:{left:.1f}%;width:{width:.1f}%;height:10px;{colours.solid("background", bar)}">'
                     f'</div></div></div>')
     return "".join(rows)
 

@@ -64,7 +64,8 @@ def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
     rows.append(f'<div style="color:{colours.MUTED}">tools offered: {escape_html(names)}</div>')
     return (f'<details class="hermes-nb-seen" style="margin:2px 0;font-size:12px">'
             f'<summary style="color:{colours.MUTED}">{escape_html(_summary(turn, len(messages) - start, price))}'
-            f'</summary><div style="border-left:2px solid {colours.BORDER};padding:2px 8px;color:{colours.TEXT}">'
+            f'</summary><div style="{colours.solid("border-left", "2px solid " + colours.BORDER)};padding:2px 8px;'
+            f'color:{colours.TEXT}">'
             f'{"".join(rows)}</div></details>')
 
 
