@@ -248,6 +248,9 @@ def _origin_lines(name: str) -> tuple[str, ...]:
         return ()
     lines = [f"origin: {entry.origin}"] if entry.origin else []
     lines += [f"{k}: {v}" for k, v in entry.metadata.items() if isinstance(v, (str, int, float, bool))]
+    # a mapping of plain values (an MCP server's annotations: read_only_hint=True, ...) in one line
+    lines += [f"{k}: " + ", ".join(f"{a}={b}" for a, b in v.items()) for k, v in entry.metadata.items()
+              if isinstance(v, dict) and v and all(isinstance(b, (str, int, float, bool)) for b in v.values())]
     return tuple(lines)
 
 

@@ -33,3 +33,26 @@ def test_the_served_calls_header_takes_the_themes_muted_colour() -> None:
 def test_fuzzing_with_approvals_says_what_the_sandbox_covers(ip: Any) -> None:
     with pytest.raises(UsageError, match="terminal commands still run in the sandbox"):
         ip.run_line_magic("tools", "fuzz write_file --n 5")
+
+
+def test_tools_show_names_an_mcp_servers_annotations(ip: Any) -> None:
+    from hermes_nb.tools.registry import registry
+
+    registry.register("stamp", "t26", {"name": "stamp", "description": "The time.", "parameters": {
+        "type": "object", "properties": {}}}, lambda args, **kw: "now", source="mcp", origin="time",
+        metadata={"server": "time", "annotations": {"read_only_hint": True, "title": "Stamp"}})
+    card = ip.run_line_magic("tools", "show stamp")
+    assert "annotations: read_only_hint=True, title=Stamp" in card.text()  # notebook 03 points at it
+    assert "annotations: read_only_hint=True, title=Stamp" in card._repr_mimebundle_()["text/html"]
+
+
+def test_every_tour_notebook_loads_with_a_home_of_its_own() -> None:
+    """quickstart and 01 wrote into the real ~/.hermes_nb; 02-04 already used a temporary home."""
+    import json
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb")):
+        cells = [("".join(c["source"])) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        load = next(i for i, c in enumerate(cells) if "%load_ext hermes_nb" in c)
+        before = "\n".join(cells[: load + 1])
+        assert 'os.environ["HERMES_NB_HOME"] = ' in before and "mkdtemp" in before, path.name

@@ -183,3 +183,34 @@ def test_a_command_rule_written_by_hand_counts_for_the_very_next_check(hermes_ho
         assert verdict["approved"] is (action == "allow"), verdict
         if action == "deny":
             assert reason in verdict["message"]
+
+
+@pytest.mark.parametrize("spelling", ["git -C . push", "/usr/bin/git push", "g''it push", "git --no-pager push origin",
+                                      "git -c a.b=c push", "command git push", "sh -c 'git push'", "git $X",
+                                      "echo git push | sh"])
+def test_a_git_push_deny_blocks_every_spelling_of_it(hermes_home: Path, spelling: str) -> None:
+    _rules(hermes_home, {"commands": [{"pattern": "git push*", "action": "deny", "reason": "by hand"}]})
+    result = check_dangerous_command(spelling, never_asked)
+    assert result["approved"] is False and "BLOCKED by the person's rule" in result["message"], spelling
+
+
+@pytest.mark.parametrize("spelling", ["cat sec''ret.txt", "cat se?ret.txt", "cat \"secret\".txt", "cat s*.txt"])
+def test_a_secret_deny_blocks_quoted_and_globbed_names(hermes_home: Path, spelling: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+    (tmp_path / "secret.txt").write_text("s")
+    _rules(hermes_home, {"commands": [{"pattern": "*secret*", "action": "deny"}]})
+    assert check_dangerous_command(spelling, never_asked)["approved"] is False, spelling
+    assert check_dangerous_command("cat notes.txt", never_asked)["scope"] == "safe"
+
+
+def test_a_deny_rule_reads_the_shell_script_a_command_runs(hermes_home: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+    (tmp_path / "deploy.sh").write_text("echo building\ngit push origin main\n")
+    (tmp_path / "build.sh").write_text("echo building\n")
+    _rules(hermes_home, {"commands": [{"pattern": "git push*", "action": "deny"}]})
+    assert check_dangerous_command("bash deploy.sh", never_asked)["approved"] is False
+    asked: list[str] = []
+    check_dangerous_command("bash build.sh", lambda s, k, d: asked.append(s) or "deny")
+    assert asked == ["bash build.sh"]  # an ordinary prompt: its script pushes nothing

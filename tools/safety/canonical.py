@@ -7,7 +7,8 @@ program's folder dropped and git's global options skipped. What cannot be known 
 glob matching nothing yet, an option not modelled, text the reader cannot finish) stays a wildcard, and a
 deny or ask rule applies when **some** value of the wildcard would match it (fail closed). A command that
 runs other commands (``sudo``, ``env``, ``xargs``, ``find -exec``, ``sh -c``, ``eval``) is also matched from
-each of its words on, and shell code given to it as a string is read as commands of its own.
+each of its words on; shell code given as a string, or a shell script it runs, is read as commands of its
+own, and shell code nobody can read (standard input, an unreadable script) matches every rule.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _GIT_FLAGS = frozenset({"-p", "-P", "--paginate", "--no-pager", "--bare", "--no-
                         "--no-optional-locks", "--no-advice", "--literal-pathspecs", "--glob-pathspecs",
                         "--noglob-pathspecs", "--icase-pathspecs"})
 _MAX_DEPTH = 3
+_MAX_SCRIPT = 256 * 1024  # a longer script is not read: it matches every rule
 
 Token = tuple[str, str]  # ("lit", c) | ("one", "") | ("any", "")
 
@@ -150,14 +152,14 @@ def _of_command(words: tuple[Word, ...], root: Path | None, depth: int) -> list[
             out.append(Candidate(tokens=rest, exact=False))
         for k in range(1, len(words_list)):  # `xargs sh -c`: shell code from the input, never seen
             inner = words_list[k].value.rpartition("/")[2] if words_list[k].exact else ""
-            code = _shell_code(inner, words_list[k:])
+            code = _shell_code(inner, words_list[k:], root)
             if code == "":
                 out.append(_WILD)
                 break
             if code is not None and depth < _MAX_DEPTH:  # `env sh -c 'git push'`
                 out.extend(candidates(code, root=root, _depth=depth + 1))
     if depth < _MAX_DEPTH:
-        code = _shell_code(program, words_list)
+        code = _shell_code(program, words_list, root)
         if code is not None:
             out.extend(candidates(code, root=root, _depth=depth + 1) if code else [_WILD])
     return out
@@ -166,18 +168,39 @@ def _of_command(words: tuple[Word, ...], root: Path | None, depth: int) -> list[
 _WILD = Candidate(tokens=(("any", ""),), exact=False)
 
 
-def _shell_code(program: str, words: list[Word]) -> str | None:
-    """The shell code a command runs from a string (``sh -c CODE``, ``eval A B``); "" when it is unknown."""
+def _shell_code(program: str, words: list[Word], root: Path | None = None) -> str | None:
+    """The shell code a command runs (``sh -c CODE``, ``eval A B``, ``bash script.sh`` read from the file);
+    "" when it is unknown (code from standard input, a file that cannot be read); None for no shell."""
     if program == "eval":
         rest = words[1:]
         return " ".join(w.value for w in rest) if all(w.exact for w in rest) else ""
-    if program in _SHELLS:
+    if program in ("su", "runuser"):  # only `-c CODE` is code; other operands name a user
         for i, w in enumerate(words[1:], start=1):
-            if w.exact and w.value.startswith("-") and "c" in w.value[1:] and not w.value.startswith("--"):
-                if i + 1 < len(words):
-                    return words[i + 1].value if words[i + 1].exact else ""
-                return ""
-    return None
+            if w.exact and w.value in ("-c", "--command"):
+                return words[i + 1].value if i + 1 < len(words) and words[i + 1].exact else ""
+        return None
+    if program not in _SHELLS:
+        return None
+    for i, w in enumerate(words[1:], start=1):
+        if not w.exact:
+            return ""
+        if w.value.startswith("-") and "c" in w.value[1:] and not w.value.startswith("--"):
+            return words[i + 1].value if i + 1 < len(words) and words[i + 1].exact else ""
+        if w.value == "-s" or w.value == "-":
+            return ""  # commands from standard input
+        if not w.value.startswith(("-", "+")):
+            return _script(w.value, root)
+    return ""  # no operand: the shell reads its commands from standard input
+
+
+def _script(name: str, root: Path | None) -> str:
+    path = Path(name) if os.path.isabs(name) or root is None else root / name
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(_MAX_SCRIPT + 1)
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace") if len(data) <= _MAX_SCRIPT else ""
 
 
 def candidates(command: str, *, root: Path | None = None, _depth: int = 0) -> list[Candidate]:
