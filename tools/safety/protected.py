@@ -157,7 +157,9 @@ def candidates(root: Path) -> list[Candidate]:
                 out.setdefault(os.path.join(folder, name), f"{name} runs programs later")
         if ".git" in names:
             git = os.path.join(folder, ".git")
-            pinned.add(git)
+            if os.path.isdir(git) and not os.path.islink(git):
+                pinned.add(git)  # a folder stays writable (objects, index) but cannot be renamed away
+            # else a file ("gitdir: PATH") or a link: read-only, or the model could point git anywhere
             out[os.path.join(git, "hooks")] = "git hooks run at the next commit"
             out[os.path.join(git, "config")] = "git's config names programs git diff and status run"
             out[os.path.join(git, "info", "attributes")] = "git attributes name programs"
