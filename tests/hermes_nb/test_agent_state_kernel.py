@@ -24,8 +24,15 @@ def _agent(kernel: KernelSession, base_url: str, toolsets: list[str]) -> None:
 
 
 def test_the_checklist_is_one_output_updated_in_place_and_children_nest_under_their_card(tmp_path: Path) -> None:
+    import queue
+    import threading
+
+    drawn = threading.Event()  # the test saw the first plan in the cell's live output
+
     def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
         if prompt == "plan and delegate":
+            if turn == 1:
+                drawn.wait(60)  # the model's next turn waits until the plan is on screen: live, not at the end
             return [Reply(tool_calls=(call("todo", {"todos": PLAN}, "t1"),)),
                     Reply(tool_calls=(call("delegate_task", {"tasks": [{"goal": "look left"},
                                                                        {"goal": "look right"}]}, "d1"),)),
@@ -35,22 +42,41 @@ def test_the_checklist_is_one_output_updated_in_place_and_children_nest_under_th
                     Reply(content="All clear.")][turn]
         return Reply(content=f"{prompt}: nothing there")
 
+    outputs: list[dict[str, Any]] = []
     with KernelSession(cwd=tmp_path, env={"HERMES_NB_HOME": str(tmp_path)}) as k, RoutedOpenAI(route) as srv:
         k.run("%load_ext hermes_nb")
         _agent(k, srv.base_url, ["todo", "delegation"])
-        r = k.run("result = agent.run('plan and delegate')\nprint(result.stopped_reason, len(result.todos))")
-        assert r.stdout.strip() == "done 2"
-    shown = [o for o in r.outputs if o["type"] == "display_data"]
-    updates = [o for o in r.outputs if o["type"] == "update_display_data"]
-    assert len(shown) == 1 and updates, "one live output, updated in place"
+        msg_id = k.kc.execute("result = agent.run('plan and delegate')\nprint(result.stopped_reason, len(result.todos))")
+        stdout = ""
+        while True:  # the cell's messages as they come (KernelSession.collect, with a look at each output)
+            try:
+                msg = k.kc.get_iopub_msg(timeout=120)
+            except queue.Empty:
+                raise AssertionError("the cell did not finish") from None
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind in ("display_data", "update_display_data"):
+                outputs.append({"type": kind, **content})
+                if "0/2 done" in content["data"].get("text/html", ""):
+                    drawn.set()
+            elif kind == "stream":
+                stdout += content["text"]
+            elif kind == "error":
+                raise AssertionError(content["evalue"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+    assert drawn.is_set(), "the plan was not drawn while the run went on"
+    assert stdout.strip() == "done 2"
+    shown = [o for o in outputs if o["type"] == "display_data"]
+    updates = [o for o in outputs if o["type"] == "update_display_data"]
+    assert len(shown) == 1 and len(updates) >= 2, "one live output, updated in place"
     display_id = shown[0]["transient"]["display_id"]
     assert all(u["transient"]["display_id"] == display_id for u in updates)
     final = updates[-1]["data"]["text/html"]
     assert final.count('class="hermes-nb-checklist"') == 1 and "2/2 done" in final and "updated 2×" in final
     assert "<b>todo</b>" not in final  # no card per todo call
     assert final.count('class="hermes-nb-child"') == 2 and "look right: nothing there" in final
-    live = [u["data"]["text/html"] for u in updates if "0/2 done" in u["data"]["text/html"]]
-    assert live, "the checklist was drawn before the run ended"
     assert "📋 plan · 2/2 done" in updates[-1]["data"]["text/plain"]  # the text fallback says the same
 
 
