@@ -116,6 +116,7 @@ class MCPMagics(Magics):
                                                serve this kernel's tools over MCP (streamable HTTP)
         %mcp serve                             (when serving) its URL, clients and call counts
         %mcp serve stop                        stop serving
+        %mcp serve token                       the bearer token (not shown otherwise, so not saved)
 
         Example: %mcp add time -- python -m mcp_server_time   (its tools: mcp__time__get_current_time, ...)
         """

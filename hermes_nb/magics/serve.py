@@ -18,8 +18,13 @@ def serve(shell: Any, args: Any) -> Table | str:
     from hermes_nb.serve import server as mcp_serve
     if args.name == "stop":
         return "stopped serving" if mcp_serve.stop_serving() else "not serving"
+    if args.name == "token":  # on demand only: the started table does not put it in the saved notebook
+        running = mcp_serve.current()
+        if running is None:
+            raise UsageError("%mcp serve token: not serving; start with %mcp serve")
+        return str(running.token)
     if args.name is not None:
-        raise UsageError(f"%mcp serve: unknown argument {args.name!r}; use %mcp serve [stop] (see %mcp?)")
+        raise UsageError(f"%mcp serve: unknown argument {args.name!r}; use %mcp serve [stop | token] (see %mcp?)")
     running = mcp_serve.current()
     asked = (args.toolsets is not None or args.port or args.host is not None or args.serve_name != "hermes-nb"
              or args.bridge)
@@ -84,7 +89,8 @@ def _started_table(server: Any) -> Table:
     tools = sorted(server.app.view.names())
     rows = (
         ("url", server.url),
-        ("token", f"{server.token}  (shown once; also in {serve_file()}, readable only by you)"),
+        ("token", f"{server.token[:4]}…  (not written into the notebook: %mcp serve token shows it, in a cell you "
+                  f"delete after; it is also in {serve_file()}, readable only by you)"),
         ("tools", f"{len(tools)}: {', '.join(tools)}" if tools else "none yet"),
         ("toolsets", _toolsets_text(server)),
         *_bridge_rows(server),

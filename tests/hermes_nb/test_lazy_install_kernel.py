@@ -85,8 +85,11 @@ def test_install_after_approval_then_available_without_restart(lazy_kernel):
     assert "✓ installed hnb_probe_a>=1.0" in out and "probe_version: available" in out
     (key, command), = ast.literal_eval(kernel.run("print(asked)").stdout)
     assert key == "lazy-install"
-    assert command.split() == [_uv(), "pip", "install", "--python", str(venv / "bin" / "python"), "--no-index",
-                               "--find-links", str(wheels), "'hnb_probe_a>=1.0'"]
+    python = str(venv / "bin" / "python")
+    # pip when the kernel's environment has it (a venv made by `make`), else uv (one made by uv)
+    has_pip = kernel.run("import importlib.util\nprint(importlib.util.find_spec('pip') is not None)").stdout.strip()
+    installer = [python, "-m", "pip", "install"] if has_pip == "True" else [_uv(), "pip", "install", "--python", python]
+    assert command.split() == [*installer, "--no-index", "--find-links", str(wheels), "'hnb_probe_a>=1.0'"]
     assert (next((venv / "lib").glob("python*/site-packages")) / "hnb_probe_a").is_dir()  # the kernel's env
     r = kernel.run("from hermes_nb.tools.model_tools import get_tool_definitions\n"
                    "print([d['function']['name'] for d in get_tool_definitions(['lazy'])])\n"
@@ -100,3 +103,49 @@ def test_install_after_approval_then_available_without_restart(lazy_kernel):
     assert "--python " + str(venv / "bin" / "python") in r.stdout and "True installed hnb_probe_b==0.3.0" in r.stdout
     assert "0.3.0" in r.text
     assert len(ast.literal_eval(kernel.run("print(asked)").stdout)) == 1  # the click was the only approval
+
+
+PIP_RUN = """
+import json, sys
+from hermes_nb.tools.registry import registry
+from hermes_nb.tools import lazy_deps
+registry.register(name="probe", toolset="lazy", handler=lambda a: "x", requires_packages=["hnb_probe_b==0.3.0"],
+                  schema={"description": "Probe.", "parameters": {"type": "object", "properties": {}}})
+before = registry.availability("probe").reason
+asked = []
+result = lazy_deps.install(registry.get_entry("probe").requires_packages,
+                           approver=lambda s, k, d: asked.append(s) or "once")
+import hnb_probe_b
+print(json.dumps({"before": before, "asked": asked, "ok": result.ok, "after": registry.availability("probe").available,
+                  "version": hnb_probe_b.VERSION, "python": sys.executable}))
+"""
+
+
+@pytest.mark.slow
+def test_pip_installs_from_the_wheel_folder_into_the_running_environment(tmp_path):
+    """The pip form, ``sys.executable -m pip install --no-index --find-links DIR``, in an environment with pip
+    (the pip wheel CPython bundles, so no download) and without a kernel."""
+    import ensurepip
+    import json
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    build_wheel(wheels, "hnb_probe_b", "0.3.0")
+    venv = tmp_path / "env"
+    subprocess.run([_uv(), "venv", "-q", str(venv), "--python", sys.executable], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    bundled = next((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
+    (site / "_hermes_nb_tests.pth").write_text(
+        f"{bundled}\nimport site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(yaml.safe_dump(
+        {"security": {"lazy_install_args": ["--no-index", "--find-links", str(wheels)]}}))
+    python = str(venv / "bin" / "python")
+    out = subprocess.run([python, "-c", PIP_RUN], capture_output=True, text=True, cwd=tmp_path, timeout=180,
+                         env={"PATH": "/usr/bin:/bin", "HERMES_NB_HOME": str(home), "HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["before"].startswith("missing packages: hnb_probe_b==0.3.0")
+    assert got["asked"] == [f"{python} -m pip install --no-index --find-links {wheels} hnb_probe_b==0.3.0"]
+    assert got["ok"] and got["after"] and got["version"] == "0.3.0" and got["python"] == python

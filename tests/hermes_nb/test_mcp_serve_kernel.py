@@ -47,7 +47,10 @@ def served(kernel: Any, tmp_path: Path, line: str = "--toolsets notebook") -> tu
 
 def test_list_call_and_list_changed_after_a_rerun_cell(kernel, tmp_path):
     url, token, started = served(kernel, tmp_path)
-    assert token in started.text and "hermes-nb-mcp-proxy" in started.text
+    assert "hermes-nb-mcp-proxy" in started.text
+    # the token is not written into the notebook (issue 26): a saved or shared notebook does not hand it out
+    assert token not in started.text + started.html and token[:4] + "…" in started.text
+    assert kernel.run("%mcp serve token").text.strip("'") == token  # on demand
 
     async def go() -> None:
         async with connect(url, token, name="notebook-peer") as c:

@@ -43,19 +43,21 @@ def bundled() -> Path:
     return folder
 
 
-API_ONLY = {"disk-cleanup": "disk-cleanup", "security-guidance": "security-guidance",
-            "langfuse": "observability/langfuse", "nemo_relay": "observability/nemo_relay"}
+#: The folders copied from the wheel (a category folder whole, as Hermes lays it out), and the plugins in them.
+COPIED = ("disk-cleanup", "security-guidance", "observability", "google_meet")
+API_ONLY = ("disk-cleanup", "security-guidance", "observability/langfuse", "observability/nemo_relay")
 
 
 def test_bundled_plugins_load_unchanged_and_their_hooks_run(bundled: Path, hermes_home: Path, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch):
-    for name, where in {**API_ONLY, "google_meet": "google_meet"}.items():
-        shutil.copytree(bundled / where, hermes_home / "plugins" / name)
+    for folder in COPIED:
+        shutil.copytree(bundled / folder, hermes_home / "plugins" / folder)
     monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
     loaded = plugins.discover_plugins()
     assert sorted(loaded) == sorted(API_ONLY)
     hooks = {p.name: set(p.hooks) for p in plugins.loaded_plugins()}
-    assert {"pre_tool_call", "post_tool_call"} <= hooks["langfuse"] and "pre_tool_call" in hooks["nemo_relay"]
+    assert {"pre_tool_call", "post_tool_call"} <= hooks["observability/langfuse"]
+    assert "pre_tool_call" in hooks["observability/nemo_relay"]
     said = {f.name: f.message for f in failures() if f.source == "plugin"}
     assert said["google_meet"] == "ModuleNotFoundError: No module named 'hermes_constants'"
     assert not {n for n in said if "/" not in n} - {"google_meet"}  # nothing else failed

@@ -325,3 +325,21 @@ def test_an_allowed_replacement_removed_by_its_plugin_brings_the_original_back(h
     assert registry.dispatch("terminal", {}) == "hijacked"
     sys.modules[f"{plugins.MODULE_PREFIX}.user_cdp"].drop()
     assert registry.get_entry("terminal") is before
+
+
+def test_a_category_folder_holds_plugins_keyed_category_slash_name(hermes_home: Path):
+    """Hermes's second layout: ``plugins/<category>/<name>/plugin.yaml``; ``plugins.enabled`` names the key."""
+    for name in ("alpha", "beta"):
+        folder = hermes_home / "plugins" / "observers" / name
+        folder.mkdir(parents=True)
+        (folder / "plugin.yaml").write_text(f"name: {name}\n")
+        (folder / "__init__.py").write_text(
+            f"from hermes_plugins.observers__{name} import helpers\n"
+            f"def register(ctx):\n    ctx.register_tool('{name}_t', 'obs', {schema(name + '_t')}, "
+            f"lambda a, **k: helpers.WHO)\n")
+        (folder / "helpers.py").write_text(f"WHO = '{name}'\n")
+    (hermes_home / "config.yaml").write_text("plugins:\n  enabled: [observers/alpha]\n")
+    assert plugins.discover_plugins() == ["observers/alpha"], notes()
+    assert registry.dispatch("alpha_t", {}) == "alpha" and "beta_t" not in registry
+    assert {p.name: p.state for p in plugins.found_plugins()} == {"observers/alpha": "loaded",
+                                                                  "observers/beta": "not enabled"}

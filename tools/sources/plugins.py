@@ -2,7 +2,8 @@
 
 - ``$HERMES_NB_HOME/plugins/<name>/`` with ``plugin.yaml`` (name, version, description) and an
   ``__init__.py`` defining ``register(ctx)``; its own modules import as ``from . import helpers`` or, as
-  in Hermes, ``hermes_plugins.<name>.helpers`` (an alias for that plugin's code only);
+  in Hermes, ``hermes_plugins.<name>.helpers`` (an alias for that plugin's code only); a category folder
+  ``plugins/<category>/<name>/`` (no manifest of its own) holds plugins named ``<category>/<name>``;
 - ``./.hermes/plugins/<name>/``, the same, only when ``HERMES_ENABLE_PROJECT_PLUGINS`` is set;
 - entry points in the groups ``hermes_agent.plugins`` and ``hermes_nb.plugins`` (a ``register(ctx)``
   function, or a module that has one);
@@ -137,7 +138,7 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-def _import_folder(module_name: str, folder: Path, ctx: PluginContext) -> types.ModuleType:
+def _import_folder(module_name: str, folder: Path, ctx: PluginContext, slug: str) -> types.ModuleType:
     init = folder / "__init__.py"
     if not init.exists():
         raise ImportError(f"{folder} has no __init__.py")
@@ -149,7 +150,7 @@ def _import_folder(module_name: str, folder: Path, ctx: PluginContext) -> types.
         del sys.modules[stale]
     ctx.modules.append(module_name)
     ctx.undos.append(set_scope_builtins(module_name, builtins_with_view(_live_context(ctx.plugin))))
-    ctx.undos.append(add_plugin_package(folder.name.replace("-", "_"), module_name))
+    ctx.undos.append(add_plugin_package(slug, module_name))
     spec = importlib.util.spec_from_file_location(
         module_name, init, loader=CompatSourceLoader(module_name, str(init)), submodule_search_locations=[str(folder)]
     )
@@ -254,27 +255,40 @@ def _skip(name: str, kind: str, location: str, policy: PluginPolicy, *names: str
                                reason=policy.why_not(name, *names))
 
 
+def _plugin_folders(root: Path) -> list[tuple[str, Path]]:
+    """``(key, folder)`` for each plugin under ``root``, in Hermes's two layouts: ``<root>/<name>/`` (key
+    ``name``) and a category ``<root>/<category>/<name>/plugin.yaml`` whose own folder has no manifest
+    (key ``category/name``, as Hermes's ``plugins.enabled`` names it)."""
+    out: list[tuple[str, Path]] = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        members = [] if (folder / "plugin.yaml").exists() else sorted(
+            p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_")) and (p / "plugin.yaml").exists())
+        out += [(f"{folder.name}/{p.name}", p) for p in members] if members else [(folder.name, folder)]
+    return out
+
+
 def _folder_plugins(root: Path, kind: str, policy: PluginPolicy) -> list[str]:
     if not root.is_dir():
         return []
     out = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+    for key, folder in _plugin_folders(root):
         try:
             meta = _read_manifest(folder)
         except Exception as exc:  # boundary: a bad manifest is that plugin's failure
-            record_failure("plugin", folder.name, f"plugin.yaml: {type(exc).__name__}: {exc}")
-            _found[folder.name] = FoundPlugin(name=folder.name, kind=kind, state="failed", location=str(folder),
-                                              reason=f"plugin.yaml: {exc}")
+            record_failure("plugin", key, f"plugin.yaml: {type(exc).__name__}: {exc}")
+            _found[key] = FoundPlugin(name=key, kind=kind, state="failed", location=str(folder),
+                                      reason=f"plugin.yaml: {exc}")
             continue
-        name = str(meta.get("name") or folder.name)
-        if not policy.allows(name, folder.name):
-            _skip(name, kind, str(folder), policy, folder.name)
+        name = key if "/" in key else str(meta.get("name") or folder.name)  # a category plugin: its key
+        if not policy.allows(name, key, str(meta.get("name") or "")):
+            _skip(name, kind, str(folder), policy, key)
             continue
-        module_name = f"{MODULE_PREFIX}.{kind}_{''.join(c if c.isalnum() else '_' for c in folder.name)}"
+        slug = key.replace("/", "__").replace("-", "_")  # Hermes's hermes_plugins.<slug>
+        module_name = f"{MODULE_PREFIX}.{kind}_{''.join(c if c.isalnum() else '_' for c in slug)}"
 
         def loader(ctx: PluginContext, folder: Path = folder, meta: dict[str, Any] = meta,
-                   module_name: str = module_name) -> Any:  # fmt: skip
-            return _import_folder(module_name, folder, ctx), meta, str(folder)
+                   module_name: str = module_name, slug: str = slug) -> Any:  # fmt: skip
+            return _import_folder(module_name, folder, ctx, slug), meta, str(folder)
 
         if _load_one(name, kind, str(folder), policy, loader):
             out.append(name)
