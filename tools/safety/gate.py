@@ -88,7 +88,12 @@ def use_approver(callback: ApprovalCallback | None) -> Iterator[None]:
 
 
 def current_approver(explicit: ApprovalCallback | None = None) -> ApprovalCallback | None:
-    return explicit or _run_approver.get() or _default.current()
+    """Who answers now: ``explicit``, else the run's, else the process-wide one; one whose ``available()`` says
+    False (a sub-agent's, with no one behind it) stands aside, as the process-wide ones do."""
+    for callback in (explicit, _run_approver.get()):
+        if callback is not None and getattr(callback, "available", lambda: True)():
+            return callback
+    return _default.current()
 
 
 def run_approver() -> ApprovalCallback | None:
