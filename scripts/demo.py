@@ -2,12 +2,17 @@
 
 Executes ``notebooks/quickstart.ipynb`` with nbclient (cwd ``notebooks/``, offline: the model is a
 replay cassette), prints a readable transcript cell by cell, writes the executed notebook as HTML to
-``notebooks/quickstart.html`` and says how to run the same notebook live. Exits non-zero when a cell fails.
+``notebooks/quickstart.html`` and says how to run the same notebook live. Then one live turn of the embedded
+model (``scripts.local_turn``: SmolLM2-135M calls a notebook tool, offline), in this Python when it has the
+runtime, else in ``.venv-llama``'s (``make llama-venv``). Exits non-zero when a cell or the live turn fails.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -122,11 +127,29 @@ def _nice(path: Path) -> str:
         return str(path)
 
 
+def live_local_turn() -> int:
+    """``scripts.local_turn`` where the runtime is: here, else ``.venv-llama``; its exit code."""
+    print("", RULE, "A LIVE TURN OF THE EMBEDDED MODEL (SmolLM2-135M, in-process, no key, no network)", RULE, sep="\n",
+          flush=True)
+    if importlib.util.find_spec("llama_cpp") is not None:
+        from scripts.local_turn import main as turn
+
+        return turn()
+    python = ROOT / ".venv-llama" / "bin" / "python"
+    if not python.exists():
+        print("skipped: no runtime here and no .venv-llama (make llama-venv builds it; or pip install "
+              "'hermes-nb[local]')")
+        return 1
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([str(python), "-m", "scripts.local_turn"], cwd=ROOT, env=env).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="python -m scripts.demo", description=__doc__.splitlines()[0])
     parser.add_argument("notebook", nargs="?", default=str(NOTEBOOK), help="notebook to run (default: quickstart)")
     parser.add_argument("--html", default=None, help="where to write the HTML (default: next to the notebook)")
+    parser.add_argument("--no-local", action="store_true", help="skip the live turn of the embedded model")
     args = parser.parse_args(argv)
     path = Path(args.notebook).resolve()
     print(f"hermes_nb demo: running {_nice(path)} "
@@ -149,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         With a real model: set OPENAI_API_KEY (not needed for a server on 127.0.0.1), OPENAI_BASE_URL
         (e.g. http://127.0.0.1:11434/v1 for Ollama) and HERMES_NB_MODEL, then change
         Agent(model="replay:cassettes/quickstart.json") to Agent(), and drop --model replay:... from %%agent.
-        Re-record the cassettes:      .venv/bin/python scripts/record_quickstart.py [--live]"""))
-    return 0
+        Re-record the cassettes:      .venv/bin/python scripts/record_quickstart.py [--live]
+        Or the embedded model:        Agent(model="local") / %%agent --model local (pip install 'hermes-nb[local]')"""))
+    return 0 if args.no_local else live_local_turn()
 
 
 if __name__ == "__main__":

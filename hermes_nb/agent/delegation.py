@@ -221,17 +221,31 @@ def _sibling(path: Path, key: str) -> Path:
 
 def _naming_approver(label: str) -> Any:
     """The parent's approver (its run's, else the notebook's prompt), with the child named in the question."""
-    from hermes_nb.tools.safety.gate import default_approvers, run_approver
+    from hermes_nb.tools.safety.gate import run_approver
 
-    parent = run_approver()
+    return _NamingApprover(label, run_approver())
 
-    def ask(subject: str, key: str, description: str) -> str:
-        callback = parent or default_approvers().current()
-        if callback is None:
-            return "deny:no one is available to approve a sub-agent's call"
-        return callback(subject, key, f"{label} asks: {description}")
 
-    return ask
+class _NamingApprover:
+    """Asks whoever answers the parent's approvals, naming the child; ``available()`` is False when no one
+    does (the gate then says no one could approve, as it would for the parent)."""
+
+    def __init__(self, label: str, parent: Any) -> None:
+        self.label, self.parent = label, parent
+
+    def _callback(self) -> Any:
+        from hermes_nb.tools.safety.gate import default_approvers
+
+        return self.parent or default_approvers().current()
+
+    def available(self) -> bool:
+        return self._callback() is not None
+
+    def __call__(self, subject: str, key: str, description: str) -> str:
+        callback = self._callback()
+        if callback is None:  # gone between available() and the question: nobody answered
+            return "no-answer"
+        return callback(subject, key, f"{self.label} asks: {description}")
 
 
 def _parse(text: str) -> Any:

@@ -86,6 +86,12 @@ class LocalModel:
         if self.path is None or not self.path.is_file():
             raise ModelConfigError(f"no weights at {self.path}" if self.path else _INSTALL)
 
+    def load(self) -> None:
+        """Load the runtime and the weights now (otherwise the first turn does; shared by the process)."""
+        self.check_config()
+        assert self.path is not None
+        _runtime(self.path, self.n_threads, self.n_ctx)
+
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                        on_text: TextCallback | None = None, on_retry: RetryCallback | None = None) -> ModelTurn:
         """One turn, generated in a worker thread; cancelling the turn stops the runtime at its next token."""

@@ -197,3 +197,23 @@ def test_a_child_stops_at_its_token_budget_and_a_broken_output_schema_is_refused
     assert len(chatty) == 2  # the turn that passed the budget was the last one sent
     assert results[1]["status"] == "error" and "not a usable JSON schema" in results[1]["error"]
     assert not any(b["messages"][1:2] and b["messages"][1].get("content") == "odd" for b in srv.requests)
+
+
+def test_with_no_one_to_approve_a_childs_call_is_blocked_as_for_its_parent() -> None:
+    ran: list[str] = []
+    registry.register("launch", "rockets", {"description": "Launch.", "parameters": {"type": "object",
+                                                                                     "properties": {}}},
+                      lambda args, **kw: ran.append("launched") or "launched", needs_approval=True)
+
+    def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        if prompt == "go":
+            return _parent([{"goal": "launch it"}]) if turn == 0 else Reply(content="ok")
+        return Reply(tool_calls=(call("launch", {}, "l1"),)) if turn == 0 else Reply(content="could not")
+
+    with RoutedOpenAI(route) as srv:  # no prompt installed, no approval_callback: nobody can answer
+        Agent(model="m", base_url=srv.base_url, enabled_toolsets=["delegation", "rockets"], display=False,
+              stream=False).run("go")
+        child_turn_2 = next(b for b in srv.requests if b["messages"][1:2] and b["messages"][1]["content"] == "launch it"
+                            and any(m.get("tool_call_id") == "l1" for m in b["messages"]))
+    answer = next(m["content"] for m in child_turn_2["messages"] if m.get("tool_call_id") == "l1")
+    assert "no one is available to approve it" in answer and ran == []

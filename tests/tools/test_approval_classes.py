@@ -320,3 +320,15 @@ def test_a_session_yes_for_a_command_does_not_cover_it_in_another_folder(ws: Pat
     assert terminal("cd sub && rm m", person).get("blocked") is True  # another file: asked again
     assert terminal("X=1; rm m", person).get("blocked") is True  # an assignment before it: asked again
     assert len(person.asked) == 3 and (ws / "sub" / "m").exists()
+
+
+def test_a_tools_own_reason_reaches_the_prompt_with_hidden_characters_visible() -> None:
+    from hermes_nb.tools.registry import ToolRegistry
+
+    reg = ToolRegistry()
+    reg.register("srv_delete", "t", {"parameters": {"type": "object", "properties": {}}}, lambda a, **kw: "gone",
+                 needs_approval=True, metadata={"approval_reason": "harmless\u202e etadpu"})
+    seen: list[str] = []
+    with use_approver(lambda s, k, d: seen.append(d) or "deny"):
+        assert "BLOCKED" in reg.dispatch("srv_delete", {})
+    assert "\u202e" not in seen[0] and "<U+202E>" in seen[0]

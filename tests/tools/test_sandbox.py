@@ -104,6 +104,15 @@ def _survives(token: str) -> bool:
     return bool(alive)
 
 
+def _dies(victim: subprocess.Popen[bytes]) -> bool:
+    """Whether ``victim`` ends within a few seconds (a SIGKILL is sent at once, but delivered when it runs)."""
+    try:
+        victim.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def _person_commits(w: World) -> None:
     w.git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam", "two")
 
@@ -131,7 +140,7 @@ ROWS = [
     Row("escape", "ln -s ../../config.yaml .hermes_nb/cache/spillover/call_next-0123456789.txt",
         lambda w, r: (w.home / "cache/spillover/call_next-0123456789.txt").is_symlink(),
         "a link under the next spill name makes the kernel write its spill onto config.yaml"),
-    Row("escape", "kill -9 VICTIM", lambda w, r: w.victim.poll() is not None,
+    Row("escape", "kill -9 VICTIM", lambda w, r: _dies(w.victim),
         "signalling the kernel (or any process of the person) from inside"),
     # the hermes_nb home, ~ and dot-files inside the workspace
     Row("home", "echo 'approvals: {tools: {terminal: allow}}' >> .hermes_nb/config.yaml",

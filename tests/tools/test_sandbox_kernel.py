@@ -34,8 +34,10 @@ out = {
     "connection": run_command(f"cat {connection}")["stdout"],
     "home": run_command(f"cat {os.environ['HERMES_NB_HOME']}/config.yaml")["stdout"],
     "hook": run_command("echo 'touch hooked' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit; echo done"),
-    "left": run_command(f"setsid {sys.executable} -c 'import time; time.sleep(120)' {token} >/dev/null 2>&1 & "
-                        "echo started"),
+    # the job says when it runs in its own session, so the call cannot end (and kill its group) before
+    "left": run_command(f"setsid {sys.executable} -c 'import os, time; open(os.environ[\\"TMPDIR\\"] + \\"/up\\", "
+                        f"\\"w\\").close(); time.sleep(120)' {token} >/dev/null 2>&1 & "
+                        "while [ ! -e \\"$TMPDIR/up\\" ]; do sleep 0.01; done; echo started"),
     "key": info["key"],
 }
 print(json.dumps(out))

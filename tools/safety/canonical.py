@@ -14,6 +14,7 @@ own, and shell code nobody can read (standard input, an unreadable script) match
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ _GIT_FLAGS = frozenset({"-p", "-P", "--paginate", "--no-pager", "--bare", "--no-
                         "--no-optional-locks", "--no-advice", "--literal-pathspecs", "--glob-pathspecs",
                         "--noglob-pathspecs", "--icase-pathspecs"})
 _MAX_DEPTH = 3
+_MAX_MATCHES = 1000
 _MAX_SCRIPT = 256 * 1024  # a longer script is not read: it matches every rule
 
 Token = tuple[str, str]  # ("lit", c) | ("one", "") | ("any", "")
@@ -77,11 +79,13 @@ def _expand(word: Word, root: Path | None) -> list[list[Token]]:
         return [[("lit", c) for c in word.value]]
     if word.globbed and root is not None and _only_glob_unknowns(word):
         try:
-            found = sorted(glob.glob(word.pattern) if os.path.isabs(word.pattern)
-                           else glob.glob(word.pattern, root_dir=root))
+            hits = glob.iglob(word.pattern) if os.path.isabs(word.pattern) else glob.iglob(word.pattern,
+                                                                                       root_dir=root)
+            found = sorted(itertools.islice(hits, _MAX_MATCHES + 1))
         except (OSError, ValueError):
             found = []
-        if found:  # bash sorts the matches; none leaves the word as written (wildcards then: fail closed)
+        # bash sorts the matches; none (or too many to list) leaves the pattern: wildcards, which fail closed
+        if found and len(found) <= _MAX_MATCHES:
             return [[("lit", c) for c in f] for f in found]
     return [_pattern_tokens(word.pattern)]
 

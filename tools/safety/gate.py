@@ -31,6 +31,7 @@ from typing import Any, Literal, overload
 
 from hermes_nb.tools.interaction import CallbackStack
 from hermes_nb.tools.safety import remembered, rules
+from hermes_nb.tools.safety.visible import make_visible
 
 __all__ = ["COMMAND_PARAM_KEY", "JUDGE_KEY", "ApprovalCallback", "Ask", "Decision", "current_approver", "adecide", "blocked", "decide", "run_approver",
            "decide_ask", "decide_without_asking", "default_approvers", "judge", "use_approver"]
@@ -87,7 +88,12 @@ def use_approver(callback: ApprovalCallback | None) -> Iterator[None]:
 
 
 def current_approver(explicit: ApprovalCallback | None = None) -> ApprovalCallback | None:
-    return explicit or _run_approver.get() or _default.current()
+    """Who answers now: ``explicit``, else the run's, else the process-wide one; one whose ``available()`` says
+    False (a sub-agent's, with no one behind it) stands aside, as the process-wide ones do."""
+    for callback in (explicit, _run_approver.get()):
+        if callback is not None and getattr(callback, "available", lambda: True)():
+            return callback
+    return _default.current()
 
 
 def run_approver() -> ApprovalCallback | None:
@@ -233,12 +239,14 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
     if callback is None:
         return _blocked(ask.key, f"BLOCKED: this needs a person's approval ({ask.description}) and no one is "
                                  "available to approve it. Do not retry it; tell the person what you wanted to run.")
+    # the reason may quote a server's or a tool's own words: shown with hidden characters made visible
+    shown = make_visible(ask.description)
     try:
         if ask_lock is not None:
             with ask_lock:  # one prompt at a time per batch
-                answer = callback(ask.subject, ask.key, ask.description)
+                answer = callback(ask.subject, ask.key, shown)
         else:
-            answer = callback(ask.subject, ask.key, ask.description)
+            answer = callback(ask.subject, ask.key, shown)
     except TimeoutError:
         answer = "no-answer"
     except Exception:  # the callback is the person's side of the boundary: a crash there is a "no"
