@@ -19,7 +19,7 @@ from bench.common import fmt, limit, per_call, require, verdict
 
 #: The benchmarks ``python -m bench --quick`` runs: cheap, in-process or one kernel at a time, no
 #: extra venvs, npm or model servers.
-QUICK_BENCHES = ("registry", "validation", "budget", "scheduling", "load", "tool_search")
+QUICK_BENCHES = ("registry", "validation", "budget", "scheduling", "load", "tool_search", "sessions")
 
 
 def _check(misses: list[str], label: str, value: float, target: float, unit: Callable[[float], str]) -> None:
@@ -120,6 +120,13 @@ def load() -> None:
 def tool_search() -> None:
     """5 000 generated tools deferred: search p50, a turn's definitions against 50 direct tools', ranking."""
     from bench.bench_tool_search import main
+
+    main(quick=True)
+
+
+def sessions() -> None:
+    """session_search's store: a query over 10 000 messages and storing one (bench_sessions' targets)."""
+    from bench.bench_sessions import main
 
     main(quick=True)
 

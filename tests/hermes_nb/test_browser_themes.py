@@ -18,7 +18,8 @@ from tests.support.jupyterlab import ROOT, JupyterLab
 from tests.support.lab_page import ARGS, CHROMIUM, contrast, error_outputs, open_and_run_all, require_chromium
 
 ARTIFACTS = ROOT / "test-artifacts" / "themes"
-HTML_MODULES = ["display/cards.py", "display/live/render.py", "display/picker.py", "display/prompts.py", "display/markdown.py"]
+HTML_MODULES = ["display/cards.py", "display/live/render.py", "display/live/seen.py", "display/picker.py",
+                "display/prompts.py", "display/markdown.py"]
 
 CELLS = [
     "%load_ext hermes_nb",
@@ -34,12 +35,19 @@ CELLS = [
     "%toolsets",
     "%%agent --model replay:cassettes/quickstart_magic.json --toolsets demo --new\n"
     "Is it warmer in Paris or in Oslo today? One sentence.",
+    # an evaluation's table and chart (issue 26: the chart's labels were black on the dark theme)
+    "from hermes_nb.evaluation.cases import CallMade, Case, Outcome\nfrom hermes_nb.evaluation.result import build_result\n"
+    "cases = [Case(index=0, prompt='weather in Paris', expected_tools=('weather',))]\n"
+    "build_result(cases, {0: Outcome(index=0, fingerprint=cases[0].fingerprint, text='sunny', calls=(CallMade("
+    "name='weather', arguments={'city': 'Paris'}),), tokens=30, seconds=0.1, api_calls=2, stopped_reason='done')},"
+    " seconds=0.2)",
 ]
 
 GROUPS = {
     "transcript": ".hermes-nb-transcript",
     "cards": ".hermes-nb-card, .hermes-nb-result",
     "picker": ".jp-OutputArea-output .widget-vbox:not(.widget-vbox .widget-vbox)",
+    "evaluation": ".hermes-nb-eval",  # its table and chart (issue 26)
 }
 
 

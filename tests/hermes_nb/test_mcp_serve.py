@@ -386,7 +386,9 @@ def test_serve_status_stop_and_unload(shell, tools, hermes_home):
     started = shell.run_line_magic("mcp", "serve --toolsets served_demo --name nbtools")
     server = mcp_serve.current()
     assert server is not None and server.options.name == "nbtools"
-    assert server.token in started.text() and server.url in started.text()
+    # the token is not written into the notebook (issue 26): its start only; %mcp serve token shows it
+    assert server.token not in started.text() and server.token[:4] + "…" in started.text()
+    assert server.url in started.text()
     status = shell.run_line_magic("mcp", "serve").text()
     assert server.url in status and server.token not in status and "calls" in status
     with pytest.raises(UsageError, match="already serving"):

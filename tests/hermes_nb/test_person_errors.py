@@ -42,7 +42,7 @@ def test_a_raising_tool_shows_the_person_a_traceback_at_their_line(ip: Any) -> N
     assert view.aside is not None
     trace = view.aside.traceback
     assert "return scale * a / b" in trace and "ZeroDivisionError" in trace
-    assert "line 4, in ratio" in trace  # the line in the cell body (IPython drops the leading blank line)
+    assert "line 6, in ratio" in trace  # the cell's own line: %%tool is line 1, the blank line 2 (issue 26)
     assert "hermes_nb" not in trace  # no frames of the library
     html = view._repr_mimebundle_()["text/html"]
     assert '<details class="hermes-nb-traceback">' in html  # collapsible
