@@ -145,7 +145,7 @@ class LocalModel:
             stream = llama.create_completion(
                 prompt, max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed, stop=[END],
                 stream=True, grammar=grammar, stopping_criteria=StoppingCriteriaList([stop_here]))
-            start = ""  # the answer's start, held while it may still become a tool call
+            start: str | None = ""  # the answer's start, held while it may still become a tool call
             for chunk in stream:
                 choice = chunk["choices"][0]
                 piece = choice.get("text") or ""

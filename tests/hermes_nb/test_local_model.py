@@ -119,3 +119,37 @@ print(json.dumps([{"called": r.tools_called, "error": r.error, "reason": r.stopp
         assert row["error"] is None and row["reason"] in ("done", "length"), row
         assert len(row["called"]) == 1 and row["called"][0] in ("area", "greet", "convert")
         assert row["tokens"] > 0
+
+
+@pytest.mark.kernel
+def test_agent_magic_runs_the_local_model_in_a_kernel_and_stop_stops_it(tmp_path):
+    """Where people meet it: ``%%agent --model local`` in a real kernel (``.venv-llama``'s), then ■."""
+    import queue
+
+    from tests.support.llama_venv import llama_venv
+    from tests.support.venvs import venv_kernel
+
+    with venv_kernel(llama_venv(), tmp_path, {"HERMES_NB_HOME": str(tmp_path / "home")}) as kernel:
+        kernel.run("%load_ext hermes_nb")
+        kernel.run('%%tool --toolset geometry\ndef area(width: float, height: float) -> float:\n'
+                   '    """Area of a rectangle."""\n    return width * height')
+        shown = kernel.run("%%agent --model local --tool-choice required --toolsets geometry --max-tokens 160 "
+                           "--seed 1 --out r\nWhat is the area of a 3 by 2 rectangle?", timeout=600)
+        assert "SmolLM2-135M-Instruct.Q4_1 (local)" in shown.html and "area" in shown.html
+        facts = kernel.run("print(r.stopped_reason, [c.name for c in r.tool_calls], r.usage['completion_tokens'] > 0)")
+        assert facts.stdout.split(" ", 1)[0] in ("done", "length") and "['area'] True" in facts.stdout
+        # ■ while it writes: the live transcript's first update with text is the moment
+        msg_id = kernel.kc.execute("%%agent --new --tool-choice none --max-tokens 2000 --out s\n"
+                                   "Write a very long story about a dragon who bakes bread.")
+        while True:
+            try:
+                msg = kernel.kc.get_iopub_msg(timeout=300)
+            except queue.Empty as exc:
+                raise AssertionError("the local model never started writing") from exc
+            text = msg["content"].get("data", {}).get("text/plain", "") if msg["msg_type"] == "update_display_data" else ""
+            if msg["parent_header"].get("msg_id") == msg_id and len(text.strip().splitlines()) > 2:
+                break  # the header, the prompt, and the model's first words
+        kernel.interrupt()
+        kernel.collect(msg_id, timeout=300)
+        after = kernel.run("print(s.stopped_reason, [m['role'] for m in s.messages])")
+        assert after.stdout.strip() == "interrupted ['user']"
