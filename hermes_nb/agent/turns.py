@@ -8,7 +8,7 @@ and say when the conversation it is asked differs from the recording.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,9 @@ class Turn:
     model: str
     #: the usage is a recording's (a replay), not measured now
     recorded: bool = False
+    #: a replay's own record of this turn's request (``messages``, ``definitions``, ``tools``): the context
+    #: the recording was made in, to show a class beside what was sent now
+    recorded_request: Mapping[str, Any] | None = None
 
     @property
     def usage(self) -> Any:
@@ -53,5 +56,7 @@ def recorded_usage(model: Any) -> bool:
 def new_turn(iteration: int, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]],
              response: ModelTurn, model: Any) -> Turn:
     """The record of a turn, made right after the model answered (``messages`` as they were sent)."""
+    recorded = recorded_usage(model)
     return Turn(iteration=iteration, request=TurnRequest(messages=tuple(messages), tools=tuple(tools)),
-                response=response, model=str(getattr(model, "name", "")), recorded=recorded_usage(model))
+                response=response, model=str(getattr(model, "name", "")), recorded=recorded,
+                recorded_request=getattr(model, "recorded_request", None) if recorded else None)

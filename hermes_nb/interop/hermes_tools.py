@@ -22,8 +22,10 @@ A Hermes tool whose name a hermes_nb tool already has (``read_file``, ``terminal
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -67,11 +69,19 @@ def _shadowed() -> str | None:
     ``tools/``, say), or None. Importing Hermes then would run that folder's code, and fail."""
     from pathlib import Path
 
+    def person_finds(name: str) -> Any:
+        # what the person's `import name` would load: sys.path as it is, not hermes_nb's trusted view
+        # (tools.safety.imports hides the workspace from imports made by our own code, this one included)
+        module = sys.modules.get(name)
+        if module is not None:
+            return getattr(module, "__spec__", None)
+        return importlib.machinery.PathFinder.find_spec(name, sys.path)
+
     try:
-        home_spec = importlib.util.find_spec("hermes_cli")
+        home_spec = person_finds("hermes_cli")
         home = Path(home_spec.origin or "").parent.parent if home_spec else None
         for name in ("tools", "model_tools", "toolsets"):
-            spec = importlib.util.find_spec(name)
+            spec = person_finds(name)
             where = Path(spec.origin or next(iter(spec.submodule_search_locations or ()), "")) if spec else None
             if home is None or where is None or home not in where.parents:
                 return f"{name!r} is {where or 'missing'}, not hermes-agent's"

@@ -89,6 +89,9 @@ def test_a_replay_asked_another_question_says_so(recorded) -> None:
         "⚠️ **Replay drift** — recorded for another conversation: the prompt was “What is 2 + 3?” then, "
         "“What is the capital of France?” now")
     assert other.text == "⚠️ **Replayed from a different run** (see above).\n\n2 + 3 = 5"  # shown, marked
+    # the turn keeps what was recorded beside what was sent, to show a class the recorded context
+    assert other.turns[0].recorded and other.turns[0].recorded_request["messages"][-1]["content"] == "What is 2 + 3?"
+    assert other.turns[0].request.messages[-1]["content"] == "What is the capital of France?"
 
 
 def _first(result) -> str:
