@@ -1,4 +1,4 @@
-"""The agent: its loop, the typed events a run emits, and the model seam (OpenAI-compatible, replay).
+"""The agent: its loop, the typed events a run emits, and the model seam (OpenAI-compatible, replay, local).
 
 ``hermes_nb.agent.Agent`` is the loop's ``Agent`` (imported on first use, so the events stay cheap to import)."""
 

@@ -182,6 +182,8 @@ class ReplayModel:
         self.stream = stream
         self.chunk_delay = chunk_delay
         self.position = 0
+        #: the request the turn being replayed was recorded with (``hermes_nb.agent.turns.Turn.recorded_request``)
+        self.recorded_request: CassetteRequest | None = None
 
     #: its usage is the recording's, not measured now (``hermes_nb.agent.cost`` says "recorded usage")
     replays_recording = True
@@ -216,6 +218,7 @@ class ReplayModel:
                 f"{index + 1}; the notebook now takes more model turns than were recorded (re-record it)"
             )
         self.position += 1
+        self.recorded_request = turns[index]["request"]  # the turn record shows the recorded context too
         response = turns[index]["response"]
         calls = tuple(
             ToolCallSpec(id=c["id"], name=c["name"], arguments=c.get("arguments", "") or "")
