@@ -306,7 +306,7 @@ class Agent:
                 tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
                 turn = await self._complete(tools, emit)
                 turns.append(new_turn(iterations, with_listing(list(self.messages), tools.listing), tools.definitions,
-                                      turn, self.model))  # as sent
+                                      turn, self.model, turns[-1] if turns else None))  # as sent
                 emit(TurnDone(turn=turns[-1]))
                 add_usage(usage, turn.usage)
                 emit(UsageUpdate(usage=usage.copy()))

@@ -36,8 +36,9 @@ class _Coalesce:
 
     def __init__(self, fn: Callable[[], None], delay: float) -> None:
         self._fn, self.delay = fn, delay
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._timer: threading.Timer | None = None
+        self._running = 0  # calls a timer started that have not returned
 
     def trigger(self) -> None:
         with self._lock:
@@ -51,13 +52,23 @@ class _Coalesce:
         with self._lock:
             if self._timer is not timer:  # flushed or cancelled meanwhile
                 return
-            self._timer = None
-        self._fn()
+            self._timer, self._running = None, self._running + 1
+        try:
+            self._fn()
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._lock.notify_all()
 
     def flush(self) -> None:
-        """Run a pending call now (tests, and before reading the widgets)."""
+        """Run a pending call now, after any call a timer already started (tests, and before reading the widgets).
+
+        A started call may have read the state before the last ``trigger()``: waiting for it only would
+        leave that change unseen, so the pending one runs after it.
+        """
         with self._lock:
             timer, self._timer = self._timer, None
+            self._lock.wait_for(lambda: not self._running)
         if timer is not None:
             timer.cancel()
             self._fn()

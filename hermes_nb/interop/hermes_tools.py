@@ -113,7 +113,43 @@ class _Check:
         self.__qualname__ = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "check")
 
     def __call__(self) -> bool:
-        return self._cached(self._fn)
+        outer = getattr(_checking, "on", False)
+        _checking.on = True
+        try:
+            return self._cached(self._fn)
+        finally:
+            _checking.on = outer
+
+
+#: Set (per thread) while a Hermes check runs: Hermes's lazy installs then only look (``_checks_never_install``).
+_checking = threading.local()
+
+
+def _checks_never_install(lazy_deps: Any) -> Callable[[], None]:
+    """Wrap Hermes's ``lazy_deps.ensure`` so a check never installs; returns the undo.
+
+    Some of Hermes's checks (TTS's, say) pip-install a missing package, up to 300 s per installer, so
+    asking whether a tool is available (a picker refresh, a turn's definitions) would block on a download
+    nobody approved. Inside a check a missing package is the answer "unavailable"; a call still installs.
+    """
+    ensure = getattr(lazy_deps, "ensure", None)
+    missing_of = getattr(lazy_deps, "feature_missing", None)
+    unavailable = getattr(lazy_deps, "FeatureUnavailable", None)
+    if ensure is None or missing_of is None or unavailable is None:
+        return lambda: None
+
+    def ensure_unless_checking(feature: str, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_checking, "on", False) and (missing := missing_of(feature)):
+            raise unavailable(feature, missing, "hermes_nb: an availability check does not install packages")
+        return ensure(feature, *args, **kwargs)
+
+    lazy_deps.ensure = ensure_unless_checking
+
+    def undo() -> None:
+        if lazy_deps.ensure is ensure_unless_checking:
+            lazy_deps.ensure = ensure
+
+    return undo
 
 
 class _HermesCall:
@@ -147,6 +183,7 @@ class _Hermes:
     terminal_tool: Any
     parallel_safe: frozenset[str] = frozenset()  # Hermes's own read-only list (its agent loop's)
     path_scoped: frozenset[str] = frozenset()  # ... and the tools whose "path" argument scopes them
+    lazy_deps: Any = None  # Hermes's installer of missing packages (tools.lazy_deps), when it has one
 
 
 def _ask_person(question: str, choices: list[str] | None) -> str:
@@ -206,8 +243,13 @@ def _import_hermes() -> _Hermes:
         scoped = frozenset(getattr(helpers, "_PATH_SCOPED_TOOLS", ()))
     except ImportError:
         safe = scoped = frozenset()
+    try:
+        lazy_deps = importlib.import_module("tools.lazy_deps")
+    except ImportError:
+        lazy_deps = None
     return _Hermes(model_tools=model_tools, registry=registry_module.registry, registry_module=registry_module,
-                   approval=approval, terminal_tool=terminal_tool, parallel_safe=safe, path_scoped=scoped)
+                   approval=approval, terminal_tool=terminal_tool, parallel_safe=safe, path_scoped=scoped,
+                   lazy_deps=lazy_deps)
 
 
 class HermesBridge:
@@ -225,6 +267,7 @@ class HermesBridge:
         self._hermes: _Hermes | None = None
         self._todo: Any = None
         self._log_undo: Callable[[], None] | None = None
+        self._install_undo: Callable[[], None] | None = None
 
     # -- control ----------------------------------------------------------------------------------
 
@@ -263,6 +306,9 @@ class HermesBridge:
             if self._log_undo is not None:
                 self._log_undo()
                 self._log_undo = None
+            if self._install_undo is not None:
+                self._install_undo()
+                self._install_undo = None
         return self.status()
 
     def reload(self) -> BridgeStatus:
@@ -322,6 +368,8 @@ class HermesBridge:
                 if generation != self._generation:
                     return
                 self._hermes = hermes
+                if self._install_undo is None and hermes.lazy_deps is not None:
+                    self._install_undo = _checks_never_install(hermes.lazy_deps)
                 self._names = []
                 for name in hermes.registry.get_all_tool_names():
                     mirrored = self._mirror_or_record(hermes, name)

@@ -59,3 +59,34 @@ def test_a_bridge_never_started_without_hermes_agent_says_absent(monkeypatch: py
     status = hermes_tools.HermesBridge(ToolRegistry()).status()
     assert (status.state, status.tools) == ("absent", 0)
     assert "not installed" in status.message
+
+
+class _FeatureUnavailable(RuntimeError):
+    def __init__(self, feature: str, missing: tuple[str, ...], reason: str) -> None:
+        super().__init__(f"{feature}: {reason}")
+
+
+def test_a_hermes_check_never_installs_but_a_call_still_may() -> None:
+    # Hermes's TTS check calls lazy_deps.ensure, which pip-installs (up to 300 s): a check only looks
+    installs: list[str] = []
+    lazy_deps = type("LazyDeps", (), {})()
+    lazy_deps.FeatureUnavailable = _FeatureUnavailable
+    lazy_deps.feature_missing = lambda feature: ("edge-tts==7.2.7",)
+    lazy_deps.ensure = lambda feature, prompt=True: installs.append(feature)
+
+    def check() -> bool:
+        try:
+            lazy_deps.ensure("tts.edge", prompt=False)
+        except _FeatureUnavailable:
+            return False
+        return True
+
+    undo = hermes_tools._checks_never_install(lazy_deps)
+    try:
+        assert hermes_tools._Check(check, lambda fn: bool(fn()))() is False
+        assert installs == []
+        lazy_deps.ensure("tts.edge", prompt=False)  # a tool's call, not a check
+        assert installs == ["tts.edge"]
+    finally:
+        undo()
+    assert hermes_tools._Check(check, lambda fn: bool(fn()))() is True  # undone: Hermes's own ensure again

@@ -150,3 +150,23 @@ def test_replayed_usage_is_marked_recorded(recorded, tmp_path: Path) -> None:
     assert str(replayed.cost.total).endswith("for the recorded usage")
     local = _replay(path).run("What is 2 + 3?")
     assert str(local.cost.total) == "unknown price (recorded from a local model)"
+
+
+def test_a_turn_request_keeps_only_what_changed_and_rebuilds_what_was_sent() -> None:
+    """A run of n turns held every turn's whole conversation (n² references: the 1 000-turn soak grew
+    20 KB a turn); each request now keeps what differs from the turn before, and rebuilds the rest."""
+    from hermes_nb.agent.turns import make_request
+
+    system, ask = {"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}
+    history = [system, ask]
+    tools = [{"type": "function", "function": {"name": "t"}}]
+    first = make_request(list(history), tools)
+    history += [{"role": "assistant", "content": "", "tool_calls": []}, {"role": "tool", "content": "1"}]
+    second = make_request(list(history), [dict(tools[0])], first)  # an equal copy of the tools
+    assert second.messages == tuple(history) and first.messages == (system, ask)
+    assert [i for i, _ in second.changes] == [2, 3] and second.tools is first.tools
+    listed = [{"role": "system", "content": "be brief\n\ndeferred: x"}, *history[1:]]  # the system line changed
+    third = make_request(listed, tools, second)
+    assert third.messages == tuple(listed) and [i for i, _ in third.changes] == [0]
+    cut = make_request(listed[:2], tools, third)  # a shorter request (a history cut) rebuilds as sent too
+    assert cut.messages == tuple(listed[:2]) and cut.changes == ()

@@ -103,6 +103,28 @@ def test_registry_changes_refresh_even_from_a_thread(picker: ToolsetPicker) -> N
     assert "w_brand_new" not in picker.checkboxes
 
 
+def test_flush_waits_for_a_refresh_already_running(picker: ToolsetPicker) -> None:
+    # a slow check (Hermes's may take seconds) holds the timer's refresh; flush must not read around it
+    entered, gate = threading.Event(), threading.Event()
+
+    def slow_check() -> bool:
+        entered.set()
+        return gate.wait(10)
+
+    _tool("w_slow", "w_slow_set", check_fn=slow_check)
+    assert entered.wait(10)  # the timer's refresh is inside toolset_rows now
+    release = threading.Timer(0.1, gate.set)
+    release.start()
+    try:
+        picker.flush()
+        assert "w_slow_set" in picker.checkboxes
+    finally:
+        gate.set()
+        release.cancel()
+        registry.deregister("w_slow")
+        picker.flush()
+
+
 def test_close_removes_listeners(picker: ToolsetPicker) -> None:
     listeners = len(registry._listeners)
     picker.close()

@@ -129,10 +129,10 @@ def reads_only(text: str) -> bool:
             continue
         divides = bool(_OPERAND_END.match(last)) and last not in _KEYWORDS or last in ("++", "--")
         if c == '"' or (c == "/" and not divides):
-            end = _literal_end(text, i, c)
-            if end is None or (c == '"' and "/inet" in text[i:end]):
+            close = _literal_end(text, i, c)
+            if close is None or (c == '"' and "/inet" in text[i:close]):
                 return False
-            i, last = end, "x"
+            i, last = close, "x"
             continue
         m = _TOKEN.match(text, i)
         token = m.group() if m else c

@@ -240,13 +240,13 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
         return _blocked(ask.key, f"BLOCKED: this needs a person's approval ({ask.description}) and no one is "
                                  "available to approve it. Do not retry it; tell the person what you wanted to run.")
     # the reason may quote a server's or a tool's own words: shown with hidden characters made visible
-    shown = make_visible(ask.description)
+    reason = make_visible(ask.description)
     try:
         if ask_lock is not None:
             with ask_lock:  # one prompt at a time per batch
-                answer = callback(ask.subject, ask.key, shown)
+                answer = callback(ask.subject, ask.key, reason)
         else:
-            answer = callback(ask.subject, ask.key, shown)
+            answer = callback(ask.subject, ask.key, reason)
     except TimeoutError:
         answer = "no-answer"
     except Exception:  # the callback is the person's side of the boundary: a crash there is a "no"
