@@ -12,11 +12,13 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "forward", "install"]
 
 #: old dotted name → where the module lives now
 MOVED: dict[str, str] = {
@@ -91,3 +93,18 @@ def install() -> None:
     """Put the finder on ``sys.meta_path`` once (a reload of ``hermes_nb`` finds it there)."""
     if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
         sys.meta_path.append(_FINDER)
+
+
+def forward(package: str, target: str) -> Callable[[str], Any]:
+    """A package's ``__getattr__`` that hands out ``target``'s names: a module that became a package keeps
+    its old names importable from it (``from hermes_nb.display import Table``), loaded on first use."""
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("_") or importlib.util.find_spec(f"{package}.{name}") is not None:
+            raise AttributeError(name)  # a submodule (or a dunder): the import system's business, not ours
+        try:
+            return getattr(importlib.import_module(target), name)
+        except AttributeError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+    return __getattr__

@@ -3,17 +3,7 @@ inline prompts, model Markdown, asides, the theme's colours and the one HTML esc
 
 from __future__ import annotations
 
-from typing import Any
+from hermes_nb._moved import forward
 
-
-def __getattr__(name: str) -> Any:
-    """Names of the old ``hermes_nb.display`` module (``Table``, ``tool_card``, ...) still import from here."""
-    import importlib
-    import importlib.util
-
-    if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        raise AttributeError(name)  # a submodule (or a dunder): the import system's business, not ours
-    try:
-        return getattr(importlib.import_module("hermes_nb.display.cards"), name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+#: the old ``hermes_nb.display`` module's names (``Table``, ``tool_card``, ...) still import from here
+__getattr__ = forward(__name__, "hermes_nb.display.cards")
