@@ -126,6 +126,7 @@ def test_execute_code_and_delegate_task_are_not_importable_inside(tools):
 
 def test_its_namespace_is_its_own_kept_for_the_run_and_reset_on_request(tools, ip):
     ip.user_ns["secret_notebook_var"] = 42
+    ip.user_ns.pop("x", None)  # the shell is shared: an earlier test's cell may have made an `x`
     agent, got = _run(["x = 5\nprint('secret_notebook_var' in globals(), shared['n'])",
                        "print(x + 1)"], code_vars={"shared": {"n": 7}})
     assert [g["output"] for g in got] == ["False 7\n", "6\n"]
