@@ -148,7 +148,7 @@ def _ended(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
             return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or reaped between open and read
         return True
 
 
