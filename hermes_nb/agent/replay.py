@@ -41,19 +41,16 @@ from hermes_nb.agent.models import (
     Usage,
     usage_from,
 )
-from hermes_nb.tools.errors import HermesNbError
+from hermes_nb.tools.errors import HermesNbError, OneLineError
 
 __all__ = ["Cassette", "RecordingModel", "ReplayDriftError", "ReplayModel", "load_cassette"]
 
 CASSETTE_VERSION = 1
 
 
-class ReplayDriftError(HermesNbError, RuntimeError):
-    """The recording and the notebook no longer agree (tool gone, arguments invalid, turns run out)."""
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython shows this line instead of frames of the library: what to do is in the message
-        return [f"{type(self).__name__}: {self}"]
+class ReplayDriftError(OneLineError, RuntimeError):
+    """The recording and the notebook no longer agree (tool gone, arguments invalid, turns run out); shown
+    as one line, what to do is in the message."""
 
 
 class CassetteCall(TypedDict):
