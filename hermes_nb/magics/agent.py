@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
+from hermes_nb.magics.arguments import parse_line
 from hermes_nb.magics.comments import uncommented
 from hermes_nb.tools.errors import HermesNbError
 
@@ -85,12 +85,7 @@ class AgentMagics(Magics):
             %%agent --model local --tool-choice required --toolsets geometry
             What is the area of a 3 by 2 rectangle?
         """
-        try:
-            args = parse_argstring(self.agent, line)
-        except UsageError:
-            raise
-        except (SystemExit, ValueError) as exc:  # argparse's exits become one-line usage errors
-            raise UsageError(f"%%agent: could not parse options {shlex.quote(line)}: {exc}") from None
+        args = parse_line(self.agent, line, "%%agent")
         if cell is None:
             if args.action == "reset":
                 if _agent is not None:

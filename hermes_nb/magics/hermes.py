@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool
 
+from hermes_nb.magics.arguments import parse_line
 from hermes_nb.magics.comments import uncommented
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class HermesMagics(Magics):
         """
         from hermes_nb.interop.hermes_tools import bridge, hermes_installed
 
-        args = parse_argstring(self.hermes, line)
+        args = parse_line(self.hermes, line, "%hermes")
         if args.action == "status" and not hermes_installed():
             return bridge.start()  # starts nothing: the status says hermes-agent is not installed
         if args.action != "status" and not hermes_installed():

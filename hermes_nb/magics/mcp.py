@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
+from hermes_nb.magics.arguments import parse_line
 from hermes_nb.magics.comments import uncommented
 
 if TYPE_CHECKING:
@@ -124,8 +125,11 @@ class MCPMagics(Magics):
 
         wait_for_mcp_start()
         head, dashes, tail = f" {line} ".partition(" -- ")
-        args = parse_argstring(self.mcp, head.strip())
-        command = shlex.split(tail) if dashes else []
+        args = parse_line(self.mcp, head.strip(), "%mcp")
+        try:
+            command = shlex.split(tail) if dashes else []
+        except ValueError as exc:  # an unclosed quote in the server's command
+            raise UsageError(f"%mcp: could not split the command after --: {exc}") from None
         action = args.action
         if action in ("", "show"):
             _refresh_between_batches()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
+
+from hermes_nb.magics.arguments import parse_line
 
 __all__ = ["MemoryMagics", "MemoryView"]
 
@@ -70,16 +71,10 @@ class MemoryMagics(Magics):
             %memory replace s3://lab-data --new The team data lives in s3://lab-archive
             %memory remove lab-archive
         """
-        from IPython.utils.process import arg_split
-
         from hermes_nb.agent.memory_store import MemoryStore, MemoryTarget
 
-        try:  # options may come after the words (%memory add --user Prefers French): intermixed
-            args = self.memory.parser.parse_intermixed_args(arg_split(line))
-        except UsageError as exc:
-            raise UsageError(f"%memory: {exc}") from None
-        except (SystemExit, ValueError) as exc:
-            raise UsageError(f"%memory: could not parse {shlex.quote(line)}: {exc}") from None
+        # options may come after the words (%memory add --user Prefers French): intermixed
+        args = parse_line(self.memory, line, "%memory", intermixed=True)
         store = MemoryStore()
         target: MemoryTarget = "user" if args.user else "memory"
         text = " ".join(args.text).strip()

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from hermes_nb.magics.arguments import parse_line
 
 if TYPE_CHECKING:
     from hermes_nb.display.cards import Table
@@ -63,7 +65,7 @@ class PluginMagics(Magics):
         from hermes_nb.tools.sources.plugin_config import edit_plugin_list, plugin_policy
         from hermes_nb.tools.sources.plugins import discover_plugins
 
-        args = parse_argstring(self.plugins, line)
+        args = parse_line(self.plugins, line, "%plugins")
         if args.action in ("list", "reload"):
             if args.name:
                 raise UsageError(f"%plugins {args.action} takes no name; use %plugins enable|disable NAME")

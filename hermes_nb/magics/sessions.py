@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from hermes_nb.magics.arguments import parse_line
 
 __all__ = ["SessionList", "SessionMagics"]
 
@@ -60,12 +61,7 @@ class SessionMagics(Magics):
         """
         from hermes_nb.agent.recall import search_runs
 
-        try:
-            args = parse_argstring(self.sessions, line)
-        except UsageError:
-            raise
-        except (SystemExit, ValueError) as exc:
-            raise UsageError(f"%sessions: could not parse {shlex.quote(line)}: {exc}") from None
+        args = parse_line(self.sessions, line, "%sessions")
         if args.limit < 1:
             raise UsageError("--limit must be at least 1")
         words = list(args.query)

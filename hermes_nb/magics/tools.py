@@ -7,13 +7,14 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Int, Unicode
 
 from hermes_nb import _state
 from hermes_nb.call_args import parse_call_args
 from hermes_nb.display.cards import DEFAULT_MAX_CHARS, Table, availability_text, render_result, tool_card
 from hermes_nb.magics import cells
+from hermes_nb.magics.arguments import parse_line
 from hermes_nb.magics.comments import uncommented
 from hermes_nb.magics.tool import CellToolOptions, defined_functions, pick_function, register_function
 from hermes_nb.tools.registry import registry
@@ -74,7 +75,7 @@ class ToolMagics(Magics):
                 '''Area of a rectangle.'''
                 return {"area": width * height}
         """
-        args = parse_argstring(self.tool, line)
+        args = parse_line(self.tool, line, "%%tool")
         args.name = _unquote(args.name)
         shell = self.shell
         assert shell is not None

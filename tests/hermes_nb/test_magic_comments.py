@@ -59,3 +59,27 @@ def test_help_still_shows_usage(ip: Any) -> None:
         doc = ip.find_line_magic(name).__doc__
         assert doc and "Example" in doc, name
     assert "%%tool [--name NAME]" in ip.find_cell_magic("tool").__doc__
+
+
+@pytest.mark.parametrize(("kind", "name", "line", "why"), [
+    ("line", "plugins", 'enable "noisy', "an unclosed quote in the words"),
+    ("line", "hermes", '"on', "an unclosed quote in the action"),
+    ("line", "mcp", 'show "x', "an unclosed quote before --"),
+    ("line", "mcp", 'add t -- python "x', "an unclosed quote in the server's command"),
+    ("line", "sessions", 'penguin "x', "an unclosed quote in the query"),
+    ("line", "memory", 'add "x', "an unclosed quote (intermixed options)"),
+    ("line", "agent", '"reset', "an unclosed quote on %agent's line"),
+    ("cell", "tool", '--name "x', "an unclosed quote on %%tool's line"),
+    ("line", "plugins", "--bogus", "an option the magic does not take"),
+])
+def test_a_line_that_cannot_be_parsed_is_one_usage_line(ip: Any, kind: str, name: str, line: str, why: str) -> None:
+    """A typo on a magic's line is a one-line UsageError naming the magic, never a ValueError traceback."""
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        if kind == "line":
+            ip.run_line_magic(name, line)
+        else:
+            ip.run_cell_magic(name, line, "def f() -> str:\n    return 'x'")
+    assert str(caught.value).startswith(f"%{'%' if name in ('agent', 'tool') else ''}{name}"), why
+    assert "\n" not in str(caught.value), why
