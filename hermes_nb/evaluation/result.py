@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from hermes_nb.display import colours
@@ -169,6 +170,7 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
     resumed = resumed or set()
     rows = []
     per_tool_hits: dict[str, list[bool]] = {}
+    unknown_why: list[str] = []  # each unpriced case's reason, as its outcome said it
     for case in cases:
         outcome = outcomes.get(case.index)
         if outcome is None:
@@ -182,6 +184,8 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
                             error=error, text=outcome.text, stopped_reason=outcome.stopped_reason,
                             resumed=case.index in resumed, cost_usd=outcome.cost_usd,
                             cost=_cost_text(outcome.cost_usd, outcome.cost_note), name=case.name))
+        if outcome.cost_usd is None:
+            unknown_why.append(outcome.cost_note)
         if case.expected_tools is None:
             continue  # no exact tool set: the per-tool chart counts only cases that name one
         for tool in set(case.expected_tools) | set(called):
@@ -194,7 +198,7 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
         "check_accuracy": _mean([r.check_ok for r in rows if r.check_ok is not None]),
         "errors": sum(1 for r in rows if r.error),
         "tokens": sum(r.tokens for r in rows),
-        **_cost_summary(rows),
+        **_cost_summary(rows, unknown_why),
         "seconds": seconds,
         "resumed": len(resumed & {r.index for r in rows}),
         "interrupted": interrupted,
@@ -204,19 +208,21 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
 
 
 def _cost_text(usd: float | None, note: str) -> str:
-    if usd is None:
-        return f"unknown price ({note})" if note else "unknown price"
-    return f"${usd:.2f}" if usd >= 0.01 else (f"${usd:.6f}".rstrip("0") if usd else "$0")
+    """A price as the run's own cost says it (``hermes_nb.agent.cost.Price``)."""
+    from hermes_nb.agent.cost import Price
+
+    return str(Price(usd=None if usd is None else Decimal(repr(usd)), unknown=note))
 
 
-def _cost_summary(rows: list[EvalRow]) -> dict[str, Any]:
-    """The set's cost: the sum over cases with a price; how many had none, and why, in one phrase."""
+def _cost_summary(rows: list[EvalRow], unknown_why: list[str]) -> dict[str, Any]:
+    """The set's cost: the sum over cases with a price; how many had none, and why (``unknown_why``: each
+    unpriced case's reason), in one phrase."""
     known = [r.cost_usd for r in rows if r.cost_usd is not None]
     unknown = [r for r in rows if r.cost_usd is None]
     total = sum(known) if known else None
     text = _cost_text(total, "") if known else "unknown price"
     if unknown and rows:
-        reasons = sorted({r.cost.removeprefix("unknown price (").removesuffix(")") for r in unknown} - {"unknown price"})
+        reasons = sorted(set(unknown_why) - {""})
         text += (f" (+ {len(unknown)} of {len(rows)} cases unknown" + (f": {reasons[0]}" if len(reasons) == 1 else "")
                  + ")") if known else (f" ({reasons[0]})" if len(reasons) == 1 else "")
     return {"cost_usd": total, "cost_unknown_cases": len(unknown), "cost": text}

@@ -157,10 +157,15 @@ def test_cost_per_case_and_for_the_set() -> None:
         return EvalRow(index=i, prompt="p", expected_tools=(), tools_called=(), selection_ok=True, args_ok=None,
                        check_ok=None, tokens=10, seconds=0.1, error=None, cost_usd=usd, cost=cost)
 
-    priced = _cost_summary([row(0, 0.002, "$0.002"), row(1, 0.001, "$0.001")])
+    priced = _cost_summary([row(0, 0.002, "$0.002"), row(1, 0.001, "$0.001")], [])
     assert priced["cost_usd"] == pytest.approx(0.003) and priced["cost"] == "$0.003"
-    mixed = _cost_summary([row(0, 0.02, "$0.02"), row(1, None, "unknown price (local model)")])
+    mixed = _cost_summary([row(0, 0.02, "$0.02"), row(1, None, "unknown price (local model)")], ["local model"])
     assert mixed["cost"] == "$0.02 (+ 1 of 2 cases unknown: local model)" and mixed["cost_unknown_cases"] == 1
+    # a case's price reads as the run's own (agent.cost.Price), the same dollars and the same unknown
+    from hermes_nb.evaluation.result import _cost_text
+
+    assert [_cost_text(u, n) for u, n in ((0.0, ""), (0.02, ""), (0.000123, ""), (None, ""), (None, "local model"))] \
+        == ["$0", "$0.02", "$0.000123", "unknown price", "unknown price (local model)"]
 
 
 def test_the_chart_reads_in_both_themes() -> None:
