@@ -9,7 +9,9 @@ the next kind. Hypothesis is imported only here (the ``hermes-nb[fuzz]`` extra).
 
 Approval: tools that need it, and built-in or plugin tools not marked read-only, are fuzzed only with
 ``allow_approval=True``, which answers "once" to every approval their calls ask for. Without it every
-approval asked during the run is denied, so nothing waits for a person. There is no sandbox around the
+approval asked during the run is denied, so nothing waits for a person. Every call passes the approval
+gate as a dispatch does (the person's ``approvals:`` rules too: a tool they deny is never run); a call it
+blocks is counted in the report's notes, not run. There is no sandbox around the
 calls yet (issue 8 adds one); that is why the flag exists.
 """
 
@@ -126,12 +128,14 @@ def fuzz_tool(name: str, *, n: int = 200, seed: int | None = None, invalid: bool
     from hermes_nb.tools.approval import set_default_approval_callback
     from hermes_nb.tools.budget import result_threshold
 
-    notes = ("approvals granted; only terminal commands run sandboxed",) if allow_approval else ()
-    probe = _Probe(entry, reg, threshold=result_threshold(name), slow=slow, timeout=timeout)
+    notes: tuple[str, ...] = ("approvals granted; only terminal commands run sandboxed",) if allow_approval else ()
+    answer = "once" if allow_approval else "deny"
+    probe = _Probe(entry, reg, threshold=result_threshold(name), slow=slow, timeout=timeout,
+                   approver=lambda *_: answer)
     progress = Progress(f"fuzz {name}", n * (2 if invalid else 1), display=display)
     probe.on_call = lambda: progress.update(min(probe.calls + probe.invalid_calls, progress.total),
                                             f"{len(failures)} problem(s)")
-    undo = set_default_approval_callback(lambda *_: "once" if allow_approval else "deny")
+    undo = set_default_approval_callback(probe.approver)  # approvals a handler asks for itself
     started = time.monotonic()
     failures: list[FuzzFailure] = []
     try:
@@ -143,6 +147,8 @@ def fuzz_tool(name: str, *, n: int = 200, seed: int | None = None, invalid: bool
         undo()
         probe.close()
     failures.sort(key=lambda f: KINDS.index(f.kind) if f.kind in KINDS else len(KINDS))
+    if probe.blocked:
+        notes += (f"{probe.blocked} call(s) not run, blocked by the approval gate: {probe.blocked_message}",)
     progress.close(f"{len(failures)} problem(s)")
     return FuzzReport(tool=name, calls=probe.calls, invalid_calls=probe.invalid_calls,
                       failures=tuple(failures), seconds=time.monotonic() - started, notes=notes)
@@ -207,12 +213,15 @@ def _search(strategy: Any, check: Callable[[Any], tuple[dict[str, Any], Outcome]
 
 
 class _Probe:
-    """Calls the tool the way dispatch does, but sees the exception and the raw result."""
+    """Calls the tool the way dispatch does (prepare, the approval gate, the handler), but sees the exception
+    and the raw result."""
 
-    def __init__(self, entry: Any, reg: Any, *, threshold: float, slow: float, timeout: float) -> None:
-        self.entry, self.reg = entry, reg
+    def __init__(self, entry: Any, reg: Any, *, threshold: float, slow: float, timeout: float,
+                 approver: Callable[[str, str, str], str]) -> None:
+        self.entry, self.reg, self.approver = entry, reg, approver
         self.threshold, self.slow, self.timeout = threshold, slow, timeout
-        self.calls = self.invalid_calls = 0
+        self.calls = self.invalid_calls = self.blocked = 0
+        self.blocked_message = ""
         self.hung = False
         self.on_call: Callable[[], None] = lambda: None
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hermes-nb-fuzz")
@@ -231,6 +240,13 @@ class _Probe:
         prepared = self.reg.prepare(self.entry.name, args)
         if isinstance(prepared, str):
             return args, ("refused", f"arguments that satisfy the schema were refused: {_error_text(prepared)}")
+        from hermes_nb.tools.safety.gate import decide
+
+        decision = decide(self.entry, prepared[1], self.approver)  # what dispatch decides before the handler
+        if not decision.approved:  # the gate's doing, not the tool's: not run, not a problem of the tool
+            self.blocked += 1
+            self.blocked_message = decision.message
+            return args, None
         started = time.monotonic()
         future = self._pool.submit(_invoke, self.entry, prepared[1])
         try:

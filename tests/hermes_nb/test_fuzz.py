@@ -123,3 +123,22 @@ def test_without_hypothesis_the_magic_says_which_extra_to_install(ip: Any, monke
     monkeypatch.delitem(sys.modules, "hermes_nb.tools.schema.strategies", raising=False)
     with pytest.raises(UsageError, match=r"needs hypothesis: pip install 'hermes-nb\[fuzz\]'"):
         ip.run_line_magic("tools", "fuzz correct")
+
+
+def test_a_tool_the_persons_rules_deny_is_never_run(hermes_home: Any) -> None:
+    """Fuzzing passes the approval gate as dispatch does: an ``approvals:`` deny rule holds (the handler was
+    called directly before, so a denied tool ran hundreds of times)."""
+    import yaml
+
+    ran: list[int] = []
+
+    def denied(n: int) -> int:
+        """Records that it ran."""
+        ran.append(n)
+        return n
+
+    tool(denied, toolset="t13f")
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"approvals": {"tools": {"denied": "deny"}}}))
+    report = fuzz_tool("denied", n=20, seed=6, display=False)
+    assert ran == [] and report.ok and report.calls >= 20
+    assert f"{report.calls} call(s) not run, blocked by the approval gate" in str(report)
