@@ -176,11 +176,14 @@ class PluginContext:
     def register_memory_provider(self, provider: Any) -> None:
         """Hermes's ``ctx.register_memory_provider``: its tools under toolset ``memory-<name>``; the agent calls
         its ``prefetch`` / ``sync`` (``hermes_nb.tools.agent_loop.providers``)."""
-        from hermes_nb.tools.agent_loop.providers import register_memory_provider
+        from hermes_nb.tools.agent_loop.providers import register_memory_provider, unregister_memory_provider
 
         record = register_memory_provider(provider, plugin=self.origin)
         if record is not None:
             self.tools.extend(record.tools)
+            # unloading the plugin ends the provider too: one without tools would otherwise go on being
+            # asked (prefetch) and told (sync) every run
+            self.undos.append(lambda: unregister_memory_provider(record.name, record=record))
 
     def register_tool(self, name: str, toolset: str, schema: dict[str, Any], handler: Callable[..., Any],
                       *args: Any, override: bool = False, **kwargs: Any) -> ToolEntry | None:  # fmt: skip
