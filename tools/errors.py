@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BridgeError",
     "HermesNbError",
+    "OneLineError",
     "PluginToolOverrideError",
     "ToolArgumentError",
     "ToolSchemaError",
@@ -15,6 +16,14 @@ __all__ = [
 
 class HermesNbError(Exception):
     """Base of every error hermes_nb raises on purpose."""
+
+
+class OneLineError(HermesNbError):
+    """An error whose message says what to do: IPython shows its one line instead of a traceback of
+    library frames (``_render_traceback_``)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 class ToolSchemaError(HermesNbError, ValueError):

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["conversation_note", "request_record"]
+__all__ = ["conversation_note", "request_record", "short", "tool_names"]
 
 
 def _text(content: Any) -> str:
@@ -23,19 +23,21 @@ def _text(content: Any) -> str:
     return "" if content is None else json.dumps(content, ensure_ascii=False, default=str)
 
 
-def _short(text: str, limit: int = 80) -> str:
+def short(text: str, limit: int = 80) -> str:
+    """``text`` on one line, cut to ``limit`` characters (a drift note quotes then and now with it)."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
+def tool_names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The offered tools' names, sorted."""
     return sorted(str(t.get("function", {}).get("name", "")) for t in tools)
 
 
 def request_record(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What a cassette keeps of a request besides its digest: the messages and tool definitions sent."""
     plain = json.loads(json.dumps(list(messages), ensure_ascii=False, default=str))
-    return {"tools": _names(tools), "messages": plain, "definitions": json.loads(json.dumps(list(tools), default=str))}
+    return {"tools": tool_names(tools), "messages": plain, "definitions": json.loads(json.dumps(list(tools), default=str))}
 
 
 def conversation_note(recorded: Mapping[str, Any], messages: Sequence[Mapping[str, Any]],
@@ -50,16 +52,16 @@ def conversation_note(recorded: Mapping[str, Any], messages: Sequence[Mapping[st
         prompt_then = _text(then[-1].get("content")) if then[-1].get("role") == "user" else ""
         prompt_now = _text(messages[-1].get("content"))
         if prompt_then.strip() != prompt_now.strip():
-            differences.append(f"the prompt was “{_short(prompt_then)}” then, “{_short(prompt_now)}” now")
+            differences.append(f"the prompt was “{short(prompt_then)}” then, “{short(prompt_now)}” now")
         system_then = [_text(m.get("content")) for m in then if m.get("role") == "system"]
         system_now = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
         if system_then != system_now:
-            differences.append(f"the system prompt was “{_short(' '.join(system_then)) or '(none)'}” then, "
-                               f"“{_short(' '.join(system_now)) or '(none)'}” now")
+            differences.append(f"the system prompt was “{short(' '.join(system_then)) or '(none)'}” then, "
+                               f"“{short(' '.join(system_now)) or '(none)'}” now")
     names_then = recorded.get("tools")
     if isinstance(names_then, list):
-        added = sorted(set(_names(tools)) - set(names_then))
-        gone = sorted(set(names_then) - set(_names(tools)))
+        added = sorted(set(tool_names(tools)) - set(names_then))
+        gone = sorted(set(names_then) - set(tool_names(tools)))
         if added or gone:
             change = ", ".join([f"+{n}" for n in added] + [f"−{n}" for n in gone])
             differences.append(f"the tools offered differ ({change})")

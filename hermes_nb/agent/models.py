@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 from hermes_nb.agent.requests import RequestOptions, request_body
 from hermes_nb.agent.server_errors import backoff, error_key, retry_after, server_message
 from hermes_nb.tools.calls.results import clean_text
-from hermes_nb.tools.errors import HermesNbError
+from hermes_nb.tools.errors import HermesNbError, OneLineError
 
 __all__ = [
     "is_local_url",
@@ -55,12 +55,9 @@ class ModelError(HermesNbError, RuntimeError):
     """The model could not answer (after retries); the message says why and what to check."""
 
 
-class ModelConfigError(HermesNbError, ValueError):
-    """The model is not configured (no key, no base URL); raised when a run starts."""
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython shows this instead of a traceback: a setup step to take, not frames of the library
-        return [f"{type(self).__name__}: {self}"]
+class ModelConfigError(OneLineError, ValueError):
+    """The model is not configured (no key, no base URL); raised when a run starts (shown as one line: a
+    setup step to take)."""
 
 
 class Usage(TypedDict):

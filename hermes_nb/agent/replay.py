@@ -30,8 +30,9 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
+from hermes_nb.agent.conversation_drift import conversation_note, request_record, short, tool_names
 from hermes_nb.agent.models import (
     Model,
     ModelTurn,
@@ -41,19 +42,16 @@ from hermes_nb.agent.models import (
     Usage,
     usage_from,
 )
-from hermes_nb.tools.errors import HermesNbError
+from hermes_nb.tools.errors import HermesNbError, OneLineError
 
 __all__ = ["Cassette", "RecordingModel", "ReplayDriftError", "ReplayModel", "load_cassette"]
 
 CASSETTE_VERSION = 1
 
 
-class ReplayDriftError(HermesNbError, RuntimeError):
-    """The recording and the notebook no longer agree (tool gone, arguments invalid, turns run out)."""
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython shows this line instead of frames of the library: what to do is in the message
-        return [f"{type(self).__name__}: {self}"]
+class ReplayDriftError(OneLineError, RuntimeError):
+    """The recording and the notebook no longer agree (tool gone, arguments invalid, turns run out); shown
+    as one line, what to do is in the message."""
 
 
 class CassetteCall(TypedDict):
@@ -92,6 +90,8 @@ class Cassette(TypedDict):
     version: int
     model: str
     turns: list[CassetteTurn]
+    local: NotRequired[bool]  # recorded from a local model: priced as unknown on replay
+    provider_url: NotRequired[str]  # the endpoint recorded from, which prices the replay
 
 
 def load_cassette(path: str | os.PathLike[str]) -> Cassette:
@@ -155,15 +155,6 @@ def _steady(value: Any) -> Any:
     if isinstance(value, list):
         return [_steady(v) for v in value]
     return value
-
-
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _tool_names(tools: list[dict[str, Any]]) -> list[str]:
-    return [t.get("function", {}).get("name", "") for t in tools]
 
 
 class ReplayModel:
@@ -251,8 +242,6 @@ class ReplayModel:
     def _compare_conversation(self, index: int, request: CassetteRequest, messages: list[dict[str, Any]],
                               tools: list[dict[str, Any]]) -> str | None:
         """A note naming how this run's prompt, system prompt or tools differ from the recording, or None."""
-        from hermes_nb.agent.conversation_drift import conversation_note
-
         note = conversation_note(request, messages, tools)  # type: ignore[arg-type]
         if note is not None and self.on_drift == "stop":
             raise ReplayDriftError(f"replay {self.path}, turn {index + 1}: {note} (the recording answers another "
@@ -275,8 +264,8 @@ class ReplayModel:
                 if now is None:
                     differences.append(f"`{result['name']}` has no result now")
                 elif _comparable(now) != _comparable(result["content"]):
-                    differences.append(f"`{result['name']}` returned “{_short(result['content'])}” then, "
-                                       f"“{_short(now)}” now")
+                    differences.append(f"`{result['name']}` returned “{short(result['content'])}” then, "
+                                       f"“{short(now)}” now")
             if not differences:
                 return None
             note = "; ".join(differences)
@@ -288,7 +277,7 @@ class ReplayModel:
     def _check_calls(self, index: int, calls: tuple[ToolCallSpec, ...], tools: list[dict[str, Any]]) -> None:
         from hermes_nb.tools.registry import registry
 
-        offered = set(_tool_names(tools))
+        offered = set(tool_names(tools))
         for call in calls:
             where = f"replay {self.path}, turn {index + 1}, tool {call.name!r}"
             entry = registry.get_entry(call.name)
@@ -317,9 +306,9 @@ class RecordingModel:
 
         base_url = getattr(inner, "base_url", None)
         if inner.name == "local" or is_local_url(base_url):
-            self.cassette["local"] = True  # type: ignore[typeddict-unknown-key]  # priced as unknown on replay
+            self.cassette["local"] = True
         elif base_url:
-            self.cassette["provider_url"] = base_url  # type: ignore[typeddict-unknown-key]
+            self.cassette["provider_url"] = base_url
 
     def check_config(self) -> None:
         check = getattr(self.inner, "check_config", None)
@@ -334,8 +323,6 @@ class RecordingModel:
         on_text: TextCallback | None = None,
         on_retry: RetryCallback | None = None,
     ) -> ModelTurn:
-        from hermes_nb.agent.conversation_drift import request_record
-
         turn = await self.inner.complete(messages, tools, on_text=on_text, on_retry=on_retry)
         self.cassette["turns"].append({
             "request": {**request_record(messages, tools), "n_messages": len(messages),  # type: ignore[typeddict-item]

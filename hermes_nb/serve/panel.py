@@ -143,8 +143,7 @@ class ServePanel:
     def text(self) -> str:
         lines = [f"🛰 {self.title}"]
         for client, card in self._cards.values():
-            lines += [live._note_text(n) for n in card.notes]
-            lines.append(f"{live._card_text(card)}   (from {client})")
+            lines.append(f"{live._card_text(card)}   (from {client})")  # its notes first, as in the HTML
         return "\n".join(lines)
 
     def close(self) -> None:

@@ -332,3 +332,20 @@ def test_a_scripts_calls_are_cards_nested_under_its_own(capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed.count("      ✓ shout 0.10 s → B") == 1  # each line once, indented; the script's line alone
     assert printed[-1].startswith("  ✓ execute_code 2.00 s")
+
+
+def test_text_shows_what_html_shows_of_a_scripts_call():
+    """An approval asked by a call a script made is a note on that call's card: the text transcript says it
+    under the script too, as the HTML does (not only for the model's own calls)."""
+    from hermes_nb.agent.events import ApprovalAnswered
+
+    t = live.Transcript(prompt="go", model="m")
+    t.handle(ToolCallQueued(index=0, id="s", name="execute_code", arguments='{"code": "..."}'))
+    t.handle(ToolCallQueued(index=0, id="s.0", name="terminal", arguments='{"command": "rm -rf build"}', parent="s"))
+    t.handle(ApprovalAnswered(command="rm -rf build", choice="once", message="approved once: rm -rf build"))
+    assert t.cards["s.0"].notes and not t.cards["s"].notes  # the inner call asked
+    html, text = live.transcript_html(t), live.transcript_text(t)
+    assert "approved once: rm -rf build" in html.split('class="hermes-nb-nested"', 1)[1]
+    lines = text.splitlines()
+    note = next(i for i, line in enumerate(lines) if "approved once: rm -rf build" in line)
+    assert lines[note].startswith("      ") and "terminal" in lines[note + 1]  # indented, above its call's line

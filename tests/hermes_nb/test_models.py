@@ -91,8 +91,9 @@ def test_missing_key_is_reported_at_run_not_construction():
     with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
         agent.run("x")
     remote = Agent(model="m", base_url="https://example.invalid/v1", display=False)
-    with pytest.raises(ModelConfigError, match="no API key"):
+    with pytest.raises(ModelConfigError, match="no API key") as caught:
         remote.run("x")
+    assert caught.value._render_traceback_() == [f"ModelConfigError: {caught.value}"]  # one line in a cell
 
 
 def test_defaults_come_from_the_environment_at_construction(monkeypatch):

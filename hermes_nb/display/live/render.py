@@ -88,10 +88,7 @@ def transcript_text(t: Transcript) -> str:
         elif item[0] == "text":
             lines.append(item[1])
         elif item[0] == "tool":
-            lines += [note_text(n) for n in item[1].notes]
             lines.append(card_text(item[1]))
-            if item[1].subagents:
-                lines.append(children_text(item[1].subagents, transcript_text))
         elif item[0] == "checklist":
             lines.append(checklist_text(item[1].todos))
         elif item[0] == "timeline":
@@ -204,11 +201,13 @@ def timeline_html(cards: list[Card]) -> str:
 
 
 def card_text(card: Card) -> str:
-    """One call as one line (the calls a script made as indented lines under it)."""
-    line = _card_line(card)
-    if not card.children:
-        return line
-    return "\n".join([line, *("    " + card_text(child).replace("\n", "\n    ") for child in card.children)])
+    """``card_html``'s text twin: the approval notes, the call's line, the calls a script made indented under
+    it, then its sub-agents' transcripts (at any depth, as the HTML shows them)."""
+    lines = [*(note_text(n) for n in card.notes), _card_line(card)]
+    lines += ["    " + card_text(child).replace("\n", "\n    ") for child in card.children]
+    if card.subagents:
+        lines.append(children_text(card.subagents, transcript_text))
+    return "\n".join(lines)
 
 
 def card_line(card: Card) -> str:

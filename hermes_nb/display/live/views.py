@@ -27,7 +27,6 @@ from hermes_nb.display.checklist import checklist_text
 from hermes_nb.display.live.render import (
     RunResult,
     card_line,
-    card_text,
     note_text,
     short_path,
     spill_of,
@@ -178,7 +177,7 @@ class TextView(NullView):
         for card in self.transcript.cards.values():
             child = next((c for c in card.subagents.values() if c.prompt == label), None)
             if child is not None and call_id in child.cards:
-                self._line(f"    ↳ {label[:40]} {card_text(child.cards[call_id]).strip()}")
+                self._line(f"    ↳ {label[:40]} {card_line(child.cards[call_id]).strip()}")  # its line alone
                 return
 
     def abort(self, message: str) -> None:
