@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,11 @@ from typing import Any
 __all__ = ["main", "read_serve_file"]
 
 
-def _home() -> Path:
-    env = os.environ.get("HERMES_NB_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".hermes_nb"
-
-
 def read_serve_file(path: Path | None = None) -> dict[str, Any]:
     """The running server's url and token; SystemExit with a one-line reason when there is none."""
-    path = path or _home() / "mcp_serve.json"
+    from hermes_nb.serve.server import serve_file  # where %mcp serve writes it (the home's mcp_serve.json)
+
+    path = path or serve_file()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -77,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("url", nargs="?", default=None, help="the served URL (default: the one in the home file)")
     parser.add_argument("--home", default=None, help="the hermes_nb home (default: $HERMES_NB_HOME or ~/.hermes_nb)")
     args = parser.parse_args(argv)
-    data = read_serve_file(Path(args.home).expanduser() / "mcp_serve.json" if args.home else None)
+    from hermes_nb.serve.server import SERVE_FILE
+
+    data = read_serve_file(Path(args.home).expanduser() / SERVE_FILE if args.home else None)
     url = args.url or data["url"]
     import anyio
 

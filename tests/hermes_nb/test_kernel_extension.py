@@ -199,22 +199,26 @@ def test_async_tools_from_sync_and_async_cells(kernel: KernelSession) -> None:
     assert top.stdout.strip() == "okokok"
 
 
-def _interrupt_during(kernel: KernelSession, code: str) -> CellResult:
+def _interrupt_during(kernel: KernelSession, code: str, started: str) -> CellResult:
+    """Run ``code`` and interrupt it once the file ``started`` (in the kernel's folder) exists: the tool writes
+    it as it begins, so the interrupt lands inside the call. (The cell's first output came before the call, and
+    an interrupt landing in between was the person's own code.)"""
+    marker = kernel.cwd / started
+    marker.unlink(missing_ok=True)
     msg_id = kernel.kc.execute(code)
-    # wait until the cell is running (its first output), then interrupt
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        msg = kernel.kc.get_iopub_msg(timeout=30)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
-            break
+    while not marker.exists():
+        assert time.monotonic() < deadline, f"{started} was never written: the code did not start"
+        time.sleep(0.02)  # polling for the file, with a deadline
     kernel.interrupt()
     return kernel.collect(msg_id, timeout=30, allow_error=True)
 
 
 def test_interrupt_stops_a_long_async_tool(kernel: KernelSession) -> None:
-    kernel.run("%%tool\nimport asyncio\nasync def nap() -> str:\n    await asyncio.sleep(30)\n    return 'woke'")
+    kernel.run("%%tool\nimport asyncio\nasync def nap() -> str:\n    open('nap-started', 'w').close()\n"
+               "    await asyncio.sleep(30)\n    return 'woke'")
     start = time.monotonic()
-    r = _interrupt_during(kernel, "print('go', flush=True)\nregistry.dispatch('nap', {})")
+    r = _interrupt_during(kernel, "print('go', flush=True)\nregistry.dispatch('nap', {})", "nap-started")
     assert r.error is not None and r.error["ename"] == "KeyboardInterrupt"
     # one line, as the agent's interrupt (issue 26, item 6), not ~8 frames of library code
     assert r.error["traceback"] == ["KeyboardInterrupt: interrupted while the tool call 'nap' ran; it was "
@@ -224,14 +228,16 @@ def test_interrupt_stops_a_long_async_tool(kernel: KernelSession) -> None:
 
 
 def test_interrupt_stops_a_long_sync_tool(kernel: KernelSession) -> None:
-    kernel.run("%%tool\nimport time\ndef doze() -> str:\n    for _ in range(600):\n"
-               "        time.sleep(0.05)\n    return 'woke'")
+    kernel.run("%%tool\nimport time\ndef doze() -> str:\n    open('doze-started', 'w').close()\n"
+               "    for _ in range(600):\n        time.sleep(0.05)\n    return 'woke'")
     start = time.monotonic()
-    r = _interrupt_during(kernel, "print('go', flush=True)\nget_ipython().run_line_magic('tools', 'call doze')")
+    r = _interrupt_during(kernel, "print('go', flush=True)\nget_ipython().run_line_magic('tools', 'call doze')",
+                         "doze-started")
     assert r.error is not None and r.error["ename"] == "KeyboardInterrupt"
     assert len(r.error["traceback"]) == 1 and "interrupted while the tool call 'doze' ran" in r.error["traceback"][0]
     # the person's own code, interrupted outside hermes_nb, keeps IPython's traceback
-    own = _interrupt_during(kernel, "import time\nprint('go', flush=True)\nfor _ in range(600): time.sleep(0.05)")
+    own = _interrupt_during(kernel, "import time\nopen('own-started', 'w').close()\n"
+                           "for _ in range(600): time.sleep(0.05)", "own-started")
     assert own.error is not None and own.error["ename"] == "KeyboardInterrupt" and len(own.error["traceback"]) > 1
     assert time.monotonic() - start < 20
     assert kernel.run("print('after')").stdout.strip() == "after"

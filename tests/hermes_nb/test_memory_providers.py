@@ -13,7 +13,7 @@ from hermes_nb.agent.loop import Agent
 from hermes_nb.tools.agent_loop.providers import memory_providers, unregister_memory_provider
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.sources.load_report import failures
-from hermes_nb.tools.sources.plugins import discover_plugins
+from hermes_nb.tools.sources.plugins import discover_plugins, unload_plugins
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 
 PLUGIN = """
@@ -99,6 +99,21 @@ def test_a_provider_whose_toolset_is_not_offered_is_not_asked(hermes_home: Path)
         with FakeOpenAI([Reply(content="hi")]) as srv:
             Agent(model="m", base_url=srv.base_url, enabled_toolsets=["todo"], display=False, stream=False).run("hi")
         assert srv.requests[0]["messages"][0]["role"] == "user" and module.SEEN == []
+    finally:
+        for name in ("notes", "broken"):
+            unregister_memory_provider(name)
+
+
+def test_unloading_the_plugin_ends_its_providers_those_without_tools_too(hermes_home: Path) -> None:
+    _load(hermes_home)
+    try:
+        assert {"notes", "broken"} <= {p.name for p in memory_providers()}
+        unload_plugins()
+        left = [p.name for p in memory_providers()]
+        assert "notes" not in left and "notes_lookup" not in registry
+        assert "broken" not in left  # no tools to lose: it would have been asked in every later run
+        assert "notes" in discover_plugins()  # load again: the same providers, once each
+        assert sorted(p.name for p in memory_providers() if p.name in ("notes", "broken")) == ["broken", "notes"]
     finally:
         for name in ("notes", "broken"):
             unregister_memory_provider(name)

@@ -201,7 +201,7 @@ def test_outside_a_notebook_the_default_offers_the_persons_tools_not_terminal_or
     import hermes_nb.selection as sel
 
     monkeypatch.setattr(state, "shell", None)
-    monkeypatch.setattr(sel.selection, "chosen", False, raising=False)  # (today: no such trait)
+    monkeypatch.setattr(sel.selection, "chosen", False)  # nobody chose yet (an earlier test may have)
     with FakeOpenAI([Reply(content="a"), Reply(content="b")]) as srv:
         agent = _agent(srv, enabled_toolsets=None)
         agent.run("one")

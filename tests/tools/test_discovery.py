@@ -179,3 +179,13 @@ def test_builtin_tools_dir_outside_package(tmp_path: Path) -> None:
         assert registry.get_entry("disc_user").source == "builtin"
     finally:
         sys.modules.pop(f"hermes_nb_user_tools.{stem}", None)
+
+
+def test_the_core_modules_skipped_unparsed_exist_and_never_register():
+    """The cold-start skip list names real top-level modules of the core, none of which registers (a moved
+    module left behind is dead weight; a registering one skipped would lose its tools)."""
+    core = discovery._TOOLS_DIR
+    for name in sorted(discovery._CORE):
+        path = core / f"{name}.py"
+        assert path.is_file(), f"{name} is skipped but is not a module of {core}"
+        assert not scan_file(path), f"{name} registers tools at module level but discovery skips it"

@@ -253,6 +253,15 @@ def test_a_config_that_cannot_be_read_loads_no_plugin(hermes_home: Path):
     assert "plugins.enabled must be a list" in notes()["config.yaml"]
 
 
+def test_a_disabled_that_is_not_a_list_loads_no_plugin_rather_than_disabling_none(hermes_home: Path):
+    plugin(hermes_home, "noisy", f"def register(ctx):\n    ctx.register_tool('noisy_t', 'n', {schema('noisy_t')}, "
+                                 f"lambda a, **k: 'ok')\n")
+    (hermes_home / "config.yaml").write_text("plugins:\n  disabled: noisy\n")  # a name, not a list of one
+    assert plugins.discover_plugins() == []
+    assert "noisy_t" not in registry
+    assert "plugins.disabled must be a list" in notes()["config.yaml"]
+
+
 # -- Hermes main's package tools: tools/<pkg>/tool.py ---------------------------------------------------
 
 

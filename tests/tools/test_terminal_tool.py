@@ -26,19 +26,6 @@ def run(**args: object) -> dict:
     return json.loads(registry.dispatch("terminal", args))
 
 
-def _alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie (a reaped-later child of init still shows briefly)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
-
-
 def test_output_and_exit_code(ws: Path) -> None:
     result = run(command="pwd; echo err >&2; cat missing.txt")
     assert result == {"exit_code": 1, "stdout": f"{ws}\n", "timed_out": False,

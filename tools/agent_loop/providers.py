@@ -85,9 +85,12 @@ def register_memory_provider(provider: Any, *, plugin: str = "", source: str = "
     return record
 
 
-def unregister_memory_provider(name: str) -> None:
-    """Remove a provider and the tools it registered."""
+def unregister_memory_provider(name: str, *, record: ProviderRecord | None = None) -> None:
+    """Remove a provider and the tools it registered; with ``record``, only that registration (not a
+    newer provider of the same name)."""
     with _lock:
+        if record is not None and _providers.get(name) is not record:
+            return
         old = _providers.pop(name, None)
     clear_failures(SOURCE, name)
     for tool in old.tools if old else ():

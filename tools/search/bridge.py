@@ -11,16 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_nb.tools.search import index
-from hermes_nb.tools.search.catalog import BRIDGE_NAMES, Catalog, CatalogEntry
-from hermes_nb.tools.search.scope import parse_tool_call
+from hermes_nb.tools.search.catalog import Catalog, CatalogEntry
+from hermes_nb.tools.search.scope import NO_RUN, not_deferred_hint, resolve
 
-__all__ = ["call_refusal", "describe_answer", "search_answer", "string_list"]
+__all__ = ["NO_RUN", "call_refusal", "describe_answer", "search_answer", "string_list"]
 
 MAX_QUERIES = 10
 MAX_NAMES = 10
 _DESCRIPTION_CHARS = 300
-NO_RUN = ("no deferred tools here: the bridge reaches only the deferred tools of the agent run it is "
-          "called in (here no run, or a run that defers nothing)")
 
 
 def string_list(value: Any, key: str, most: int) -> list[str] | str:
@@ -90,35 +88,15 @@ def describe_answer(catalog: Catalog, names: list[str]) -> dict[str, Any]:
     missing = [n for n in names if n not in catalog]
     if missing:
         out["not_found"] = missing
-        out["hint"] = _hint(catalog, missing)
+        out["hint"] = not_deferred_hint(catalog, missing)
     return out
-
-
-def _hint(catalog: Catalog, missing: list[str]) -> str:
-    # a deferred MCP tool asked for by its bare name (``get_current_time`` for ``mcp__time__get_current_time``)
-    guesses = sorted({c.name for m in missing for c in catalog.entries if c.name.endswith(f"_{m}")})
-    if guesses:
-        return f"not deferred tools of this run; did you mean {', '.join(guesses)}?"
-    return ("not deferred tools of this run: use the exact names tool_search returns "
-            "(a tool in your own tool list is called directly)")
 
 
 def call_refusal(arguments: dict[str, Any], catalog: Catalog | None) -> str:
     """Why this ``tool_call`` was not unwrapped at its batch's entry (it never runs anything itself)."""
-    if catalog is None:
-        return f"tool_call did not run: {NO_RUN}"
-    parsed = parse_tool_call(arguments)
-    if isinstance(parsed, str):
-        return parsed
-    name = parsed[0]
-    if name in BRIDGE_NAMES:
-        return f"tool_call cannot run {name!r}; call it directly"
-    if name not in catalog:
-        return f"tool_call did not run {name!r}: {_hint(catalog, [name])}"
-    from hermes_nb.tools.registry import registry
-
-    status = registry.availability(name)
-    if not status.available:
-        return f"tool_call did not run {name!r}: it is unavailable ({status.reason or 'unavailable'})"
+    resolved = resolve(arguments, catalog)
+    if isinstance(resolved, str):
+        return resolved
     # a valid call reaches this handler only when dispatched on its own, outside a batch
-    return f"tool_call did not run {name!r}: the bridge runs a deferred tool only as part of an agent's tool batch"
+    return (f"tool_call did not run {resolved[0]!r}: the bridge runs a deferred tool only as part of an agent's "
+            "tool batch")

@@ -18,8 +18,11 @@ from typing import Any
 
 from hermes_nb.tools.search.catalog import BRIDGE_NAMES, TOOL_CALL, Catalog
 
-__all__ = ["current_catalog", "parse_tool_call", "reset_catalog", "set_catalog", "unwrap", "unwrap_calls",
-           "use_catalog"]
+__all__ = ["NO_RUN", "current_catalog", "not_deferred_hint", "parse_tool_call", "reset_catalog", "resolve",
+           "set_catalog", "unwrap", "unwrap_calls", "use_catalog"]
+
+NO_RUN = ("no deferred tools here: the bridge reaches only the deferred tools of the agent run it is "
+          "called in (here no run, or a run that defers nothing)")
 
 _catalog: ContextVar[Catalog | None] = ContextVar("hermes_nb_tool_search_catalog", default=None)
 
@@ -89,22 +92,45 @@ def parse_tool_call(arguments: Any) -> tuple[str, dict[str, Any]] | str:
     return name, args
 
 
-def unwrap(arguments: Any, catalog: Catalog | None) -> tuple[str, dict[str, Any]] | None:
+def resolve(arguments: Any, catalog: Catalog | None) -> tuple[str, dict[str, Any]] | str:
     """The real tool and arguments a ``tool_call`` asks for, when it is a deferred tool of ``catalog`` and
-    available now; else None (its handler then says why)."""
+    available now; else why not (what its handler answers). The one decision: ``unwrap`` at a batch's
+    entry and the handler's refusal both read it."""
     if catalog is None:
-        return None
+        return f"tool_call did not run: {NO_RUN}"
     if isinstance(arguments, (str, bytes, bytearray)) and len(arguments) > 65_536:
         from hermes_nb.tools.budget import argument_limit
 
-        if len(arguments) > argument_limit():
-            return None  # refused unparsed, as any call's oversized arguments are (its handler's prepare says so)
+        if len(arguments) > argument_limit():  # refused unparsed, as any call's oversized arguments are
+            return "tool_call arguments are too large"  # (the handler never sees these: its prepare refuses them)
     parsed = parse_tool_call(arguments)
-    if isinstance(parsed, str) or parsed[0] not in catalog:
-        return None
+    if isinstance(parsed, str):
+        return parsed
+    name = parsed[0]
+    if name not in catalog:
+        return f"tool_call did not run {name!r}: {not_deferred_hint(catalog, [name])}"
     from hermes_nb.tools.registry import registry
 
-    return parsed if registry.availability(parsed[0]).available else None
+    status = registry.availability(name)
+    if not status.available:
+        return f"tool_call did not run {name!r}: it is unavailable ({status.reason or 'unavailable'})"
+    return parsed
+
+
+def unwrap(arguments: Any, catalog: Catalog | None) -> tuple[str, dict[str, Any]] | None:
+    """``resolve``'s tool and arguments, or None when it cannot be unwrapped (its handler then says why)."""
+    resolved = resolve(arguments, catalog)
+    return None if isinstance(resolved, str) else resolved
+
+
+def not_deferred_hint(catalog: Catalog, missing: list[str]) -> str:
+    """What to say of names that are not deferred tools of ``catalog`` (a bare MCP name: its full one)."""
+    # a deferred MCP tool asked for by its bare name (``get_current_time`` for ``mcp__time__get_current_time``)
+    guesses = sorted({c.name for m in missing for c in catalog.entries if c.name.endswith(f"_{m}")})
+    if guesses:
+        return f"not deferred tools of this run; did you mean {', '.join(guesses)}?"
+    return ("not deferred tools of this run: use the exact names tool_search returns "
+            "(a tool in your own tool list is called directly)")
 
 
 def _read(call: Any) -> tuple[Any, Any, Any]:

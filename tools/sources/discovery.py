@@ -31,11 +31,11 @@ __all__ = ["discover_builtin_tools", "discover_tool_files", "scan_file"]
 log = logging.getLogger(__name__)
 
 _CACHE_VERSION = 1
-# Core modules never register at top level; skipping them saves a parse on a cold start.
+# The core's top-level modules that never register; skipping them saves a parse on a cold start. (The
+# modules of its subpackages are never candidates: only ``<folder>/tool.py`` is.)
 _CORE = frozenset({
-    "__init__", "registry", "entry", "results", "errors", "config", "discovery", "model_tools", "toolsets",
-    "load_report", "async_bridge", "approval", "workspace", "budget", "interaction", "mcp_tool", "plugins",
-    "plugin_files", "hermes_compat", "hermes_imports", "call_hooks", "plugin_hooks", "budget_config", "examples",
+    "__init__", "registry", "errors", "config", "model_tools", "toolsets", "async_bridge", "approval", "workspace",
+    "budget", "budget_config", "interaction", "mcp_tool", "lazy_deps",
 })
 _lock = threading.RLock()
 _TOOLS_DIR = Path(__file__).resolve().parents[1]  # tools/, where the built-in *_tool.py files are

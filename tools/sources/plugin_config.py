@@ -61,12 +61,15 @@ def plugin_policy() -> PluginPolicy:
     enabled = section.get("enabled")
     if "enabled" in section and not isinstance(enabled, list):
         raise ConfigError(f"{config_path()}: plugins.enabled must be a list of plugin names")
+    disabled = section.get("disabled")
+    if disabled is not None and not isinstance(disabled, list):  # ``disabled: noisy`` must not disable nothing
+        raise ConfigError(f"{config_path()}: plugins.disabled must be a list of plugin names")
     raw_entries = section.get("entries")
     entries: dict[Any, Any] = raw_entries if isinstance(raw_entries, dict) else {}
     by_entry = {str(k) for k, v in entries.items() if isinstance(v, dict) and v.get("allow_tool_override") is True}
     return PluginPolicy(
         enabled=_names(enabled) if "enabled" in section else None,
-        disabled=_names(section.get("disabled")),
+        disabled=_names(disabled),
         allow_tool_override=_names(section.get("allow_tool_override")) | by_entry,
     )
 

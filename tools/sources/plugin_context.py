@@ -176,11 +176,14 @@ class PluginContext:
     def register_memory_provider(self, provider: Any) -> None:
         """Hermes's ``ctx.register_memory_provider``: its tools under toolset ``memory-<name>``; the agent calls
         its ``prefetch`` / ``sync`` (``hermes_nb.tools.agent_loop.providers``)."""
-        from hermes_nb.tools.agent_loop.providers import register_memory_provider
+        from hermes_nb.tools.agent_loop.providers import register_memory_provider, unregister_memory_provider
 
         record = register_memory_provider(provider, plugin=self.origin)
         if record is not None:
             self.tools.extend(record.tools)
+            # unloading the plugin ends the provider too: one without tools would otherwise go on being
+            # asked (prefetch) and told (sync) every run
+            self.undos.append(lambda: unregister_memory_provider(record.name, record=record))
 
     def register_tool(self, name: str, toolset: str, schema: dict[str, Any], handler: Callable[..., Any],
                       *args: Any, override: bool = False, **kwargs: Any) -> ToolEntry | None:  # fmt: skip
@@ -223,7 +226,7 @@ class PluginContext:
         if name in self.tools:
             self.tools.remove(name)
         removed = registry.deregister(name)
-        self._put_back(name)
+        self.put_back(name)
         return removed
 
     def set_disabled(self, name: str, reason: str | None) -> ToolEntry | None:
@@ -233,8 +236,13 @@ class PluginContext:
             raise self.refuse(name, existing, "disable or enable")
         return registry.set_disabled(name, reason)
 
-    def _put_back(self, name: str) -> None:
-        """The tool an allowed replacement displaced comes back when the replacement goes (as Hermes main)."""
-        old = self.displaced.pop(name, None)
-        if old is not None and registry.get_entry(name) is None:
-            registry.restore({**registry.snapshot(), name: old})
+    def put_back(self, *names: str) -> None:
+        """The tools an allowed replacement displaced (``names``; every one when none given) come back when
+        the replacement goes, unless something else took the name since (as Hermes main)."""
+        back = {n: self.displaced.pop(n) for n in (names or list(self.displaced)) if n in self.displaced}
+        if not back:
+            return
+        snapshot = registry.snapshot()
+        for name, old in back.items():
+            snapshot.setdefault(name, old)
+        registry.restore(snapshot)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hermes_nb.tools.calls.outcome import says_error
 from hermes_nb.tools.calls.results import MultimodalResult, tool_error
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def _outcome(result: str) -> tuple[str, str | None, str | None]:
             value = json.loads(result)
         except ValueError:
             value = None
-        if isinstance(value, dict) and value.get("error"):
+        if says_error(value):  # Hermes's error shape, as dispatch reads it (tools.calls.outcome)
             return "error", "tool_error", str(value["error"])
     return "ok", None, None
 

@@ -180,11 +180,7 @@ def _forget(name: str) -> None:
         entry = registry.get_entry(tool)
         if entry is not None and ctx.owns(entry):
             registry.deregister(tool)
-    if ctx.displaced:  # what an allowed override replaced comes back, unless something else took the name
-        snapshot = registry.snapshot()
-        for tool, old in ctx.displaced.items():
-            snapshot.setdefault(tool, old)
-        registry.restore(snapshot)
+    ctx.put_back()  # what an allowed override replaced comes back, unless something else took the name
 
 
 def _run_register(ctx: PluginContext, kind: str, target: Any, meta: dict[str, Any], location: str) -> None:
@@ -384,7 +380,7 @@ def discover_plugins() -> list[str]:
         _forget(name)
     _found.clear()
     _home[:] = [hermes_home()]
-    if not _guard_undo and hasattr(registry, "add_register_guard"):
+    if not _guard_undo:
         _guard_undo.append(registry.add_register_guard(ownership_guard(lambda: list(_contexts.values()))))
     loaded = _folder_plugins(hermes_home() / "plugins", "user", policy)
     if os.environ.get("HERMES_ENABLE_PROJECT_PLUGINS"):
