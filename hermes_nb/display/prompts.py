@@ -96,11 +96,9 @@ def _tell_no_one_to_ask() -> None:
 
 def _widgets_available() -> bool:
     """True inside a Jupyter kernel (a ZMQ shell), where widgets can render."""
-    try:
-        from ipykernel.zmqshell import ZMQInteractiveShell
-    except ImportError:
-        return False
-    return isinstance(_get_ipython(), ZMQInteractiveShell)
+    from hermes_nb.display.kernel import in_kernel
+
+    return in_kernel(_get_ipython())
 
 
 def _get_ipython() -> Any:

@@ -37,7 +37,9 @@ def serve(shell: Any, args: Any) -> Table | str:
         print(f"warning: %mcp serve --host {options.host} listens beyond this machine's loopback; anyone who "
               "can reach it and holds the token can run the served tools", file=sys.stderr)
     panel = None
-    if _in_kernel(shell):
+    from hermes_nb.display.kernel import in_kernel
+
+    if in_kernel(shell):
         from hermes_nb.serve.panel import ServePanel
 
         panel = ServePanel(title=f"MCP server {options.name}: served calls", widgets=True)
@@ -68,14 +70,6 @@ def _options(args: Any) -> Any:
         raise UsageError(f"%mcp serve --port: {args.port} is not a port number")
     return ServeOptions(toolsets=toolsets, port=args.port, name=args.serve_name, host=args.host or "127.0.0.1",
                         bridge=bool(args.bridge))
-
-
-def _in_kernel(shell: Any) -> bool:
-    try:
-        from ipykernel.zmqshell import ZMQInteractiveShell
-    except ImportError:
-        return False
-    return isinstance(shell, ZMQInteractiveShell)
 
 
 def _toolsets_text(server: Any) -> str:

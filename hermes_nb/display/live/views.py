@@ -24,6 +24,7 @@ from hermes_nb.agent.events import (
 )
 from hermes_nb.display.cards import aside_text
 from hermes_nb.display.checklist import checklist_text
+from hermes_nb.display.kernel import in_kernel
 from hermes_nb.display.live.render import (
     RunResult,
     card_line,
@@ -190,16 +191,6 @@ class TextView(NullView):
         self.transcript.shown_live = True
         self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); "
                    f"{usage_text(result.usage, self.transcript.cost)}")
-
-
-def in_kernel() -> bool:
-    """Whether this runs in a Jupyter kernel (where HTML and display handles reach a frontend)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    ip = get_ipython()
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
 def make_view(display: bool | str | None, *, prompt: str, model: str) -> View:
