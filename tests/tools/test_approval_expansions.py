@@ -117,3 +117,53 @@ def test_the_reader_never_fails_and_what_it_cannot_finish_asks(text: str) -> Non
     if not scanned.complete:
         assert detect_dangerous_command(text)[0], text
         assert any(matches("rm -rf *", f) for f in forms)  # a deny rule applies to what cannot be read
+
+
+# --- the parser's own edges: what bashlex cannot finish or represent asks, and never hangs or raises ---------
+
+#: A ``${`` whose word ends before its ``}``: bashlex loops forever on these (it takes the missing ``}`` as
+#: position -1 and reads the word again), so without the pre-check the approval check hangs the kernel.
+UNCLOSED = ["echo a'${'b", "echo '${' ok", 'echo "${"', "echo ${", "x=${ true", "echo \\${ a", "cat <<< a${",
+            "echo ${a ; touch m", "echo ${a:-x y}", "ls ${ | cat"]
+#: Closing a descriptor (``>&-``): bashlex hands the target over as a bare string, which the reader took
+#: for a word and raised on.
+FD_CLOSE = ["ls >&-", "ls 2>&-", "exec 3>&-", "cat <&-", "ls 1>&- 2>&-"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", UNCLOSED)
+def test_an_unclosed_parameter_expansion_asks_without_hanging(command: str) -> None:
+    dangerous, key, _ = detect_dangerous_command(command)
+    assert dangerous, command
+    assert key in {"unparseable", "indirection", "command-substitution"}, key
+
+
+@pytest.mark.parametrize("command", FD_CLOSE)
+def test_closing_a_descriptor_is_read_as_a_redirection(command: str, tmp_path: Path) -> None:
+    from hermes_nb.tools.safety.classifier import analyse
+
+    analysis = analyse(command)  # raised AttributeError before
+    assert all(f.key != "unparseable" for f in analysis.findings), analysis.findings
+    assert analysis.commands, "the simple command behind the redirection was lost"
+    assert not bash_runs(command, tmp_path / "fd")  # and bash agrees nothing runs from it
+
+
+def test_a_reader_that_fails_on_a_line_makes_it_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_nb.tools.safety import walker
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a construct the reader cannot represent")
+
+    monkeypatch.setattr(walker, "walk", broken)
+    dangerous, key, description = detect_dangerous_command("ls")  # read-only, were the reader working
+    assert dangerous and key == "unparseable", (key, description)
+
+
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(alphabet=st.sampled_from(list("ab $`'\"\\(){}[]<>|&;~#*?=!\n\t-+:,./@%^0")), max_size=30))
+@pytest.mark.timeout(240)
+def test_the_whole_check_never_raises_on_any_line(text: str) -> None:
+    from hermes_nb.tools.safety.classifier import analyse
+
+    analysis = analyse(text)  # a hang fails on the timeout, an exception here fails the test
+    assert isinstance(analysis.findings, (list, tuple))

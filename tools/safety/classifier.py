@@ -12,6 +12,7 @@ cannot hide a command from the other.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ from hermes_nb.tools.safety.visible import hidden_characters, make_visible
 from hermes_nb.tools.safety.walker import TRUSTED_DIRS, Finding
 
 __all__ = ["MAX_CHARS", "Analysis", "analyse"]
+
+log = logging.getLogger("hermes_nb.tools.approval")
 
 MAX_CHARS = 20_000
 #: Commands that change what the commands after them in the line mean (where they run, what they see).
@@ -98,7 +101,16 @@ def _git_after_cd(commands: tuple[tuple[Word, ...], ...], line: str) -> list[Fin
 
 
 def analyse(command: str) -> Analysis:
-    """What both readers find in ``command``."""
+    """What both readers find in ``command``; a reader or a rule that fails on it is a reason to ask."""
+    try:
+        return _analyse(command)
+    except Exception:  # the check's own edge: a construct it cannot represent asks, never passes or crashes
+        log.exception("the command check failed on %r; asking", command)
+        return _only(Finding("unparseable", "the command uses a construct this check failed to read, so it "
+                                            "cannot be checked.", "line:" + command))
+
+
+def _analyse(command: str) -> Analysis:
     line = "line:" + command
     if len(command) > MAX_CHARS:
         return _only(Finding("unparseable", f"the command is longer than {MAX_CHARS} characters.", line))

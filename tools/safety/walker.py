@@ -172,8 +172,8 @@ class Walker:
         if heredoc is not None and _heredoc_expands(heredoc.value):
             self.add("command-substitution", "the here-document's body has expansions bash evaluates (commands, "
                                              "arithmetic or parameter transformations can run code).")
-        if isinstance(target, int):
-            return  # fd duplication such as 2>&1
+        if isinstance(target, int) or (r.type in (">&", "<&") and target == "-"):
+            return  # fd duplication such as 2>&1, or closing one (>&-)
         self.word(target, command_position=False)
         if target.word.startswith(("/dev/tcp/", "/dev/udp/")):
             self.add("network", f"the redirection `{r.type} {target.word}` opens a network connection.")
@@ -267,10 +267,32 @@ def _program(n: Any) -> str:
     return ""
 
 
+_WORD_BREAKS = frozenset(" \t\n;&|()<>")
+
+
+def _unclosed_parameter(text: str) -> bool:
+    """Is there a ``${`` with no ``}`` after it in the same word? bashlex loops forever on one (its
+    ``_paramexpand`` takes the missing ``}`` as position -1 and starts the word again): ``echo a'${'b``."""
+    pending, i = False, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "$" and text.startswith("${", i):
+            pending, i = True, i + 2
+            continue
+        if ch == "}":
+            pending = False
+        elif pending and ch in _WORD_BREAKS:
+            return True  # the word ended first (a quoted blank counts too: asking is the safe side)
+        i += 1
+    return pending
+
+
 def walk(text: str, line_scope: str) -> tuple[list[Finding], list[str]] | None:
     """(findings, the text of each simple command) from bashlex's tree; None when bashlex cannot parse it."""
     import bashlex
 
+    if _unclosed_parameter(text):
+        return None
     # `time CMD` (in command position) times CMD: judge CMD; blanks keep every position in place
     text = _TIME_KEYWORD.sub(lambda m: m.group(1) + m.group(2) + " " * len(m.group(3)), text)
     try:
