@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.safety.shell_words import Word, scan
 
 __all__ = ["Candidate", "candidates", "matches"]
@@ -199,10 +200,10 @@ def _shell_code(program: str, words: list[Word], root: Path | None = None) -> st
 
 def _script(name: str, root: Path | None) -> str:
     path = Path(name) if os.path.isabs(name) or root is None else root / name
-    try:
-        with path.open("rb") as fh:
+    try:  # a pipe or a device (`bash /dev/stdin`) is code nobody can read: it matches every rule
+        with open_regular(path) as fh:
             data = fh.read(_MAX_SCRIPT + 1)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the name
         return ""
     return data.decode("utf-8", errors="replace") if len(data) <= _MAX_SCRIPT else ""
 
