@@ -122,8 +122,7 @@ class HtmlView(NullView):
         return {"text/html": transcript_html(self.transcript), "text/plain": transcript_text(self.transcript)}
 
     def finish(self, result: RunResult) -> None:
-        set_cost(self.transcript, getattr(result, "cost", None))
-        self.transcript.done = True
+        super().finish(result)
         self.transcript.shown_live = True
         self._update()
 
@@ -187,8 +186,7 @@ class TextView(NullView):
         self._line(f"✗ {message}")
 
     def finish(self, result: RunResult) -> None:
-        set_cost(self.transcript, getattr(result, "cost", None))
-        self.transcript.done = True
+        super().finish(result)
         self.transcript.shown_live = True
         self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); "
                    f"{usage_text(result.usage, self.transcript.cost)}")
