@@ -23,17 +23,11 @@ class SessionList:
     results: dict[str, Any]
 
     def _repr_html_(self) -> str:
-        from hermes_nb.display import colours
-        from hermes_nb.display.escaping import escape_html
+        from hermes_nb.display.cards import Table
 
-        if not self.rows:
-            return f'<div style="color:{colours.MUTED}">{escape_html(self.title)}: nothing found</div>'
-        keys = list(self.rows[0])
-        head = "".join(f'<th style="text-align:left">{escape_html(k)}</th>' for k in keys)
-        body = "".join("<tr>" + "".join(f'<td style="text-align:left;vertical-align:top">{escape_html(r[k])}</td>'
-                                        for k in keys) + "</tr>" for r in self.rows)
-        return (f'<div style="font-family:sans-serif;font-size:13px"><b>{escape_html(self.title)}</b>'
-                f'<table style="color:{colours.TEXT}"><tr>{head}</tr>{body}</table></div>')
+        keys = tuple(self.rows[0]) if self.rows else ()
+        return Table(headers=keys, rows=tuple(tuple(str(r[k]) for k in keys) for r in self.rows), title=self.title,
+                     empty="nothing found").html()
 
     def __repr__(self) -> str:
         lines = [self.title]
