@@ -42,7 +42,7 @@ class SessionMagics(Magics):
     @magic_arguments()
     @argument("query", nargs="*", help="Words to find (FTS5: a OR b, \"a phrase\", pre*); none: the latest runs. "
                                        "'show RUN_ID' lists one run's messages.")
-    @argument("--limit", type=int, default=10, help="How many runs (default 10).")
+    @argument("--limit", type=int, default=10, help="How many runs, 1 to 10 (default 10).")
     @line_magic
     def sessions(self, line: str) -> SessionList:
         """List or search the agent runs stored in $HERMES_NB_HOME/sessions.db (every kernel writes there).
@@ -56,15 +56,15 @@ class SessionMagics(Magics):
         from hermes_nb.agent.recall import search_runs
 
         args = parse_line(self.sessions, line, "%sessions")
-        if args.limit < 1:
-            raise UsageError("--limit must be at least 1")
+        if not 1 <= args.limit <= 10:  # session_search's own bounds: more was cut to 10 without a word
+            raise UsageError(f"%sessions: --limit is 1 to 10, not {args.limit}")
         words = list(args.query)
         if words[:1] == ["show"]:
             if len(words) != 2:
                 raise UsageError("%sessions show RUN_ID: give one run id (from %sessions)")
             return _show(words[1])
         query = " ".join(words)
-        found = search_runs(query, limit=min(args.limit, 10))
+        found = search_runs(query, limit=args.limit)
         if not found.get("success"):
             raise UsageError(f"%sessions: {found['error']}")
         rows = [{"run": r["session_id"], "when": r["when"], "notebook": r["notebook"] or "—",
