@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 
 from traitlets import Bool, HasTraits, List, Unicode
 
-__all__ = ["Selection", "current", "enabled_toolsets", "offered_toolsets", "select", "selection"]
+__all__ = ["Selection", "current", "enabled_toolsets", "offered_by", "offered_toolsets", "select", "selection"]
 
 
 class Selection(HasTraits):
@@ -77,6 +77,14 @@ def offered_toolsets() -> list[str] | None:
     return sorted(name for name, tools in registry.get_toolsets().items()
                   if any((entry := registry.get_entry(tool)) is not None and entry.source != "builtin"
                          for tool in tools))
+
+
+def offered_by(own: list[str] | None) -> list[str] | None:
+    """The toolsets of an agent whose own list is ``own`` (None: all): that list, else ``offered_toolsets()``
+    as its loop offers them, so the run's system prompt (memory), its providers and a sub-agent's toolsets
+    follow the tools it is sent."""
+    enabled = own if own is not None else offered_toolsets()
+    return None if enabled is None or any(n in ("all", "*") for n in enabled) else list(enabled)
 
 
 def current() -> Selection:

@@ -128,7 +128,7 @@ def run_cost(turns: Sequence[Turn], model: Any) -> RunCost:
 
 def _result_shares(before: Turn, after: Turn, ref: tuple[str | None, str | None, bool, str]) -> dict[str, Price]:
     """Each tool result's share of the tokens it added to the next request."""
-    start = len(before.request.messages) + 1  # after the assistant message that asked for the calls
+    start = before.request.count + 1  # after the assistant message that asked for the calls
     results = [m for m in after.request.messages[start:] if m.get("role") == "tool"]
     if not results:
         return {}

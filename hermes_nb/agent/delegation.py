@@ -132,18 +132,11 @@ def _status(result: Any) -> str:
     return "completed" if result.text else "failed"
 
 
-def _offered(agent: Any) -> list[str] | None:
-    enabled = agent.enabled_toolsets
-    if enabled is None:
-        from hermes_nb.selection import enabled_toolsets
-
-        enabled = enabled_toolsets()
-    return None if enabled is None or any(n in ("all", "*") for n in enabled) else list(enabled)
-
-
 def _child_toolsets(parent: Any, asked: Any) -> list[str] | None | str:
     """The child's toolsets (None: all its parent had), or why they cannot be given."""
-    offered = _offered(parent)
+    from hermes_nb.selection import offered_by
+
+    offered = offered_by(parent.enabled_toolsets)
     if asked is None:
         return offered
     if not isinstance(asked, list) or not all(isinstance(n, str) for n in asked):

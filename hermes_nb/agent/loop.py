@@ -304,9 +304,10 @@ class Agent:
                 emit(TurnStarted(iteration=iterations))
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
-                turn = await self._complete(tools, emit)
-                turns.append(new_turn(iterations, with_listing(list(self.messages), tools.listing), tools.definitions,
-                                      turn, self.model, turns[-1] if turns else None))  # as sent
+                sent = with_listing(list(self.messages), tools.listing)
+                turn = await self._complete(sent, tools, emit)
+                turns.append(new_turn(iterations, sent, tools.definitions, turn, self.model,
+                                      turns[-1] if turns else None))
                 emit(TurnDone(turn=turns[-1]))
                 add_usage(usage, turn.usage)
                 emit(UsageUpdate(usage=usage.copy()))
@@ -343,13 +344,13 @@ class Agent:
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
                            model=shown, turns=tuple(turns), todos=tuple(self.todo_store.read()))
 
-    async def _complete(self, tools: Assembly,
-                        emit: Emit) -> Any:
-        """One model turn; text that cannot be sent (a lone surrogate, a non-JSON value) never escapes."""
+    async def _complete(self, sent: list[dict[str, Any]], tools: Assembly, emit: Emit) -> Any:
+        """One model turn sent ``sent`` (the history with the turn's tool listing); text that cannot be sent
+        (a lone surrogate, a non-JSON value) never escapes."""
         for attempt in (1, 2):
             try:
                 return await self.model.complete(
-                    with_listing(list(self.messages), tools.listing), tools.definitions,
+                    sent, tools.definitions,
                     on_text=lambda d: emit(TextDelta(delta=d)),
                     on_retry=lambda m: emit(Notice(message=m, level="retry")))
             except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError

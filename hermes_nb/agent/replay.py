@@ -26,6 +26,7 @@ another question says so in the same way instead of answering as if nothing chan
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import os
@@ -178,6 +179,17 @@ class ReplayModel:
 
     #: its usage is the recording's, not measured now (``hermes_nb.agent.cost`` says "recorded usage")
     replays_recording = True
+
+    def __repr__(self) -> str:
+        return f"ReplayModel(path={str(self.path)!r}, on_drift={self.on_drift!r})"
+
+    def fresh(self) -> ReplayModel:
+        """The same recording and settings from its first turn, for another conversation (a replay's place
+        in its cassette belongs to one conversation: concurrent ones must not share it)."""
+        fresh = copy.copy(self)  # the cassette itself is only read: shared
+        fresh.rewind()
+        fresh.recorded_request = None
+        return fresh
 
     def check_config(self) -> None:
         """A replay needs no network and no key; a run after the last recorded turn is refused before it

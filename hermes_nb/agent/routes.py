@@ -204,15 +204,13 @@ _framed: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDiction
 
 
 def _offers(agent: Any, toolset: str) -> bool:
-    """Whether ``agent`` offers ``toolset`` now (its own list, else the picker's), without reading tools."""
+    """Whether ``agent`` offers ``toolset`` now (as the loop offers tools: ``selection.offered_by``)."""
     if toolset in (agent.disabled_toolsets or ()):
         return False
-    enabled = agent.enabled_toolsets
-    if enabled is None:
-        from hermes_nb.selection import enabled_toolsets
+    from hermes_nb.selection import offered_by
 
-        enabled = enabled_toolsets()
-    return enabled is None or toolset in enabled or any(n in ("all", "*") for n in enabled)
+    enabled = offered_by(agent.enabled_toolsets)
+    return enabled is None or toolset in enabled
 
 
 def _notebook() -> str:

@@ -70,7 +70,8 @@ def evaluate(cases: Any, agent: Any = None, concurrency: int = 8,
     progress = Progress("evaluate", len(case_list), display=display)
     progress.update(len(outcomes), f"{len(resumed)} resumed" if resumed else "", force=True)
     toolsets = list(template.get("enabled_toolsets") or [])
-    model_name = str(template.get("model") or "")
+    model = template.get("model")
+    model_name = str(getattr(model, "name", model) or "")  # a Model object (an Agent's template) by its name
     errors = 0
 
     def finished(case: Case, outcome: Outcome) -> None:

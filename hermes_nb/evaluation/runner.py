@@ -81,6 +81,8 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
         kwargs["model"] = f"replay:{cassette_path(cassettes[1], case)}"
     if model is not None and not (cassettes and cassettes[0] == "replay"):
         kwargs["model"] = model  # one client for every case (its connection pool is shared), none built per case
+    if getattr(kwargs.get("model"), "replays_recording", False):
+        kwargs["model"] = kwargs["model"].fresh()  # its place in the cassette is this case's, not shared
     try:
         agent = Agent(**kwargs, display=False)
         if cassettes is not None and cassettes[0] == "record":

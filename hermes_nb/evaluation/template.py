@@ -25,7 +25,7 @@ def from_agent(agent: Any) -> dict[str, Any]:
     if inner is not None:  # a RecordingModel: the cases use what it records
         model = inner
     if getattr(model, "replays_recording", False):
-        model = f"replay:{model.path}"  # each case replays from the first turn, not from this agent's place
+        model = model.fresh()  # from the first turn, not from this agent's place (each case gets its own copy)
     parameters = set(inspect.signature(type(agent).__init__).parameters) - _PER_CASE
     settings = {name: getattr(agent, name) for name in sorted(parameters) if hasattr(agent, name)}
     return {"stream": False, **settings, "model": model}

@@ -23,17 +23,11 @@ class SessionList:
     results: dict[str, Any]
 
     def _repr_html_(self) -> str:
-        from hermes_nb.display import colours
-        from hermes_nb.display.escaping import escape_html
+        from hermes_nb.display.cards import Table
 
-        if not self.rows:
-            return f'<div style="color:{colours.MUTED}">{escape_html(self.title)}: nothing found</div>'
-        keys = list(self.rows[0])
-        head = "".join(f'<th style="text-align:left">{escape_html(k)}</th>' for k in keys)
-        body = "".join("<tr>" + "".join(f'<td style="text-align:left;vertical-align:top">{escape_html(r[k])}</td>'
-                                        for k in keys) + "</tr>" for r in self.rows)
-        return (f'<div style="font-family:sans-serif;font-size:13px"><b>{escape_html(self.title)}</b>'
-                f'<table style="color:{colours.TEXT}"><tr>{head}</tr>{body}</table></div>')
+        keys = tuple(self.rows[0]) if self.rows else ()
+        return Table(headers=keys, rows=tuple(tuple(str(r[k]) for k in keys) for r in self.rows), title=self.title,
+                     empty="nothing found").html()
 
     def __repr__(self) -> str:
         lines = [self.title]
@@ -48,7 +42,7 @@ class SessionMagics(Magics):
     @magic_arguments()
     @argument("query", nargs="*", help="Words to find (FTS5: a OR b, \"a phrase\", pre*); none: the latest runs. "
                                        "'show RUN_ID' lists one run's messages.")
-    @argument("--limit", type=int, default=10, help="How many runs (default 10).")
+    @argument("--limit", type=int, default=10, help="How many runs, 1 to 10 (default 10).")
     @line_magic
     def sessions(self, line: str) -> SessionList:
         """List or search the agent runs stored in $HERMES_NB_HOME/sessions.db (every kernel writes there).
@@ -62,15 +56,15 @@ class SessionMagics(Magics):
         from hermes_nb.agent.recall import search_runs
 
         args = parse_line(self.sessions, line, "%sessions")
-        if args.limit < 1:
-            raise UsageError("--limit must be at least 1")
+        if not 1 <= args.limit <= 10:  # session_search's own bounds: more was cut to 10 without a word
+            raise UsageError(f"%sessions: --limit is 1 to 10, not {args.limit}")
         words = list(args.query)
         if words[:1] == ["show"]:
             if len(words) != 2:
                 raise UsageError("%sessions show RUN_ID: give one run id (from %sessions)")
             return _show(words[1])
         query = " ".join(words)
-        found = search_runs(query, limit=min(args.limit, 10))
+        found = search_runs(query, limit=args.limit)
         if not found.get("success"):
             raise UsageError(f"%sessions: {found['error']}")
         rows = [{"run": r["session_id"], "when": r["when"], "notebook": r["notebook"] or "—",

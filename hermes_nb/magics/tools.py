@@ -22,13 +22,6 @@ from hermes_nb.tools.registry import registry
 __all__ = ["ToolMagics", "parse_call_args"]
 
 
-def _unquote(value: Any) -> Any:
-    """magic_arguments keeps shell quotes (``--check 'a and b'``); drop one matching pair."""
-    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
 @magics_class
 class ToolMagics(Magics):
     """Build, inspect and call LLM tools from notebook cells."""
@@ -75,8 +68,7 @@ class ToolMagics(Magics):
                 '''Area of a rectangle.'''
                 return {"area": width * height}
         """
-        args = parse_line(self.tool, line, "%%tool")
-        args.name = _unquote(args.name)
+        args = parse_line(self.tool, line, "%%tool")  # an option's quotes are dropped there
         shell = self.shell
         assert shell is not None
         python = shell.transform_cell(cell)
@@ -91,11 +83,11 @@ class ToolMagics(Magics):
         if not callable(fn):
             raise UsageError(f"%%tool: after running the cell, {fname!r} is not a function")
         options = CellToolOptions(
-            name=args.name, tool_name=_unquote(args.as_name), toolset=_unquote(args.toolset) or self.default_toolset, emoji=_unquote(args.emoji),
-            description=_unquote(args.description), requires_env=tuple(map(_unquote, args.requires_env)),
-            requires_packages=tuple(_unquote(r) for item in args.requires for r in item.split(",") if r.strip()),
-            check=_unquote(args.check), max_chars=args.max_chars, read_only=args.read_only,
-            interactive=args.interactive, path_params=tuple(map(_unquote, args.path_param)), defer=args.defer,
+            name=args.name, tool_name=args.as_name, toolset=args.toolset or self.default_toolset, emoji=args.emoji,
+            description=args.description, requires_env=tuple(args.requires_env),
+            requires_packages=tuple(r.strip() for item in args.requires for r in item.split(",") if r.strip()),
+            check=args.check, max_chars=args.max_chars, read_only=args.read_only,
+            interactive=args.interactive, path_params=tuple(args.path_param), defer=args.defer,
             examples=_examples(args.example),
         )
         loop = _kernel_loop() if _state.nest_asyncio_enabled else None
@@ -222,7 +214,7 @@ def _examples(texts: list[str]) -> tuple[Any, ...]:
         return ()
     from hermes_nb.evaluation.examples import parse_example
 
-    return tuple(parse_example(_unquote(t)) for t in texts)
+    return tuple(parse_example(t) for t in texts)
 
 
 def _kernel_loop() -> Any:

@@ -115,6 +115,32 @@ def test_memory_is_not_put_in_the_prompt_of_an_agent_without_the_memory_tool(her
     assert [m["role"] for m in srv.requests[0]["messages"]] == ["user"]
 
 
+def test_outside_a_notebook_memory_joins_the_prompt_only_when_its_tool_is_offered(
+        hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's prompt and its tools read one answer to "what does this agent offer": outside a notebook,
+    with nothing chosen, the memory tool is not offered (only the person's own toolsets are), so neither are
+    its files; once the memory toolset is chosen, both are."""
+    import hermes_nb._state as state
+    import hermes_nb.selection as sel
+    from hermes_nb.agent.memory_store import MemoryStore
+
+    MemoryStore().add("user", "a secret preference")
+    monkeypatch.setattr(state, "shell", None)
+    monkeypatch.setattr(sel.selection, "chosen", False)
+    with FakeOpenAI([Reply(content="a"), Reply(content="b")]) as srv:
+        agent = Agent(model="m", base_url=srv.base_url, display=False, stream=False)
+        agent.run("hello")
+        monkeypatch.setattr(sel.selection, "mode", "list")
+        monkeypatch.setattr(sel.selection, "enabled", ["memory"])
+        monkeypatch.setattr(sel.selection, "chosen", True)
+        agent.run("hello again")
+    first, second = srv.requests
+    assert "memory" not in {t["function"]["name"] for t in first.get("tools", ())}
+    assert [m["role"] for m in first["messages"]] == ["user"]
+    assert "memory" in {t["function"]["name"] for t in second["tools"]}
+    assert second["messages"][0]["role"] == "system" and "a secret preference" in second["messages"][0]["content"]
+
+
 def test_a_full_memory_refuses_the_add_with_the_current_entries(hermes_home: Path) -> None:
     from hermes_nb.agent.memory_store import LIMITS, MemoryStore
 

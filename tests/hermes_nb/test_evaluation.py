@@ -202,6 +202,24 @@ def test_cassettes_replay_the_whole_evaluation_to_the_same_table(tools: None, tm
     assert {r.cost for r in replayed.rows} == {"unknown price (recorded from a local model)"}
 
 
+def test_cases_replaying_one_recording_at_once_each_start_from_its_first_turn(tools: None, tmp_path: Path) -> None:
+    """A replay's place in its cassette is one conversation's: concurrent cases sharing the template's model
+    took each other's turns (case 2 got turn 2's answer to its first request, then ran out of turns)."""
+    from hermes_nb.agent.loop import Agent
+    from hermes_nb.agent.replay import ReplayModel
+    from hermes_nb.evaluation.template import from_agent
+
+    tape = tmp_path / "add.json"
+    with RoutedOpenAI(route) as srv:
+        Agent(**_template(srv), display=False, record=str(tape)).run("add 2 and 3")
+    cases = [{"prompt": "add 2 and 3", "expected_tools": ["add"], "expected_args": {"add": {"a": 2, "b": 3}}}] * 4
+    strict = Agent(model=ReplayModel(tape, on_drift="stop"), enabled_toolsets=["t13e"], display=False)
+    for template in ({"model": f"replay:{tape}", "enabled_toolsets": ["t13e"]}, strict):
+        result = hermes_nb.evaluate(cases, agent=template, concurrency=4, display=False)
+        assert [(r.error, r.tools_called, r.args_ok, r.text) for r in result.rows] == \
+            [(None, ("add",), True, "done: add 2 and 3")] * 4
+    assert from_agent(strict)["model"].on_drift == "stop"  # the template's replay settings reach the cases
+
 def test_progress_shows_as_text_outside_a_notebook(tools: None, capsys: pytest.CaptureFixture[str]) -> None:
     with RoutedOpenAI(route) as srv:
         hermes_nb.evaluate(CASES[:2], agent=_template(srv), display=False)

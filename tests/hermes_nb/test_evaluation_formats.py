@@ -31,15 +31,17 @@ def _by_name(result: Any) -> dict[str, Any]:
     return {r.name or r.prompt: r for r in result.rows}
 
 
-def test_an_agent_is_the_template(t13e: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_agent_is_the_template(t13e: None, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cases = [{"prompt": "add 2 and 3", "expected_tools": ["add"]}, {"prompt": "say hello", "expected_tools": []}]
     with RoutedOpenAI(route) as srv:
         template = Agent(model="fake-model", base_url=srv.base_url, enabled_toolsets=["t13e"],
                          system_prompt="Be brief.", display=False)
         template.messages.append({"role": "user", "content": "an earlier question"})  # not the cases' business
-        result = hermes_nb.evaluate(cases, agent=template, display=False)
+        result = hermes_nb.evaluate(cases, agent=template, display=False, out_dir=tmp_path)
         sent = list(srv.requests)
     assert [r.selection_ok for r in result.rows] == [True, True]
+    entries = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    assert [e["metadata"]["model"] for e in entries] == ["fake-model"] * 2  # the model's name, not its repr
     assert template.messages[-1]["content"] == "an earlier question"  # the template's own conversation is left alone
     firsts = [b for b in sent if prompt_of(b) == "add 2 and 3"]
     assert firsts and all(b["messages"][0] == {"role": "system", "content": "Be brief."} for b in firsts)

@@ -334,6 +334,24 @@ def test_a_scripts_calls_are_cards_nested_under_its_own(capsys):
     assert printed[-1].startswith("  ✓ execute_code 2.00 s")
 
 
+def test_a_sub_agents_call_prints_its_own_line_when_a_goal_is_delegated_again(capsys):
+    """Text view: a sub-agent's finished call is found by its event's ids, not by its label, which repeats
+    when the model delegates the same goal in a later turn (its calls' ids may repeat too)."""
+    from hermes_nb.agent.events import ChildEvent
+
+    view = views.TextView(prompt="go", model="m")
+    label = "sub-agent 1: count the rows"
+    for parent, rows in (("d1", "3 rows"), ("d2", "5 rows")):
+        view.handle(ToolCallQueued(index=0, id=parent, name="delegate_task", arguments="{}"))
+        view.handle(ToolStarted(tool_call_id=parent, time=1.0))
+        for inner in (ToolCallQueued(index=0, id="c0", name="probe", arguments="{}"),
+                      ToolStarted(tool_call_id="c0", time=1.0),
+                      ToolEnded(tool_call_id="c0", time=1.5, result=_result("c0", "probe", rows, 1.0, 1.5))):
+            view.handle(ChildEvent(tool_call_id=parent, index=0, label=label, event=inner))
+    lines = [line for line in capsys.readouterr().out.splitlines() if "↳" in line]
+    assert lines == [f"    ↳ {label[:40]} ✓ probe 0.50 s → 3 rows", f"    ↳ {label[:40]} ✓ probe 0.50 s → 5 rows"]
+
+
 def test_text_shows_what_html_shows_of_a_scripts_call():
     """An approval asked by a call a script made is a note on that call's card: the text transcript says it
     under the script too, as the HTML does (not only for the model's own calls)."""

@@ -217,6 +217,24 @@ def test_outside_a_notebook_the_default_offers_the_persons_tools_not_terminal_or
 
 # 8. %%agent --base-url --api-key --tool-choice ----------------------------------------------------------------
 
+def test_an_options_quotes_are_the_shells_not_part_of_its_value(ip, adder):
+    """IPython splits a magic's line keeping quotes (Windows style): a quoted URL, model or toolset list reached
+    %%agent with its quotes, so the URL did not parse and the toolset '"arith' was unknown (only %%tool dropped
+    them). Every magic's options lose one matching pair, in the one parser; a positional word keeps its own
+    (%sessions "a phrase" is an FTS5 phrase)."""
+    with FakeOpenAI([Reply(content="ok")]) as srv:
+        result = ip.run_cell_magic("agent", f"--base-url \"{srv.base_url}\" --model 'fake' --toolsets \"arith\"",
+                                   "2+2?")
+        assert result.text == "ok"
+        assert srv.requests[0]["model"] == "fake"
+        assert sorted(t["function"]["name"] for t in srv.requests[0]["tools"]) == ["add", "mul"]
+    from hermes_nb.magics.arguments import parse_line
+    from hermes_nb.magics.sessions import SessionMagics
+
+    args = parse_line(SessionMagics.sessions, '"a phrase" --limit 3', "%sessions")
+    assert args.query == ['"a phrase"'] and args.limit == 3
+
+
 def test_agent_magic_takes_the_endpoint_and_options_and_never_shows_the_key(ip, adder, capsys):
     from hermes_nb.magics import agent as agent_magics
 

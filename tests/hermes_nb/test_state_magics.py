@@ -59,3 +59,7 @@ def test_sessions_lists_searches_and_shows_a_run(ip: Any) -> None:
     assert "<table" in found._repr_html_()
     with pytest.raises(UsageError, match="give one run id"):
         ip.run_line_magic("sessions", "show")
+    assert len(ip.run_line_magic("sessions", "--limit 1").rows) == 1
+    for limit in ("0", "50"):  # 50 was cut to 10 without a word
+        with pytest.raises(UsageError, match=f"--limit is 1 to 10, not {limit}"):
+            ip.run_line_magic("sessions", f"--limit {limit}")

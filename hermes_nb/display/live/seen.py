@@ -41,7 +41,7 @@ def _label(message: dict[str, Any]) -> str:
 def _summary(turn: Any, new: int, price: Any) -> str:
     usage = turn.usage
     parts = [f"👁 what the model saw · turn {turn.iteration}",
-             f"{len(turn.request.messages)} messages" + (f" ({new} new)" if new < len(turn.request.messages) else ""),
+             f"{turn.request.count} messages" + (f" ({new} new)" if new < turn.request.count else ""),
              f"{len(turn.request.tools)} tools offered",
              f"{usage.get('prompt_tokens', 0)} + {usage.get('completion_tokens', 0)} tokens"]
     if price is not None:
@@ -52,7 +52,7 @@ def _summary(turn: Any, new: int, price: Any) -> str:
 def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
     """The fold for ``turn`` (a ``hermes_nb.agent.turns.Turn``); ``previous`` is the turn before, or None."""
     messages = list(turn.request.messages)
-    start = min(len(previous.request.messages), len(messages)) if previous is not None else 0
+    start = min(previous.request.count, len(messages)) if previous is not None else 0
     rows = []
     if start:
         rows.append(f'<div style="color:{colours.MUTED}">… {start} earlier message(s), as in turn '
@@ -72,6 +72,6 @@ def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
 def seen_text(turn: Any, price: Any = None) -> str:
     """One line: what the turn sent, and where to read it whole."""
     tail = f" · {price}" if price is not None else ""
-    return (f"  👁 turn {turn.iteration}: the model saw {len(turn.request.messages)} messages and "
+    return (f"  👁 turn {turn.iteration}: the model saw {turn.request.count} messages and "
             f"{len(turn.request.tools)} tools (result.turns[{turn.iteration - 1}].request){tail}")
 

@@ -122,8 +122,7 @@ class HtmlView(NullView):
         return {"text/html": transcript_html(self.transcript), "text/plain": transcript_text(self.transcript)}
 
     def finish(self, result: RunResult) -> None:
-        set_cost(self.transcript, getattr(result, "cost", None))
-        self.transcript.done = True
+        super().finish(result)
         self.transcript.shown_live = True
         self._update()
 
@@ -169,25 +168,25 @@ class TextView(NullView):
                 self._line(note_text((message, level)).strip())
             case TodoUpdated(todos=todos):  # a terminal cannot redraw: the plan again, as it is now
                 self._line(checklist_text(todos))
-            case ChildEvent(label=label, event=ToolEnded(tool_call_id=call_id)):
-                self._child_line(label, call_id)
+            case ChildEvent(tool_call_id=parent, index=index, label=label, event=ToolEnded(tool_call_id=call_id)):
+                self._child_line(parent, index, label, call_id)
             case _:
                 pass  # usage and turns: the last line says the totals
 
-    def _child_line(self, label: str, call_id: str) -> None:
-        for card in self.transcript.cards.values():
-            child = next((c for c in card.subagents.values() if c.prompt == label), None)
-            if child is not None and call_id in child.cards:
-                self._line(f"    ↳ {label[:40]} {card_line(child.cards[call_id]).strip()}")  # its line alone
-                return
+    def _child_line(self, parent: str, index: int, label: str, call_id: str) -> None:
+        """The sub-agent's finished call as its own line, found by the event's ids (a label may repeat:
+        the same goal delegated again in a later turn)."""
+        card = self.transcript.cards.get(parent)
+        child = card.subagents.get(index) if card is not None else None
+        if child is not None and call_id in child.cards:
+            self._line(f"    ↳ {label[:40]} {card_line(child.cards[call_id]).strip()}")  # its line alone
 
     def abort(self, message: str) -> None:
         super().abort(message)
         self._line(f"✗ {message}")
 
     def finish(self, result: RunResult) -> None:
-        set_cost(self.transcript, getattr(result, "cost", None))
-        self.transcript.done = True
+        super().finish(result)
         self.transcript.shown_live = True
         self._line(f"■ {result.stopped_reason} after {result.iterations} turn(s); "
                    f"{usage_text(result.usage, self.transcript.cost)}")
