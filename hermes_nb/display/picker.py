@@ -415,7 +415,9 @@ def _clicked(ref: weakref.ReferenceType[ToolsetPicker], name: str) -> Callable[[
 
 
 def _can_show_widgets(shell: Any) -> bool:
-    return shell is not None and getattr(shell, "kernel", None) is not None
+    from hermes_nb.display.kernel import in_kernel
+
+    return shell is not None and in_kernel(shell)
 
 
 def show_picker(shell: Any) -> Any:
