@@ -7,6 +7,7 @@ person's rules (canonical commands), session scope (files that changed, MCP clie
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -172,6 +173,59 @@ def test_rules_still_let_other_commands_through(ws: Path, hermes_home: Path) -> 
         {"pattern": "*secret*", "action": "deny"}, {"pattern": "git push*", "action": "deny"}]}}))
     for command in ("cat notes.txt", "cat *.txt", "git status", "echo push"):
         assert "blocked" not in terminal(command, Person()), command
+
+
+# -- class: what the check reads must end (a pipe or a device is code nobody can read) ------------------------
+
+def _endless(root: Path) -> None:
+    """A named pipe in the workspace, a repository whose config is one, and a linked worktree whose
+    ``commondir`` is one: reading any of them blocks until something writes to it."""
+    os.mkfifo(root / "fifo")
+    sub = root / "sub"
+    sub.mkdir()
+    _repo(sub)
+    (sub / ".git" / "config").unlink()
+    os.mkfifo(sub / ".git" / "config")
+    (root / "wt").mkdir()
+    (root / "wt" / ".git").write_text("gitdir: ../wtgit\n")
+    (root / "wtgit").mkdir()
+    os.mkfifo(root / "wtgit" / "commondir")
+
+
+ENDLESS = [
+    ("python3 /dev/zero", "the approval is tied to the script's content: hashing /dev/zero never ended"),
+    ("python3 fifo", "the script to fingerprint is a named pipe: its open blocked"),
+    ("bash fifo", "a shell script that is a named pipe"),
+    ("cd sub && git status", "the repository's config is a named pipe: the check of its settings blocked"),
+    ("cd wt && git status", "a linked worktree's commondir is a named pipe"),
+]
+
+
+@pytest.mark.timeout(60)  # before, each of these held the kernel for good
+@pytest.mark.parametrize(("command", "reason"), ENDLESS, ids=[r for _, r in ENDLESS])
+def test_a_pipe_or_a_device_the_check_reads_asks_and_never_hangs(command: str, reason: str, ws: Path) -> None:
+    _endless(ws)
+    person = Person("deny")
+    result = terminal(command, person)
+    assert person.asked == [command], reason
+    assert result.get("blocked") is True, (reason, result)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("command", "reason"), [
+    ("bash fifo", "the script is a named pipe: nobody can read what it runs"),
+    ("sh ./fifo", "the same, by a relative path"),
+    ("bash 'a\x00b'", "a NUL in the script's name (opening it raised ValueError, a crash instead of the rule)"),
+], ids=["pipe", "pipe-relative", "nul"])
+def test_a_script_nobody_can_read_meets_every_deny_rule(command: str, reason: str, ws: Path,
+                                                        hermes_home: Path) -> None:
+    _endless(ws)
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump(
+        {"approvals": {"commands": [{"pattern": "git push*", "action": "deny"}]}}))
+    person = Person("once")
+    result = terminal(command, person)
+    assert person.asked == [], reason
+    assert result.get("blocked") is True and "BLOCKED by the person's rule" in result["error"], (reason, result)
 
 
 # -- class: "for this session" approves exactly what ran -----------------------------------------------------

@@ -214,3 +214,19 @@ def test_a_deny_rule_reads_the_shell_script_a_command_runs(hermes_home: Path, tm
     asked: list[str] = []
     check_dangerous_command("bash build.sh", lambda s, k, d: asked.append(s) or "deny")
     assert asked == ["bash build.sh"]  # an ordinary prompt: its script pushes nothing
+
+
+def test_a_command_the_rules_cannot_read_meets_every_deny_rule(hermes_home: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure inside the canonical reader is a command nobody can read: the deny applies, an allow does not
+    (before, the exception left the gate and the call failed with a traceback instead of the rule)."""
+    from hermes_nb.tools.safety import canonical
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a construct the canonical reader cannot represent")
+
+    monkeypatch.setattr(canonical, "scan", broken)
+    _rules(hermes_home, {"commands": [{"pattern": "ls*", "action": "allow"},
+                                      {"pattern": "git push*", "action": "deny", "reason": "by hand"}]})
+    result = check_dangerous_command("ls", never_asked)  # read-only, were the reader working
+    assert result["approved"] is False and "BLOCKED by the person's rule commands[1]" in result["message"], result

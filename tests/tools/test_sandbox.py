@@ -241,6 +241,14 @@ def test_a_new_repository_keeps_its_config_unless_it_names_a_program(world: Worl
     assert not (world.ws / "r/.git/config").exists() and (world.ws / "r/.git/config.blocked-by-hermes-nb").exists()
 
 
+@pytest.mark.timeout(120)  # reading the pipe after the call held the kernel for good
+def test_a_new_repository_whose_config_is_a_pipe_is_set_aside(world: World) -> None:
+    require_bwrap()
+    result = run_command("git init -q r && rm r/.git/config && mkfifo r/.git/config && echo ok", timeout=30)
+    assert result["stdout"] == "ok\n", result
+    assert not os.path.lexists(world.ws / "r/.git/config") and (world.ws / "r/.git/config.blocked-by-hermes-nb").exists()
+
+
 SLEEPER = f"{sys.executable} -c 'import time; time.sleep(600)' TOKEN"
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS
+from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.safety.shell_words import Word
 
 __all__ = ["fingerprints"]
@@ -101,12 +103,14 @@ def _files_of(words: tuple[Word, ...]) -> list[str]:
 def _digest(path: Path) -> str:
     try:
         st = path.stat()
-        if path.is_dir():
+        if stat.S_ISDIR(st.st_mode):
             return "folder"
+        if not stat.S_ISREG(st.st_mode):  # a pipe or a device (/dev/zero): reading it would never end
+            return "not a regular file"
         if st.st_size > _MAX_BYTES:
             return f"size {st.st_size} mtime {st.st_mtime_ns}"
         h = hashlib.sha256()
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         return "sha256 " + h.hexdigest()[:16]

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import glob
 import itertools
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.safety.shell_words import Word, scan
 
 __all__ = ["Candidate", "candidates", "matches"]
+
+log = logging.getLogger("hermes_nb.tools.approval")
 
 _ANY, _ONE = "*", "?"
 _RUNS_OTHERS = frozenset({"sudo", "doas", "su", "runuser", "env", "nohup", "timeout", "xargs", "nice", "ionice",
@@ -161,11 +165,11 @@ def _of_command(words: tuple[Word, ...], root: Path | None, depth: int) -> list[
                 out.append(_WILD)
                 break
             if code is not None and depth < _MAX_DEPTH:  # `env sh -c 'git push'`
-                out.extend(candidates(code, root=root, _depth=depth + 1))
+                out.extend(_candidates(code, root, depth + 1))
     if depth < _MAX_DEPTH:
         code = _shell_code(program, words_list, root)
         if code is not None:
-            out.extend(candidates(code, root=root, _depth=depth + 1) if code else [_WILD])
+            out.extend(_candidates(code, root, depth + 1) if code else [_WILD])
     return out
 
 
@@ -199,20 +203,29 @@ def _shell_code(program: str, words: list[Word], root: Path | None = None) -> st
 
 def _script(name: str, root: Path | None) -> str:
     path = Path(name) if os.path.isabs(name) or root is None else root / name
-    try:
-        with path.open("rb") as fh:
+    try:  # a pipe or a device (`bash /dev/stdin`) is code nobody can read: it matches every rule
+        with open_regular(path) as fh:
             data = fh.read(_MAX_SCRIPT + 1)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the name
         return ""
     return data.decode("utf-8", errors="replace") if len(data) <= _MAX_SCRIPT else ""
 
 
-def candidates(command: str, *, root: Path | None = None, _depth: int = 0) -> list[Candidate]:
-    """Every way the simple commands of ``command`` can read (see the module docstring)."""
+def candidates(command: str, *, root: Path | None = None) -> list[Candidate]:
+    """Every way the simple commands of ``command`` can read (see the module docstring); a failure inside
+    is a command nobody can read, which matches every rule."""
+    try:
+        return _candidates(command, root, 0)
+    except Exception:  # the check's own edge: a deny or ask rule must still meet what it cannot read
+        log.exception("the command rules failed to read %r; every deny and ask rule applies", command)
+        return [_WILD]
+
+
+def _candidates(command: str, root: Path | None, depth: int) -> list[Candidate]:
     scanned = scan(command)
     out: list[Candidate] = []
     for words in scanned.commands:
-        out.extend(_of_command(words, root, _depth))
+        out.extend(_of_command(words, root, depth))
     if not scanned.complete:
         out.append(_WILD)
     return out

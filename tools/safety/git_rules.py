@@ -15,6 +15,8 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from hermes_nb.tools.safety.regular import open_regular
+
 __all__ = ["check_git", "repository_programs"]
 
 Verdict = tuple[str, str] | None
@@ -166,7 +168,8 @@ def _git_dir(start: Path) -> Path | None:
             return dot
         if stat.S_ISREG(mode):
             try:
-                line = dot.read_text(encoding="utf-8", errors="replace").strip()
+                with open_regular(dot) as fh:
+                    line = fh.read().decode("utf-8", errors="replace").strip()
             except OSError:
                 return dot
             return (folder / line[len("gitdir:"):].strip()) if line.startswith("gitdir:") else dot
@@ -185,7 +188,8 @@ def _unplain(path: Path) -> str:
     if key in _cache:
         return _cache[key]
     try:
-        text = path.read_text(encoding="utf-8")
+        with open_regular(path) as fh:  # a pipe named config would block the check for good
+            text = fh.read().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return f"{path} cannot be read"
     found, section = "", ""
@@ -224,9 +228,12 @@ def repository_programs(folders: Sequence[str]) -> str:
             return f"{git_dir} is not a folder"
         common = git_dir
         try:  # a linked worktree's settings live in the main repository's folder
-            common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
-        except OSError:
+            with open_regular(git_dir / "commondir") as fh:
+                common = git_dir / fh.read().decode("utf-8").strip()
+        except FileNotFoundError:
             pass
+        except OSError:  # a pipe, a device, no permission: the settings git would read are not known
+            return f"{git_dir / 'commondir'} cannot be read"
         for path in (common / "config", git_dir / "config.worktree"):
             found = _unplain(path)
             if found:

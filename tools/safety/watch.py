@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_nb.tools.safety.protected import Candidate, candidates
+from hermes_nb.tools.safety.regular import open_regular
 
 __all__ = ["SUFFIX", "Watch"]
 
@@ -115,9 +116,14 @@ def _new_repository_problems(git: Path) -> list[Path]:
     bad += [Path(e.path) for e in hooks]
     config = git / "config"
     try:
-        text = config.read_text(encoding="utf-8", errors="replace") if not config.is_symlink() else "[x]\nlink=1"
-    except OSError:
+        if config.is_symlink():
+            raise OSError(errno.ELOOP, "a link", str(config))
+        with open_regular(config) as fh:  # a pipe named config would hang the kernel here
+            text = fh.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
         text = ""
+    except OSError:  # a link, a pipe, unreadable: not a plain config, so it is set aside
+        text = "[x]\nlink=1"
     section, ok = "", True
     for raw in text.splitlines():
         line = raw.strip()
