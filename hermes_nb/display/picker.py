@@ -315,7 +315,7 @@ class ToolsetPicker:
         self.refreshes += 1
         rows = toolset_rows(self.registry)
         if [r.name for r in rows] != [r.name for r in self.rows]:
-            self._build([r.name for r in rows])
+            self._build(rows)
         self.rows = rows
         ticked = set(self.checked())
         covered = covered_by(rows, self.selection.enabled_toolsets())
@@ -336,14 +336,15 @@ class ToolsetPicker:
         if self._status is not None:
             self._status.update(summary)
 
-    def _build(self, names: list[str]) -> None:
+    def _build(self, rows: list[ToolsetRow]) -> None:
         w = self._w
         old = [*self.checkboxes.values(), *self.notes.values(), *self.box.children]
         self.checkboxes.clear()
         self.notes.clear()
         lines = []
         ref = weakref.ref(self)
-        composites = {r.name for r in toolset_rows(self.registry) if r.includes}
+        names = [r.name for r in rows]
+        composites = {r.name for r in rows if r.includes}  # the rows just read: not a second read of every check
         for name in names:
             if name in composites and not any(n in composites for n in names[: names.index(name)]):
                 lines.append(w.HTML(f"<span style='color:{colours.MUTED}'>composites — "
@@ -414,7 +415,9 @@ def _clicked(ref: weakref.ReferenceType[ToolsetPicker], name: str) -> Callable[[
 
 
 def _can_show_widgets(shell: Any) -> bool:
-    return shell is not None and getattr(shell, "kernel", None) is not None
+    from hermes_nb.display.kernel import in_kernel
+
+    return shell is not None and in_kernel(shell)
 
 
 def show_picker(shell: Any) -> Any:

@@ -23,7 +23,7 @@ class Progress:
         self._printed = -1
         self._start = time.monotonic()
         self._handle: Any = None
-        from hermes_nb.display.live import in_kernel
+        from hermes_nb.display.kernel import in_kernel
 
         if display if display is not None else in_kernel():
             from IPython.display import HTML

@@ -46,7 +46,7 @@ class ServePanel:
     # -- CallEvents -------------------------------------------------------------------------------
 
     def call_started(self, call_id: str, client: str, name: str, arguments: str) -> None:
-        card = live.Card(id=call_id, name=name, arguments=arguments, emoji=live._emoji(name))
+        card = live.Card(id=call_id, name=name, arguments=arguments, emoji=live.tool_emoji(name))
         with self._lock:
             self._cards[call_id] = (client, card)
             while len(self._cards) > MAX_CARDS:
@@ -136,14 +136,14 @@ class ServePanel:
             parts.append(f'<div style="color:{colours.MUTED}">No calls yet.</div>')
         for client, card in self._cards.values():
             parts.append(f'<div style="color:{colours.MUTED};font-size:11px;margin-top:4px">from {escape_html(client)}</div>')
-            parts.append(live._card_html(card))
+            parts.append(live.card_html(card))
         parts.append("</div>")
         return "".join(parts)
 
     def text(self) -> str:
         lines = [f"🛰 {self.title}"]
         for client, card in self._cards.values():
-            lines.append(f"{live._card_text(card)}   (from {client})")  # its notes first, as in the HTML
+            lines.append(f"{live.card_text(card)}   (from {client})")  # its notes first, as in the HTML
         return "\n".join(lines)
 
     def close(self) -> None:

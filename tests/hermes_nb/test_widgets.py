@@ -262,3 +262,17 @@ def test_status_record_reads_well_without_widgets(picker: ToolsetPicker) -> None
     assert "<details" in bundle["text/html"] and "w_geometry (2 tools)" in bundle["text/html"]
     assert "missing environment variable W_VAULT_KEY_UNSET" in bundle["text/html"]
     assert "the model sees" not in picker.text()  # the picker's own text is the table: no second line
+
+
+def test_a_refresh_that_adds_a_toolset_reads_the_toolsets_once(picker: ToolsetPicker,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new toolset rebuilds the checkboxes from the rows the refresh just read: every availability check
+    runs once per refresh, not again for the rebuild (a slow check would cost the picker twice)."""
+    from hermes_nb.display import picker as module
+
+    reads = []
+    real = module.toolset_rows
+    monkeypatch.setattr(module, "toolset_rows", lambda reg=None: reads.append(1) or real(reg))
+    _tool("w_brush", "w_easel")
+    picker.flush()
+    assert "w_easel" in picker.checkboxes and len(reads) == 1

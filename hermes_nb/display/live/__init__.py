@@ -32,6 +32,3 @@ from hermes_nb.display.live.views import (
 __all__ = ["MAX_UPDATES_PER_S", "RESULT_PREVIEW_CHARS", "Card", "HtmlView", "NullView", "TextView", "Transcript",
            "View", "card_html", "card_text", "in_kernel", "make_view", "note_text", "result_html", "result_text",
            "short_path", "tool_emoji", "transcript_html", "transcript_text"]
-
-# The names the served-calls panel (hermes_nb.serve.panel) used before the split.
-_card_html, _card_text, _note_text, _emoji = card_html, card_text, note_text, tool_emoji
