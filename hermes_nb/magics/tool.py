@@ -127,7 +127,7 @@ def register_function(
     metadata: dict[str, Any] = {"defer": True} if options.defer else {}
     target = watched(fn, spec.name)  # the person sees its traceback and printed text; the model does not
     if is_async and kernel_loop is not None:
-        target, is_async = _on_kernel_loop(fn, kernel_loop), False
+        target, is_async = _on_kernel_loop(target, kernel_loop), False  # the watched one: the aside stays
         metadata["runs_on"] = "kernel loop (nest_asyncio)"
     try:
         return reg.register(

@@ -169,3 +169,37 @@ def test_a_watched_cell_tool_still_pickles_for_dask_workers(ip: Any) -> None:
     ip.run_cell_magic("tool", "", RAISES)
     handler = cloudpickle.loads(cloudpickle.dumps(registry.get_entry("ratio").handler))
     assert json.loads(json.dumps(handler({"a": 3, "b": 2}))) == 1.5
+
+
+def test_an_async_cell_tool_on_the_kernel_loop_still_leaves_its_aside(ip: Any) -> None:
+    """With ``enable_nest_asyncio`` an async cell tool runs on the kernel loop: that path wraps the watched
+    function, so its printed text and traceback still reach the person (it wrapped the bare one, and both
+    were lost)."""
+    import asyncio
+    import threading
+
+    from hermes_nb.magics.tool import CellToolOptions, register_function
+
+    async def loud(n: int) -> int:
+        """Prints, then fails."""
+        print("about to fail")
+        raise ValueError(f"no {n}")
+
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    try:
+        register_function(loud, CellToolOptions(name="loud", toolset="t_nest"), reg=registry, namespace={},
+                          kernel_loop=loop)
+        answers: list[Any] = []
+        caller = threading.Thread(target=lambda: answers.append(registry.dispatch("loud", {"n": 3})))
+        caller.start()
+        caller.join(timeout=30)
+        assert answers and "no 3" in json.dumps(answers[0])  # the model's one line
+        aside = asides.take("loud")
+        assert aside is not None and aside.printed == "about to fail\n" and "ValueError: no 3" in aside.traceback
+    finally:
+        registry.deregister("loud")
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(timeout=30)
+        loop.close()
