@@ -230,3 +230,32 @@ def test_a_command_the_rules_cannot_read_meets_every_deny_rule(hermes_home: Path
                                       {"pattern": "git push*", "action": "deny", "reason": "by hand"}]})
     result = check_dangerous_command("ls", never_asked)  # read-only, were the reader working
     assert result["approved"] is False and "BLOCKED by the person's rule commands[1]" in result["message"], result
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("approvals: [unclosed\n", "not valid YAML"),
+    ("approvals: [deny]\n", "approvals is a list"),
+    ("approvals:\n  commands: {pattern: '*secret*', action: deny}\n", "commands is a mapping, not a list"),
+], ids=["yaml", "section", "commands"])
+def test_rules_that_cannot_be_read_make_every_call_ask(hermes_home: Path, text: str, why: str) -> None:
+    """A deny among rules nobody can read is still the person's deny: dropping them ran `cat secret.txt`
+    (read-only, so nothing else asks) and every tool the rules meant to stop."""
+    reg = _probe_registry()
+    asked: list[str] = []
+    (hermes_home / "config.yaml").write_text(text)
+    with use_approver(lambda s, k, d: asked.append(d) or "deny"):
+        assert "BLOCKED" in reg.dispatch("probe", {"n": 1}), why
+        assert not check_dangerous_command("cat secret.txt")["approved"], why
+    assert len(asked) == 2 and all("cannot be read" in d for d in asked), (why, asked)
+
+
+def test_a_rule_whose_action_is_not_known_asks(hermes_home: Path) -> None:
+    """``action: dney`` may have meant deny: it asks, for what its pattern names only."""
+    _rules(hermes_home, {"tools": {"probe": "dney"}, "commands": [{"pattern": "*secret*", "action": "Deny"}]})
+    reg = _probe_registry()
+    asked: list[str] = []
+    with use_approver(lambda s, k, d: asked.append(s) or "deny"):
+        assert "BLOCKED" in reg.dispatch("probe", {"n": 1})
+        assert not check_dangerous_command("cat secret.txt")["approved"]
+        assert check_dangerous_command("cat notes.txt")["scope"] == "safe"
+    assert len(asked) == 2 and asked[1] == "cat secret.txt", asked

@@ -224,7 +224,8 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
     if ask is None and rule is not None:  # "ask" for a call the tool itself would let through
         subject = command if command is not None else (shown().subject if shown is not None else tool)
         ask = Ask(tool=tool, subject=subject, key=f"rule:{tool}", command=command,
-                  description=f"the person's rule {rule.source} asks before this runs.",
+                  description=f"the person's rule {rule.source} asks before this runs"
+                              + (f": {_sentence(rule.reason)}" if rule.reason else "."),
                   scopes=frozenset({f"rule:{tool}:{subject}"}))
     if ask is None:
         return _SAFE

@@ -20,6 +20,10 @@ so ``cat se?ret.txt`` meets a ``*secret*`` deny and ``g''it push`` a ``git push*
 holds only for a line that is one plain command known exactly (no ``;``, pipes, substitutions,
 redirections, variables), so ``pytest*`` never allows ``pytest; rm -rf ~``.
 
+Rules that cannot be read are not dropped (a deny among them would stop holding): a ``config.yaml`` that
+does not parse, or an ``approvals:`` section of the wrong shape, makes every call ask until it is fixed,
+and a rule whose action is not ``allow``, ``ask`` or ``deny`` asks.
+
 Every tool call asks for its tool's rule, so the parsed section is kept: for that question the file is
 looked at again (``stat``: identity, size, mtime) at most every ``RECHECK_SECONDS``, at once when hermes_nb
 itself wrote it (``config.save_config``) or when the home folder changed, and ``reread()`` forces it.
@@ -68,10 +72,11 @@ RECHECK_SECONDS = 0.25
 class _Read:
     """The approvals section as last read, what it was read from, and the per-tool answers made from it."""
 
-    __slots__ = ("home", "identity", "generation", "until", "section", "tool_rules")
+    __slots__ = ("home", "identity", "generation", "until", "section", "unread", "tool_rules")
 
-    def __init__(self, home: Any, identity: Any, generation: int, section: dict[str, Any]):
+    def __init__(self, home: Any, identity: Any, generation: int, section: dict[str, Any], unread: tuple[Rule, ...]):
         self.home, self.identity, self.generation, self.section = home, identity, generation, section
+        self.unread = unread  # an "ask" for every call when the rules cannot be read (what they say is unknown)
         self.until = time.monotonic() + RECHECK_SECONDS
         self.tool_rules: dict[str, Rule | None] = {}  # tool_rule's memo; dropped with the read
 
@@ -135,12 +140,23 @@ def _current(*, look: bool = False) -> _Read:
     if cached is not None and cached.identity == identity and cached.home == home:
         cached.until, cached.generation = time.monotonic() + RECHECK_SECONDS, generation
         return cached
+    problem = ""
     try:
         section = config.load_config().get("approvals") if identity[1] is not None else None
-    except ConfigError as exc:  # an unreadable config cannot relax anything: no rules then
-        log.warning("approval rules: %s", exc)
-        section = None
-    _read = _Read(home, identity, generation, section if isinstance(section, dict) else {})
+    except ConfigError as exc:
+        section, problem = None, (str(exc).splitlines() or [""])[0]
+    if section is not None and not isinstance(section, dict):
+        problem = f"approvals: must be a mapping, not {type(section).__name__}"
+    elif isinstance(section, dict):
+        for key, kind, shape in (("tools", dict, "a mapping"), ("commands", list, "a list")):
+            if section.get(key) is not None and not isinstance(section[key], kind):
+                problem = f"approvals.{key} must be {shape}, not {type(section[key]).__name__}"
+    unread: tuple[Rule, ...] = ()
+    if problem:  # a deny nobody can read is still the person's deny: every call asks until the file reads
+        log.warning("approval rules: %s; every call asks until it is fixed", problem)
+        unread = (Rule(action="ask", source="approvals in config.yaml",
+                       reason=f"the rules cannot be read ({problem}), so every call asks until they can"),)
+    _read = _Read(home, identity, generation, section if isinstance(section, dict) else {}, unread)
     return _read
 
 
@@ -163,7 +179,7 @@ def tool_rule(tool: str) -> Rule | None:
     read = _current()
     memo = read.tool_rules
     if tool not in memo:
-        memo[tool] = _strongest(_tool_rules(read.section, tool))
+        memo[tool] = _strongest([*_tool_rules(read.section, tool), *read.unread])
     return memo[tool]
 
 
@@ -182,15 +198,16 @@ def session_extends_to_mcp() -> bool:
     return _section().get("session_extends_to_mcp") is True
 
 
-def _parse(value: Any, source: str) -> Rule | None:
+def _parse(value: Any, source: str) -> Rule:
     reason = ""
     if isinstance(value, dict):
         reason = str(value.get("reason") or "")
         value = value.get("action")
     if value in _RANK:
         return Rule(action=value, reason=reason, source=source)
-    log.warning("approval rules: %s: expected allow, ask or deny, got %r (ignored)", source, value)
-    return None
+    # a mistyped action may have meant deny: it asks (never passes silently)
+    log.warning("approval rules: %s: expected allow, ask or deny, got %r (it asks)", source, value)
+    return Rule(action="ask", reason=f"its action {value!r} is not allow, ask or deny", source=source)
 
 
 def _strongest(rules: list[Rule]) -> Rule | None:
@@ -203,9 +220,7 @@ def _tool_rules(section: dict[str, Any], tool: str) -> list[Rule]:
     if isinstance(tools, dict):
         for pattern, value in tools.items():
             if isinstance(pattern, str) and fnmatch.fnmatchcase(tool, pattern):
-                rule = _parse(value, f"tools.{pattern}")
-                if rule is not None:
-                    found.append(rule)
+                found.append(_parse(value, f"tools.{pattern}"))
     return found
 
 
@@ -225,9 +240,9 @@ def set_command_root(fn: Callable[[], Path | None]) -> None:
 
 def rule_for(tool: str, command: str | None = None, simple_commands: Sequence[str] = ()) -> Rule | None:
     """The strongest rule that matches this call (deny > ask > allow), or None."""
-    section = _section()
-    found = _tool_rules(section, tool)
-    commands = section.get("commands")
+    read = _current(look=True)
+    found = [*_tool_rules(read.section, tool), *read.unread]
+    commands = read.section.get("commands")
     if command is not None and isinstance(commands, list) and commands:
         found.extend(_command_rules(commands, command, simple_commands))
     return _strongest(found)
@@ -250,8 +265,6 @@ def _command_rules(commands: list[Any], command: str, simple_commands: Sequence[
             log.warning("approval rules: commands[%d] needs a 'pattern' (ignored)", i)
             continue
         rule = _parse(item, f"commands[{i}] ({pattern})")
-        if rule is None:
-            continue
         if rule.action == "allow":
             hit = exact is not None and fnmatch.fnmatchcase(line, pattern) and fnmatch.fnmatchcase(exact, pattern)
         else:
