@@ -13,6 +13,9 @@ Scoring, decided here once:
   ``expected_args`` (not counted in the accuracy);
 - ``check_ok``: ``check(final_text)`` is truthy and every ``Expect`` holds; ``None`` without either. A
   raising check is False; the row's error says which expectation failed.
+- a case whose run failed (``Outcome.error``: the model's error, replay drift) passes nothing it is scored
+  on: no calls would match "no tool expected" and an empty answer would "exclude" any text, but nothing
+  was decided.
 """
 
 from __future__ import annotations
@@ -193,6 +196,8 @@ def score(case: Case, outcome: Outcome) -> dict[str, Any]:
         check_ok = (check_ok is not False) and not failures
         if failures:
             check_error = "; ".join(([check_error] if check_error else []) + failures)
+    if outcome.error is not None:  # the run failed: what it did not do is not a pass
+        selection_ok, args_ok, check_ok = (None if v is None else False for v in (selection_ok, args_ok, check_ok))
     return {"selection_ok": selection_ok, "args_ok": args_ok, "check_ok": check_ok, "check_error": check_error}
 
 

@@ -2,7 +2,8 @@
 
 ``%tools call greet name=Ann  # try it`` calls ``greet(name="Ann")``; ``%mcp add t -- cmd --flag  # note``
 gives the server ``--flag`` only. A ``#`` inside quotes (``text='#1'``, ``{"c": "#fff"}``), escaped
-(``\\#``) or inside a word (``a#b``) stays. Every magic of ours takes its line through ``uncommented``.
+(``\\#``) or inside a word (``a#b``) stays. Every magic of ours takes its line through ``uncommented``, but
+``%memory``, whose words are the entry's own text (``%memory add Tracked in issue #12`` keeps ``#12``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from hermes_nb.magics.arguments import parse_line
+from hermes_nb.magics.comments import uncommented
 
 if TYPE_CHECKING:
     from hermes_nb.display.cards import Table
@@ -47,6 +48,7 @@ class PluginMagics(Magics):
     @argument("name", nargs="?", default=None, help="The plugin (its plugin.yaml name, folder, entry point or "
                                                     "tool file name).")
     @line_magic
+    @uncommented
     def plugins(self, line: str) -> Table:
         """List plugins, or switch one on or off in config.yaml.
 

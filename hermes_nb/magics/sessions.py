@@ -10,6 +10,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from hermes_nb.magics.arguments import parse_line
+from hermes_nb.magics.comments import uncommented
 
 __all__ = ["SessionList", "SessionMagics"]
 
@@ -44,6 +45,7 @@ class SessionMagics(Magics):
                                        "'show RUN_ID' lists one run's messages.")
     @argument("--limit", type=int, default=10, help="How many runs, 1 to 10 (default 10).")
     @line_magic
+    @uncommented
     def sessions(self, line: str) -> SessionList:
         """List or search the agent runs stored in $HERMES_NB_HOME/sessions.db (every kernel writes there).
 

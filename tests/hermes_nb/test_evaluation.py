@@ -107,6 +107,26 @@ def test_cases_from_a_dataframe_and_a_model_error_is_a_row(tools: None) -> None:
     assert result.summary["errors"] == 1
 
 
+def test_a_case_whose_run_failed_passes_nothing(tools: None) -> None:
+    """No calls match "no tool expected" and an empty answer "excludes" anything: a run that failed (the
+    model's 401) decided neither, so it is scored as a miss, not as a pass."""
+    from hermes_nb.evaluation.expect import Expect
+
+    def broken(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        return Reply(status=401, content="bad key")
+
+    cases = [{"prompt": "say hello", "expected_tools": [],
+              "expects": [Expect(kind="final_response_excludes", value="sorry")]},
+             {"prompt": "say nothing", "score_selection": False}]
+    with RoutedOpenAI(broken) as srv:
+        result = hermes_nb.evaluate(cases, agent=_template(srv), display=False)
+    failed, unscored = result.rows
+    assert failed.error and "401" in failed.error
+    assert (failed.selection_ok, failed.args_ok, failed.check_ok) == (False, None, False)
+    assert (unscored.selection_ok, unscored.check_ok) == (None, None)  # not scored stays not scored
+    assert result.summary["selection_accuracy"] == 0 and result.summary["errors"] == 2
+
+
 def test_template_mistakes_are_said_at_once() -> None:
     with pytest.raises(TypeError, match="unknown agent template key 'modle'"):
         hermes_nb.evaluate([{"prompt": "x"}], agent={"modle": "x"})

@@ -83,3 +83,12 @@ def test_a_line_that_cannot_be_parsed_is_one_usage_line(ip: Any, kind: str, name
             ip.run_cell_magic(name, line, "def f() -> str:\n    return 'x'")
     assert str(caught.value).startswith(f"%{'%' if name in ('agent', 'tool') else ''}{name}"), why
     assert "\n" not in str(caught.value), why
+
+
+def test_plugins_and_sessions_take_a_comment_and_memory_keeps_its_words(ip: Any) -> None:
+    """%plugins and %sessions end their line at a comment as the other magics do (they refused the extra
+    words); %memory's words are the entry's own text, so a # in them stays."""
+    assert "found" in ip.run_line_magic("plugins", "list  # what is here").title
+    assert ip.run_line_magic("sessions", "--limit 3  # the latest").title == "latest runs"
+    view = ip.run_line_magic("memory", "add Tracked in issue #12")
+    assert "Tracked in issue #12" in view.entries["memory"]
