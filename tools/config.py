@@ -81,6 +81,8 @@ def load_config(*, expand: bool = True) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    except UnicodeDecodeError as exc:  # a ValueError: every caller handles ConfigError, none this
+        raise ConfigError(f"{path}: not UTF-8 text: {exc}") from exc
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
