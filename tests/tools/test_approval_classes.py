@@ -135,6 +135,7 @@ RULES = [
     ("command touch m", "", "touch *", "a wrapper runs it"),
     ("env LC_ALL=C touch m", "", "touch *", "env with an assignment runs it"),
     ("bash -c 'touch m'", "", "touch *", "shell code in a string"),
+    ("rbash -c 'touch m'", "", "touch *", "a restricted bash still runs its code (the rules knew fewer shells)"),
     ("eval 'touch m'", "", "touch *", "eval"),
     ("echo m | xargs touch", "", "touch *", "xargs adds the arguments"),
     ("T=touch; $T m", "", "touch *", "a variable names the program: it could be anything"),

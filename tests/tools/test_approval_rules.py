@@ -187,7 +187,7 @@ def test_a_command_rule_written_by_hand_counts_for_the_very_next_check(hermes_ho
 
 @pytest.mark.parametrize("spelling", ["git -C . push", "/usr/bin/git push", "g''it push", "git --no-pager push origin",
                                       "git -c a.b=c push", "command git push", "sh -c 'git push'", "git $X",
-                                      "echo git push | sh"])
+                                      "echo git push | sh", "csh -c 'git push'", "rbash -c 'git push'"])
 def test_a_git_push_deny_blocks_every_spelling_of_it(hermes_home: Path, spelling: str) -> None:
     _rules(hermes_home, {"commands": [{"pattern": "git push*", "action": "deny", "reason": "by hand"}]})
     result = check_dangerous_command(spelling, never_asked)

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_nb.tools.safety.programs import SHELLS, WRAPPERS
 from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.safety.shell_words import Word, scan
 
@@ -28,11 +29,7 @@ __all__ = ["Candidate", "candidates", "matches"]
 log = logging.getLogger("hermes_nb.tools.approval")
 
 _ANY, _ONE = "*", "?"
-_RUNS_OTHERS = frozenset({"sudo", "doas", "su", "runuser", "env", "nohup", "timeout", "xargs", "nice", "ionice",
-                          "time", "command", "builtin", "exec", "stdbuf", "setsid", "chroot", "unshare", "nsenter",
-                          "taskset", "strace", "ltrace", "watch", "unbuffer", "flock", "parallel", "script",
-                          "fakeroot", "find", "coproc", "trap"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "fish", "su", "runuser"})
+_RUNS_OTHERS = WRAPPERS | {"find"}  # the classifier's wrappers, and `find -exec`
 _GIT_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
                         "--exec-path", "--attr-source", "--list-cmds"})
 _GIT_FLAGS = frozenset({"-p", "-P", "--paginate", "--no-pager", "--bare", "--no-replace-objects", "--no-lazy-fetch",
@@ -187,7 +184,7 @@ def _shell_code(program: str, words: list[Word], root: Path | None = None) -> st
             if w.exact and w.value in ("-c", "--command"):
                 return words[i + 1].value if i + 1 < len(words) and words[i + 1].exact else ""
         return None
-    if program not in _SHELLS:
+    if program not in SHELLS:
         return None
     for i, w in enumerate(words[1:], start=1):
         if not w.exact:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from hermes_nb.tools.safety.awk_rules import check_awk
 from hermes_nb.tools.safety.everyday import SAFE, everyday, is_everyday
 from hermes_nb.tools.safety.git_rules import check_git
+from hermes_nb.tools.safety.programs import SHELLS, WRAPPERS
 
 __all__ = ["DANGER_KEYS", "INTERPRETERS", "SHELLS", "WRAPPERS", "Verdict", "check_program", "flag_sensitive"]
 
@@ -47,11 +48,7 @@ _danger("package-install", "`{p}` installs or removes software.", "apt", "apt-ge
 _danger("interpreter", "`{p}` runs code (a program written in another language).", "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "tclsh", "Rscript", "julia", "osascript", "make", "cmake", "ipython", "jupyter")
 _danger("editor", "`{p}` is an interactive editor or pager that can change files or run commands.", "vi", "vim", "nvim", "nano", "emacs", "ed", "ex", "less", "more", "most", "man")
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "busybox", "pwsh"})
 _danger("nested-shell", "`{p}` runs its arguments or input as shell code.", *SHELLS, "eval", "source", ".")
-WRAPPERS = frozenset({"exec", "sudo", "doas", "su", "runuser", "env", "nohup", "timeout", "xargs", "nice", "ionice", "time",
-                      "command", "builtin", "stdbuf", "setsid", "chroot", "unshare", "nsenter", "taskset", "strace",
-                      "ltrace", "watch", "unbuffer", "flock", "parallel", "script", "trap", "coproc", "fakeroot"})
 INTERPRETERS = frozenset(n for n, (k, _) in _DANGER.items() if k == "interpreter")
 DANGER_KEYS = frozenset(k for k, _ in _DANGER.values()) | {f"wrapper:{w}" for w in WRAPPERS}
 
