@@ -252,6 +252,29 @@ def test_the_write_deny_list_is_refused(ws: Path, path: str, said: str, why: str
         assert not (ws / path).exists(), why
 
 
+@pytest.mark.parametrize("failure", [PermissionError(13, "Permission denied"), RuntimeError("a bug in the list")],
+                         ids=["oserror", "bug"])
+def test_a_write_deny_check_that_fails_refuses_the_write(ws: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          failure: Exception) -> None:
+    """The list cannot say whether the path is protected: nothing is written (the judge's ``shadow_ask``
+    steps aside on an OSError because the handler's own check refuses again)."""
+    from hermes_nb.tools.safety import protected
+
+    (ws / "notes.txt").write_text("a\n")
+
+    def broken(*_: object, **__: object) -> str | None:
+        raise failure
+
+    from hermes_nb.tools.safety.gate import use_approver
+
+    monkeypatch.setattr(protected, "write_refusal", broken)
+    with use_approver(lambda subject, key, description: "once"):  # a failing judge asks: yes, so the handler runs
+        for tool, args in (("write_file", {"path": "new.txt", "content": "x"}),
+                           ("patch", {"path": "notes.txt", "old_string": "a", "new_string": "b"})):
+            assert str(failure) in error(call(tool, **args)), tool
+    assert not (ws / "new.txt").exists() and (ws / "notes.txt").read_text() == "a\n"
+
+
 @pytest.mark.parametrize("path", ["notes/bashrc.txt", "src/app.py", "venv_notes/bin/readme", "docs/config"])
 def test_ordinary_files_near_the_list_are_written(ws: Path, path: str) -> None:
     assert "bytes_written" in call("write_file", path=path, content="x")

@@ -345,6 +345,29 @@ def test_landlock_contains_the_row(world: World, row: Row, tmp_path: Path, monke
     assert row.effect(world, result), (row.why, result)
 
 
+def test_bubblewrap_gone_mid_session_runs_nothing_and_says_so(world: World, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """Probed once per process: bubblewrap that disappears (or cannot start) later never becomes a bare run."""
+    require_bwrap()
+    import shutil
+
+    import hermes_nb.tools.terminal_tool  # noqa: F401  (registers terminal)
+    from hermes_nb.tools.registry import registry
+    from hermes_nb.tools.safety.gate import use_approver
+
+    assert sandbox.status().mechanism.startswith("bubblewrap")  # what the prompt promises
+    bare = tmp_path / "bin"  # bash is still there (a bare run would work), bwrap is not
+    bare.mkdir()
+    (bare / "bash").symlink_to(shutil.which("bash") or "/bin/bash")
+    monkeypatch.setenv("PATH", str(bare))
+    with pytest.raises(RuntimeError, match="could not start, so the command did not run"):
+        run_command("echo x > made.txt", timeout=30)
+    with use_approver(lambda subject, key, description: "once"):
+        result = json.loads(registry.dispatch("terminal", {"command": "echo y > made.txt"}))
+    assert "could not start, so the command did not run" in result["error"], result
+    assert not (world.ws / "made.txt").exists()
+
+
 def test_without_bubblewrap_the_doctor_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     from hermes_nb.tools.safety import bwrap
 

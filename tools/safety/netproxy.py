@@ -180,6 +180,8 @@ class Proxy:
 
 
 def _pipe(a: socket.socket, b: socket.socket) -> None:
+    # FORWARDER holds the same loop as text: it runs inside the sandbox under ``python -S``, where this
+    # module cannot be imported, so the two stay twins (a fix to one is a fix to both)
     try:
         while data := a.recv(65536):
             b.sendall(data)

@@ -145,6 +145,8 @@ class Box:
                               writable=writable_paths(self.workspace, self.tmp)[3:],
                               protected=self._watch.protected, info_fd=write)
             proc = _popen(argv, self.workspace, clean, pass_fds=(write,))
+        except OSError as exc:  # gone or unrunnable since the probe: never a fallback to running it bare
+            raise RuntimeError(f"the sandbox (bubblewrap) could not start, so the command did not run: {exc}") from exc
         finally:
             os.close(write)
         try:
