@@ -89,6 +89,8 @@ CASES: list[tuple[str, bool, str]] = [
     ("uniq in.txt out.txt", D, "uniq second operand is an output file"),
     ("tee out.txt", D, "tee writes a file"),
     ("tree -o out.txt", D, "tree writes a file"),
+    ("tree -R -H . -L 2", D, "tree -R writes 00Tree.html in every folder (before 1.8.1 by system(), with the names)"),
+    ("tree -aRL 2 -H .", D, "-R in a cluster"),
     ("find . -delete", D, "find deletes"),
     ("find . -name '*.pyc' -exec rm {} \\;", D, "find -exec"),
     ("find . -execdir sh -c 'x' \\;", D, "find -execdir"),

@@ -85,7 +85,8 @@ _SAFE.update({
                   arg_short="kStT"),
     "uniq": _Rule(arg_short="fsw", max_operands=1),
     "tee": _Rule(max_operands=0),
-    "tree": _Rule(deny_short={"o": _WRITE}, arg_short="LPIH"),
+    # -R: an 00Tree.html in every folder, each made by running tree again (through system() before 1.8.1)
+    "tree": _Rule(deny_short={"o": _WRITE, "R": "runs-program"}, arg_short="LPIH"),
     "file": _Rule(deny_short={"C": _WRITE}, deny_long={"--compile": _WRITE}, arg_short="mfFeP"),
     "rg": _Rule(deny_long={"--pre": "runs-program", "--hostname-bin": "runs-program"}),
     "ss": _Rule(deny_short={"K": "kill"}, deny_long={"--kill": "kill"}, arg_short="fAF"),
