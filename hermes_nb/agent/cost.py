@@ -127,9 +127,12 @@ def run_cost(turns: Sequence[Turn], model: Any) -> RunCost:
 
 
 def _result_shares(before: Turn, after: Turn, ref: tuple[str | None, str | None, bool, str]) -> dict[str, Price]:
-    """Each tool result's share of the tokens it added to the next request."""
-    start = before.request.count + 1  # after the assistant message that asked for the calls
-    results = [m for m in after.request.messages[start:] if m.get("role") == "tool"]
+    """Each tool result's share of the tokens it added to the next request: the tool messages after its last
+    assistant message (the one that asked for the calls), wherever the request starts (a tool listing may
+    come and go in the system prompt)."""
+    sent = after.request.messages
+    asked = max((i for i, m in enumerate(sent) if m.get("role") == "assistant"), default=len(sent))
+    results = [m for m in sent[asked + 1:] if m.get("role") == "tool"]
     if not results:
         return {}
     added = int(after.usage.get("prompt_tokens", 0)) - int(before.usage.get("prompt_tokens", 0)) \

@@ -85,12 +85,14 @@ def run_remote(todo: list[Case], template: Mapping[str, Any], client: Any,
 
 
 def _pinned(template: Mapping[str, Any]) -> dict[str, Any]:
-    """The template with the toolsets this kernel offers now (the worker has no picker)."""
+    """The template with the toolsets this kernel offers now, as a list (the worker has no picker, and is no
+    notebook: None would be read there as "the person's own toolsets only")."""
     out = dict(template)
     if out.get("enabled_toolsets") is None:
-        from hermes_nb.selection import enabled_toolsets
+        from hermes_nb.selection import offered_toolsets
 
-        out["enabled_toolsets"] = enabled_toolsets()
+        offered = offered_toolsets()
+        out["enabled_toolsets"] = ["all"] if offered is None else offered
     return out
 
 

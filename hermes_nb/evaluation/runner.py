@@ -53,6 +53,8 @@ def check_model(template: Mapping[str, Any]) -> None:
     from hermes_nb.agent.model_choice import resolve_model
 
     model = resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"))
+    if getattr(model, "replays_recording", False):
+        model = model.fresh()  # as each case gets it: from the first turn, wherever the template's one stands
     check = getattr(model, "check_config", None)
     if check is not None:
         check()

@@ -239,6 +239,10 @@ def test_cases_replaying_one_recording_at_once_each_start_from_its_first_turn(to
         assert [(r.error, r.tools_called, r.args_ok, r.text) for r in result.rows] == \
             [(None, ("add",), True, "done: add 2 and 3")] * 4
     assert from_agent(strict)["model"].on_drift == "stop"  # the template's replay settings reach the cases
+    used = ReplayModel(tape)  # a replay some agent has played to its end already: each case starts at turn 1
+    Agent(model=used, enabled_toolsets=["t13e"], display=False).run("add 2 and 3")
+    again = hermes_nb.evaluate(cases[:2], agent={"model": used, "enabled_toolsets": ["t13e"]}, display=False)
+    assert [r.error for r in again.rows] == [None, None]
 
 def test_progress_shows_as_text_outside_a_notebook(tools: None, capsys: pytest.CaptureFixture[str]) -> None:
     with RoutedOpenAI(route) as srv:

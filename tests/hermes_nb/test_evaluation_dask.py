@@ -189,3 +189,26 @@ def test_a_tool_that_does_not_pickle_is_named_before_anything_runs(client: Any) 
     with pytest.raises(RemoteToolError, match="tool 'locked' cannot travel to Dask workers"):
         hermes_nb.evaluate([{"prompt": "x"}], agent={"base_url": "http://127.0.0.1:9/v1",
                                                      "enabled_toolsets": ["t13p"]}, executor=client)
+
+
+def test_workers_offer_what_this_kernel_offers_when_the_template_names_no_toolsets(
+        client: Any, notebook_tools: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a notebook with every toolset selected, a template without toolsets offers them all on the worker
+    too: the pinned "everything" (None) was read again there, outside a notebook, as the person's own
+    toolsets only, so a worker's model never saw the built-ins a local run offers."""
+    import hermes_nb._state as state
+    import hermes_nb.selection as sel
+
+    monkeypatch.setattr(state, "shell", object())  # a notebook's kernel: the picker's selection is what is offered
+    monkeypatch.setattr(sel.selection, "mode", "all")
+
+    def answer(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        return Reply(content="ok")
+
+    with RoutedOpenAI(answer) as srv:
+        template = {k: v for k, v in _template(srv).items() if k != "enabled_toolsets"}
+        result = hermes_nb.evaluate([{"prompt": "hello", "expected_tools": []}], agent=template, executor=client,
+                                    display=False)
+        sent = {t["function"]["name"] for t in srv.requests[0]["tools"]}
+    assert result.rows[0].error is None
+    assert {"add", "read_file", "terminal"} <= sent  # the notebook's tool and the built-ins, as locally

@@ -36,7 +36,9 @@ def test_load_imports_no_magics_module_registry_or_yaml_and_first_use_finds_the_
     out = _fresh("""
         ip.run_line_magic("load_ext", "hermes_nb")
         heavy = ["hermes_nb.magics.tools", "hermes_nb.magics.mcp", "hermes_nb.magics.agent", "hermes_nb.magics.hermes",
-                 "hermes_nb.display.prompts", "hermes_nb.tools.registry", "hermes_nb.tools.sources.discovery", "yaml", "argparse"]
+                 "hermes_nb.display.prompts", "hermes_nb.tools.registry", "hermes_nb.tools.sources.discovery", "yaml", "argparse",
+                 # the model seam, MCP, widgets, prices and the agent load on first use, never at %load_ext
+                 "openai", "httpx", "mcp", "ipywidgets", "genai_prices", "hermes_nb.agent.loop", "hermes_nb.display.live"]
         after_load = [m for m in heavy if m in sys.modules and m != "argparse"]
         table = ip.run_line_magic("tools", "")
         names = [row[1] for row in table.rows]

@@ -170,3 +170,24 @@ def test_a_turn_request_keeps_only_what_changed_and_rebuilds_what_was_sent() -> 
     assert third.messages == tuple(listed) and [i for i, _ in third.changes] == [0]
     cut = make_request(listed[:2], tools, third)  # a shorter request (a history cut) rebuilds as sent too
     assert cut.messages == tuple(listed[:2]) and cut.changes == ()
+
+
+def test_a_results_share_is_found_when_the_tool_listing_leaves_the_system_prompt() -> None:
+    """The results of a turn's calls are the tool messages after the next request's last assistant message,
+    wherever that request starts: a tool listing sent with one turn and not the next (no deferred tools
+    left, no system prompt of its own) shifted the count, and the first result had no share."""
+    from hermes_nb.agent.cost import run_cost
+    from hermes_nb.agent.models import ModelTurn, Usage
+    from hermes_nb.agent.turns import new_turn
+
+    ask = {"role": "user", "content": "add"}
+    listing = {"role": "system", "content": "deferred tools: x"}
+    answer = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}, {"id": "c2"}]}
+    results = [{"role": "tool", "tool_call_id": "c1", "content": "55"}, {"role": "tool", "tool_call_id": "c2", "content": "5"}]
+    model = OpenAIModel(model="gpt-4o-mini", base_url=None, api_key="unused")
+    first = new_turn(1, [listing, ask], [], ModelTurn(usage=Usage(prompt_tokens=100, completion_tokens=20,
+                                                                  total_tokens=120)), model)
+    second = new_turn(2, [ask, answer, *results], [], ModelTurn(usage=Usage(prompt_tokens=150, completion_tokens=5,
+                                                                            total_tokens=155)), model, first)
+    shares = run_cost([first, second], model).tool_calls
+    assert (shares["c1"].tokens, shares["c2"].tokens) == (20, 10)  # 150 - 120 = 30, split 2:1 by length

@@ -142,10 +142,8 @@ def _args_short(arguments: str, limit: int = 200) -> str:
 
 def spill_of(content: str) -> Any:
     """The spill block's size and path when ``content`` is one, else None."""
-    try:
-        from hermes_nb.tools.budget import parse_spill_block
-    except ImportError:
-        return None
+    from hermes_nb.tools.budget import parse_spill_block
+
     return parse_spill_block(content)
 
 
