@@ -19,10 +19,10 @@ from pathlib import Path
 from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS
 from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.safety.shell_words import Word
+from hermes_nb.tools.safety.walker import TRUSTED_DIRS
 
 __all__ = ["fingerprints"]
 
-_TRUSTED = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")
 _VALUE_OPTIONS = frozenset({"-W", "-X", "-o", "-O", "-I", "-x", "--rcfile", "--init-file"})
 _MAKES = frozenset({"make", "gmake", "bmake"})
 _SCRIPTED = frozenset({"awk", "gawk", "mawk", "nawk", "sed"})
@@ -88,7 +88,7 @@ def _files_of(words: tuple[Word, ...]) -> list[str]:
     base = program.rpartition("/")[2]
     args = [w.value for w in words[1:]]
     files: list[str] = []
-    if "/" in program and not program.startswith(_TRUSTED):
+    if "/" in program and program.rpartition("/")[0] not in TRUSTED_DIRS:
         files.append(program)
     if base in _MAKES:
         files.extend(_make_files(args))
