@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from hermes_nb.tools.safety import gate, remembered, rules
 from hermes_nb.tools.safety.classifier import analyse as _analyse
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 rules.set_command_root(workspace_root)  # command rules expand globs where the terminal runs
 
-Scope = Literal["once", "session", "always", "safe", "rule"]
+Scope = gate.Scope
 ApprovalCallback = gate.ApprovalCallback
 
 
