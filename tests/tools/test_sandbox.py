@@ -222,6 +222,24 @@ def test_what_was_set_aside_is_named_and_kept(world: World) -> None:
         assert f"{name} was created or replaced by the command and renamed" in result["stderr"]
 
 
+def test_a_protected_path_reached_through_a_new_link_is_named(tmp_path: Path, hermes_home: Path) -> None:
+    """A repository's folder swapped for a link to a config laid out elsewhere cannot be renamed from the
+    workspace (no link is followed there); it was skipped without a word, and the person's next git there
+    ran the config's program. Now the result says to check it."""
+    from hermes_nb.tools.safety.watch import Watch
+
+    root, elsewhere = tmp_path / "ws", tmp_path / "writable-elsewhere"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root / "sub")], check=True)
+    watch = Watch(root)
+    (root / "sub").rename(root / "old")  # what the command does (the sandbox pins .git, not its parent)
+    (elsewhere / ".git").mkdir(parents=True)
+    (elsewhere / ".git" / "config").write_text("[core]\n\tfsmonitor = touch m\n")
+    (root / "sub").symlink_to(elsewhere)
+    notes = watch.settle()
+    assert any(n.startswith("sub/.git") and "could not be set aside" in n and "check it" in n for n in notes), notes
+
+
 def test_ordinary_work_still_works(world: World) -> None:
     """Workspace files, a private /tmp, git add/commit (objects are writable), and a fresh repository."""
     require_bwrap()

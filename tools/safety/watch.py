@@ -82,10 +82,11 @@ def _top_level(root: Path) -> dict[str, Signature]:
 
 
 def _set_aside(root: Path, path: Path) -> str | None:
-    """Rename ``path`` to a free ``NAME.blocked-by-hermes-nb[-N]`` beside it; the new name, or None."""
+    """Rename ``path`` to a free ``NAME.blocked-by-hermes-nb[-N]`` beside it; the new name, or None when it is
+    gone. OSError when it is there but cannot be renamed (a folder on the way became a link): said, not passed."""
     fd = _parent_fd(root, path)
     if fd is None:
-        return None
+        raise OSError(errno.ELOOP, "a folder on the way is a link or cannot be opened")
     try:
         for n in range(100):
             target = path.name + SUFFIX + (f"-{n}" if n else "")
@@ -103,7 +104,7 @@ def _set_aside(root: Path, path: Path) -> str | None:
             return target
     finally:
         os.close(fd)
-    return None
+    raise OSError(errno.EEXIST, f"every {path.name}{SUFFIX}-N name is taken")
 
 
 def _new_repository_problems(git: Path) -> list[Path]:
