@@ -28,6 +28,12 @@ ADDRESSES = [  # (address, allowed, why)
     ("fe80::1%eth0", False, "IPv6 link-local"),
     ("224.0.0.1", False, "multicast"),
     ("203.0.113.5", False, "documentation range, not global"),
+    ("64:ff9b::10.1.2.3", False, "the LAN behind a NAT64 gateway (an IPv6-only cloud subnet reaches its VPC so)"),
+    ("64:ff9b::169.254.169.254", False, "link-local metadata through NAT64"),
+    ("64:ff9b:1::a01:203", False, "a local-use NAT64 prefix: the network's own translator"),
+    ("2002:a01:203::1", False, "6to4 spelling of 10.1.2.3"),
+    ("::127.0.0.1", False, "loopback as an IPv4-compatible IPv6 address"),
+    ("64:ff9b::8.8.8.8", True, "a public IPv4 host through NAT64"),
     ("8.8.8.8", True, "a public address"),
     ("2606:4700:4700::1111", True, "a public IPv6 address"),
 ]

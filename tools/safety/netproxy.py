@@ -66,11 +66,22 @@ while True:
 """
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known NAT64 prefix: the last 32 bits are the IPv4 host
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # a network's own translator (RFC 8215): its LAN
+
+
 def allowed_address(ip: str) -> bool:
-    """Only global unicast addresses: never this machine, its LAN, link-local (cloud metadata) or multicast."""
-    addr = ipaddress.ip_address(ip.split("%", 1)[0])
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
+    """Only global unicast addresses: never this machine, its LAN, link-local (cloud metadata) or multicast.
+    An IPv6 address that carries an IPv4 one (mapped, compatible, 6to4, NAT64) is judged by the IPv4 host it
+    reaches: ``64:ff9b::10.0.0.5`` is the LAN behind a NAT64 gateway, whatever ``is_global`` says of it."""
+    addr: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(ip.split("%", 1)[0])
+    if isinstance(addr, ipaddress.IPv6Address):
+        if addr in _NAT64_LOCAL:
+            return False
+        embedded = addr.ipv4_mapped or addr.sixtofour
+        if embedded is None and (addr in _NAT64 or int(addr) >> 32 == 0):  # NAT64, or IPv4-compatible ::a.b.c.d
+            embedded = ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF)
+        addr = embedded or addr
     return addr.is_global and not addr.is_multicast
 
 
