@@ -237,13 +237,17 @@ def test_a_command_the_rules_cannot_read_meets_every_deny_rule(hermes_home: Path
     (b"approvals: [deny]\n", "approvals is a list"),
     (b"approvals:\n  commands: {pattern: '*secret*', action: deny}\n", "commands is a mapping, not a list"),
     (b"approvals:\n  tools: {probe: deny}\n# caf\xe9\n", "not UTF-8 (every call failed with UnicodeDecodeError)"),
-], ids=["yaml", "section", "commands", "encoding"])
+    (b"<loop>", "a link to itself: stat fails with ELOOP"),
+], ids=["yaml", "section", "commands", "encoding", "stat"])
 def test_rules_that_cannot_be_read_make_every_call_ask(hermes_home: Path, text: bytes, why: str) -> None:
     """A deny among rules nobody can read is still the person's deny: dropping them ran `cat secret.txt`
     (read-only, so nothing else asks) and every tool the rules meant to stop."""
     reg = _probe_registry()
     asked: list[str] = []
-    (hermes_home / "config.yaml").write_bytes(text)
+    if text == b"<loop>":  # a config that cannot even be looked at (stat fails) was taken for no config
+        (hermes_home / "config.yaml").symlink_to(hermes_home / "config.yaml")
+    else:
+        (hermes_home / "config.yaml").write_bytes(text)
     with use_approver(lambda s, k, d: asked.append(d) or "deny"):
         assert "BLOCKED" in reg.dispatch("probe", {"n": 1}), why
         assert not check_dangerous_command("cat secret.txt")["approved"], why

@@ -135,8 +135,10 @@ def _current(*, look: bool = False) -> _Read:
     try:
         st = os.stat(path)
         identity: Any = (path, st.st_mtime_ns, st.st_size, st.st_ino)
-    except OSError:
-        identity = (path, None)
+    except (FileNotFoundError, NotADirectoryError):
+        identity = (path, None)  # no config: no rules
+    except OSError as exc:  # there, but not to be looked at (a link loop, EACCES, EIO): read it to say why
+        identity = (path, exc.errno)
     if cached is not None and cached.identity == identity and cached.home == home:
         cached.until, cached.generation = time.monotonic() + RECHECK_SECONDS, generation
         return cached
