@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.tools.registry import registry
+from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.workspace import confined_base, display_path, open_confined, resolve_path
 
 _MAX_LINE_CHARS = 2_000
@@ -43,7 +44,7 @@ def _open(real: Path, shown: str, *, write: bool = False) -> Any:
     """A binary file object for a checked path; inside the root or the spill folder no symlink is followed."""
     base = confined_base(real)
     if base is None:  # a read outside, allowed (not strict): nothing to confine it to
-        return open(real, "rb")
+        return open_regular(real)
     return os.fdopen(open_confined(real, base, write=write, shown=shown), "wb" if write else "rb")
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.tools.errors import ConfigError, HermesNbError
+from hermes_nb.tools.safety.regular import regular_fd
 
 __all__ = ["WorkspaceError", "confined_base", "open_confined", "resolve_path", "workspace_root"]
 
@@ -139,7 +140,8 @@ def open_confined(real: Path, base: Path, *, write: bool = False, shown: str | N
     """A file descriptor for ``real`` (inside ``base``), reached without following any symlink.
 
     ``write`` creates missing folders and the file, and truncates it. A component that became a
-    symlink after the path was checked raises ``WorkspaceError``. The caller closes the descriptor.
+    symlink after the path was checked raises ``WorkspaceError``; anything but a regular file (a named pipe,
+    a device) raises ``OSError`` without blocking. The caller closes the descriptor.
     """
     shown = shown or str(real)
     parts = real.relative_to(base).parts
@@ -149,7 +151,7 @@ def open_confined(real: Path, base: Path, *, write: bool = False, shown: str | N
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC if write else os.O_RDONLY
         if write:
             real.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(real, flags, 0o666)
+        return regular_fd(os.open(real, flags | os.O_NONBLOCK, 0o666), shown)
     fd = os.open(base, _DIR_FLAGS)
     try:
         for name in parts[:-1]:
@@ -162,7 +164,8 @@ def open_confined(real: Path, base: Path, *, write: bool = False, shown: str | N
             os.close(fd)
             fd = nxt
         flags = (os.O_WRONLY | os.O_CREAT | os.O_TRUNC if write else os.O_RDONLY) | _NOFOLLOW | os.O_CLOEXEC
-        return _open_at(parts[-1], fd, flags, shown, write)
+        # never blocks: a named pipe would hold the kernel in open() until someone wrote to it
+        return regular_fd(_open_at(parts[-1], fd, flags | os.O_NONBLOCK, shown, write), shown)
     finally:
         os.close(fd)
 

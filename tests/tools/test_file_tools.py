@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -319,3 +320,19 @@ def test_credentials_and_the_kernels_keys_are_never_read(ws: Path, tmp_path: Pat
     assert "never reads" in error(call("read_file", path=str(secret)))
     (person / "notes.txt").write_text("mine\n")
     assert "mine" in call("read_file", path=str(person / "notes.txt"))
+
+
+@pytest.mark.timeout(60)  # before, each call below held the kernel in open() for good
+def test_a_named_pipe_is_refused_without_blocking(ws: Path, tmp_path: Path) -> None:
+    """A pipe with no writer blocks open() until one comes: read_file, write_file and patch refuse it,
+    search_files passes over it, inside the workspace and outside it."""
+    os.mkfifo(ws / "pipe")
+    (ws / "notes.txt").write_text("needle\n")
+    outside = tmp_path / "outside-pipe"
+    os.mkfifo(outside)
+    for path in ("pipe", str(outside)):
+        assert "not a regular file" in error(call("read_file", path=path)), path
+    assert "not a regular file" in error(call("patch", path="pipe", old_string="a", new_string="b"))
+    assert error(call("write_file", path="pipe", content="x"))  # ENXIO: no reader, so it is not opened
+    assert call("search_files", pattern="needle") == "notes.txt:1: needle"
+    assert stat.S_ISFIFO(os.lstat(ws / "pipe").st_mode)
