@@ -366,6 +366,23 @@ def test_a_repository_the_line_enters_is_checked_too(ws: Path) -> None:
     assert len(person.asked) == 2 and not (ws / "m").exists()
 
 
+@pytest.mark.parametrize("command", ["cd a && git -C b diff HEAD", "cd a; cd b; git diff HEAD",
+                                     "cd a && cd b && git diff HEAD"])
+def test_a_repository_the_line_reaches_by_cds_one_after_another_is_checked(ws: Path, command: str) -> None:
+    """Each ``cd`` was checked alone against the workspace, so the repository in a/b (reached through a,
+    then b) was never looked at, and its diff.external ran without asking."""
+    repo = ws / "a" / "b"
+    repo.mkdir(parents=True)
+    _repo(repo)
+    subprocess.run(["git", "config", "diff.external", "sh -c 'touch m'"], cwd=repo, check=True)
+    (repo / "notes.txt").write_text("changed\n")
+    person = Person()
+    assert terminal(command, person).get("blocked") is True and person.asked == [command]
+    assert not (repo / "m").exists()
+    subprocess.run(["bash", "-c", command], cwd=ws, capture_output=True, timeout=30)
+    assert (repo / "m").exists(), "the row is real: bash itself runs the program"
+
+
 def test_a_session_yes_for_a_command_does_not_cover_it_in_another_folder(ws: Path) -> None:
     (ws / "sub").mkdir()
     (ws / "m").write_text("")

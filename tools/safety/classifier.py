@@ -12,6 +12,7 @@ cannot hide a command from the other.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass
@@ -85,14 +86,20 @@ def _judge(words: tuple[Word, ...], line: str) -> Finding | None:
 
 
 def _git_after_cd(commands: tuple[tuple[Word, ...], ...], line: str) -> list[Finding]:
-    """``cd there && git status``: the repository git reads is the one ``there`` is in."""
-    folders = [w[1].value if len(w) > 1 else "~" for w in commands if w[0].value in ("cd", "pushd")]
-    if not folders or not any(w[0].value.rpartition("/")[2] == "git" for w in commands):
+    """``cd there && git status``: the repository git reads is the one ``there`` is in. Which ``cd`` holds
+    when git runs is not followed (a subshell, a branch), so every place the line may be in is checked: each
+    ``cd`` alone, the ``cd``s one after another (``cd a; cd b``), and git's ``-C`` from each of them."""
+    cds = [w[1].value if len(w) > 1 else "~" for w in commands if w[0].value in ("cd", "pushd")]
+    gits = [w for w in commands if w[0].value.rpartition("/")[2] == "git"]
+    if not cds or not gits:
         return []
-    folders = [os.path.expanduser(f) if f == "~" or f.startswith("~/") else f for f in folders]
-    if any(f.startswith(("~", "-")) or "$" in f or "`" in f for f in folders):
+    cds = [os.path.expanduser(f) if f == "~" or f.startswith("~/") else f for f in cds]
+    if any(f.startswith(("~", "-")) or "$" in f or "`" in f for f in cds):
         return [Finding("runs-program", "git runs in a folder this check cannot see, whose repository config "
                                         "could name programs.", line)]
+    places = list(dict.fromkeys([*cds, *itertools.accumulate(cds, os.path.join)]))
+    dash_c = [w[i + 1].value for w in gits for i in range(1, len(w) - 1) if w[i].value == "-C"]
+    folders = places + [os.path.join(p, c) for p in places for c in dash_c]
     configured = repository_programs(folders)
     if configured:
         return [Finding("runs-program", f"the git config of a repository the command enters names programs "
