@@ -238,6 +238,7 @@ SESSION = [
     ("make", "Makefile", "all:\n\t@echo ok\n", "all:\n\t@touch m\n", "a Makefile target"),
     ("python3 -m tool", "tool.py", "print(1)\n", "open('m', 'w').close()\n", "a module run with -m"),
     ("cd sub && bash b.sh", "sub/b.sh", "echo b\n", "touch ../m\n", "a script in a folder the line enters"),
+    ("cd a; cd b; bash s.sh", "a/b/s.sh", "echo s\n", "touch ../../m\n", "a script in a folder two cds reach"),
 ]
 
 

@@ -5,12 +5,14 @@
 again when it changed (the model rewrote it, or it was deleted and made again). Which files a command
 runs is read from its words: a program given by path outside the system folders, the script operand of
 a shell or interpreter (``python -m pkg.mod`` → ``pkg/mod.py``), ``make``'s makefile, ``awk -f`` / ``sed -f``
-files. Relative paths are taken from the workspace and from every folder the line ``cd``s into.
+files. Relative paths are taken from the workspace and from every folder the line may ``cd`` into
+(``line_folders``: each ``cd`` alone and all of them one after another).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import stat
 from collections.abc import Sequence
@@ -21,7 +23,7 @@ from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.safety.shell_words import Word
 from hermes_nb.tools.safety.walker import TRUSTED_DIRS
 
-__all__ = ["fingerprints"]
+__all__ = ["cd_targets", "fingerprints", "line_folders"]
 
 _VALUE_OPTIONS = frozenset({"-W", "-X", "-o", "-O", "-I", "-x", "--rcfile", "--init-file"})
 _MAKES = frozenset({"make", "gmake", "bmake"})
@@ -120,12 +122,22 @@ def _digest(path: Path) -> str:
         return f"unreadable ({exc.errno})"
 
 
+def cd_targets(commands: Sequence[tuple[Word, ...]]) -> list[str]:
+    """Where each ``cd`` / ``pushd`` of a line goes, as written (``~`` and ``~/x`` expanded)."""
+    cds = [w[1].value if len(w) > 1 else "~" for w in commands if w[0].value in ("cd", "pushd")]
+    return [os.path.expanduser(c) if c == "~" or c.startswith("~/") else c for c in cds]
+
+
+def line_folders(cds: Sequence[str]) -> list[str]:
+    """Every folder (from the workspace) a line's later commands may run in: where it starts, each ``cd``
+    alone and the ``cd``s one after another (``cd a; cd b`` is ``a/b``). Which one holds when a command runs
+    is not followed (a subshell or a branch may undo a ``cd``), so all of them count."""
+    return list(dict.fromkeys([".", *cds, *itertools.accumulate(cds, os.path.join)]))
+
+
 def fingerprints(commands: Sequence[tuple[Word, ...]], root: Path) -> tuple[str, ...]:
     """``PATH (sha256 ...)`` for every file the commands run (sorted; empty when they run none)."""
-    folders = [root]
-    for words in commands:
-        if words[0].value in ("cd", "pushd") and len(words) > 1:
-            folders.append(root / words[1].value)
+    folders = [Path(os.path.normpath(root / f)) for f in line_folders(cd_targets(commands))]
     seen: dict[str, str] = {}
     for words in commands:
         files = _files_of(words)

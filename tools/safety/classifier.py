@@ -12,12 +12,12 @@ cannot hide a command from the other.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 from dataclasses import dataclass
 
 from hermes_nb.tools.safety import walker
+from hermes_nb.tools.safety.bound_files import cd_targets, line_folders
 from hermes_nb.tools.safety.command_rules import check_program, flag_sensitive
 from hermes_nb.tools.safety.git_rules import repository_programs
 from hermes_nb.tools.safety.shell_words import Expansion, Word, scan
@@ -86,18 +86,16 @@ def _judge(words: tuple[Word, ...], line: str) -> Finding | None:
 
 
 def _git_after_cd(commands: tuple[tuple[Word, ...], ...], line: str) -> list[Finding]:
-    """``cd there && git status``: the repository git reads is the one ``there`` is in. Which ``cd`` holds
-    when git runs is not followed (a subshell, a branch), so every place the line may be in is checked: each
-    ``cd`` alone, the ``cd``s one after another (``cd a; cd b``), and git's ``-C`` from each of them."""
-    cds = [w[1].value if len(w) > 1 else "~" for w in commands if w[0].value in ("cd", "pushd")]
+    """``cd there && git status``: the repository git reads is the one ``there`` is in; every folder the line
+    may be in (``bound_files.line_folders``) is checked, and git's ``-C`` from each of them."""
+    cds = cd_targets(commands)
     gits = [w for w in commands if w[0].value.rpartition("/")[2] == "git"]
     if not cds or not gits:
         return []
-    cds = [os.path.expanduser(f) if f == "~" or f.startswith("~/") else f for f in cds]
     if any(f.startswith(("~", "-")) or "$" in f or "`" in f for f in cds):
         return [Finding("runs-program", "git runs in a folder this check cannot see, whose repository config "
                                         "could name programs.", line)]
-    places = list(dict.fromkeys([*cds, *itertools.accumulate(cds, os.path.join)]))
+    places = line_folders(cds)
     dash_c = [w[i + 1].value for w in gits for i in range(1, len(w) - 1) if w[i].value == "-C"]
     folders = places + [os.path.join(p, c) for p in places for c in dash_c]
     configured = repository_programs(folders)
