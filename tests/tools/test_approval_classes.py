@@ -239,6 +239,8 @@ SESSION = [
     ("python3 -m tool", "tool.py", "print(1)\n", "open('m', 'w').close()\n", "a module run with -m"),
     ("cd sub && bash b.sh", "sub/b.sh", "echo b\n", "touch ../m\n", "a script in a folder the line enters"),
     ("cd a; cd b; bash s.sh", "a/b/s.sh", "echo s\n", "touch ../../m\n", "a script in a folder two cds reach"),
+    ("timeout 60 python3 train.py", "train.py", "print(1)\n", "open('m', 'w').close()\n", "a script a wrapper runs"),
+    ("env A=1 nice -n 5 bash w.sh", "w.sh", "echo w\n", "touch m\n", "wrappers around wrappers"),
 ]
 
 

@@ -5,8 +5,9 @@
 again when it changed (the model rewrote it, or it was deleted and made again). Which files a command
 runs is read from its words: a program given by path outside the system folders, the script operand of
 a shell or interpreter (``python -m pkg.mod`` → ``pkg/mod.py``), ``make``'s makefile, ``awk -f`` / ``sed -f``
-files. Relative paths are taken from the workspace and from every folder the line may ``cd`` into
-(``line_folders``: each ``cd`` alone and all of them one after another).
+files, also when a wrapper runs them (``timeout 60 python3 train.py``). Relative paths are taken from the
+workspace and from every folder the line may ``cd`` into (``line_folders``: each ``cd`` alone and all of them
+one after another).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS
+from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS, WRAPPERS
 from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.safety.shell_words import Word
 from hermes_nb.tools.safety.walker import TRUSTED_DIRS
@@ -122,6 +123,14 @@ def _digest(path: Path) -> str:
         return f"unreadable ({exc.errno})"
 
 
+def _runs(words: tuple[Word, ...]) -> list[tuple[Word, ...]]:
+    """The command itself and, for a wrapper (``timeout 60 python3 train.py``, ``env X=1 bash s.sh``), what it
+    may run: the words from each later one on (a word that is no program names no file)."""
+    if words[0].value.rpartition("/")[2] not in WRAPPERS:
+        return [words]
+    return [words[k:] for k in range(len(words))]
+
+
 def cd_targets(commands: Sequence[tuple[Word, ...]]) -> list[str]:
     """Where each ``cd`` / ``pushd`` of a line goes, as written (``~`` and ``~/x`` expanded)."""
     cds = [w[1].value if len(w) > 1 else "~" for w in commands if w[0].value in ("cd", "pushd")]
@@ -139,7 +148,7 @@ def fingerprints(commands: Sequence[tuple[Word, ...]], root: Path) -> tuple[str,
     """``PATH (sha256 ...)`` for every file the commands run (sorted; empty when they run none)."""
     folders = [Path(os.path.normpath(root / f)) for f in line_folders(cd_targets(commands))]
     seen: dict[str, str] = {}
-    for words in commands:
+    for words in (run for command in commands for run in _runs(command)):
         files = _files_of(words)
         for name in files:
             if not name:
