@@ -336,3 +336,20 @@ def test_a_named_pipe_is_refused_without_blocking(ws: Path, tmp_path: Path) -> N
     assert error(call("write_file", path="pipe", content="x"))  # ENXIO: no reader, so it is not opened
     assert call("search_files", pattern="needle") == "notes.txt:1: needle"
     assert stat.S_ISFIFO(os.lstat(ws / "pipe").st_mode)
+
+
+@pytest.mark.parametrize("path", [".GIT/hooks/pre-commit", ".Git/config", "sub/.GitAttributes", ".VSCode/tasks.json",
+                                  "SiteCustomize.py", "x.PTH", ".BASHRC", ".Hermes/plugins/p.py", ".venv/BIN/pip"])
+def test_the_write_deny_list_holds_whatever_the_case(ws: Path, path: str) -> None:
+    """On a case-insensitive file system (macOS, Windows) each of these is the protected path itself."""
+    (ws / ".venv").mkdir()
+    (ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert "refusing to write" in error(call("write_file", path=path, content="x")), path
+    assert not (ws / path).exists()
+
+
+def test_the_hidden_list_holds_whatever_the_case(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(ws))
+    (ws / ".SSH").mkdir()
+    (ws / ".SSH" / "id_ed25519").write_text("key\n")  # on macOS this is ~/.ssh/id_ed25519
+    assert "never reads" in error(call("read_file", path=str(ws / ".SSH" / "id_ed25519")))

@@ -67,10 +67,11 @@ def hidden_paths() -> list[Path]:
 
 
 def hidden_reason(real: Path) -> str | None:
-    """Why the file tools may not read ``real`` (a resolved path), or None."""
-    text = str(real)
+    """Why the file tools may not read ``real`` (a resolved path), or None. Compared without case: on a
+    case-insensitive file system (macOS, Windows) ``~/.SSH/id_ed25519`` is ``~/.ssh/id_ed25519``."""
+    text = str(real).casefold()
     for path in _candidates():
-        base = str(path)
+        base = str(path).casefold()
         if text == base or text.startswith(base + os.sep):
             return f"{path} holds credentials or the kernel's keys, which the model never reads"
     return None

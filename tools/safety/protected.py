@@ -38,6 +38,7 @@ _RUN_LATER = {".githooks": "a git hooks folder (core.hooksPath)", ".husky": "a g
               ".vscode": "the editor runs its tasks and settings", ".idea": "the editor runs its run configurations"}
 _STARTUP_MODULES = frozenset({"sitecustomize.py", "usercustomize.py"})
 _VENV_PARTS = ("bin", "Scripts", "lib", "lib64", "Lib", "include", "pyvenv.cfg")
+_VENV_FOLDED = frozenset(p.casefold() for p in _VENV_PARTS)
 _SCAN_DEPTH = 2  # folders below the workspace root searched for .git, virtualenvs and .gitattributes
 _SCAN_SKIP = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
                         ".ipynb_checkpoints", ".tox"})
@@ -72,17 +73,25 @@ def _venv_root(real: Path, root: Path) -> Path | None:
     return None
 
 
+def _within(path: Path, folder: Path) -> bool:
+    """``path`` is ``folder`` or inside it, compared without case (see ``write_refusal``)."""
+    p, f = str(path).casefold(), str(folder).casefold()
+    return p == f or p.startswith(f.rstrip(os.sep) + os.sep)
+
+
 def write_refusal(real: Path, *, root: Path) -> str | None:
-    """Why the file tools may not write ``real`` (a resolved path inside ``root``), or None."""
-    home = _hermes_home()
-    if real == home or real.is_relative_to(home):
+    """Why the file tools may not write ``real`` (a resolved path inside ``root``), or None.
+
+    Names are compared without case: on a case-insensitive file system (macOS, Windows) ``.GIT/hooks`` is
+    ``.git/hooks``, and refusing ``.GIT`` where it is another folder costs nothing."""
+    if _within(real, _hermes_home()):
         return "it is inside the hermes_nb home folder, which holds the approval allowlist and the config"
-    parts = real.relative_to(root).parts if real.is_relative_to(root) else real.parts
-    name = real.name
+    parts = [p.casefold() for p in (real.relative_to(root).parts if real.is_relative_to(root) else real.parts)]
+    shown, name = real.name, real.name.casefold()
     if ".git" in parts:
         return "it is inside a .git folder, whose hooks and config run programs"
     if name in _GIT_ANYWHERE:
-        return f"{name} names the programs git runs on diff, status and checkout"
+        return f"{shown} names the programs git runs on diff, status and checkout"
     if ".hermes" in parts:
         return ".hermes/ holds project plugins, which run in the next kernel"
     if hooks := next((p for p in parts if p in _RUN_LATER), None):
@@ -90,19 +99,19 @@ def write_refusal(real: Path, *, root: Path) -> str | None:
     if name.endswith(".pth"):
         return ".pth files run code at every Python start"
     if name in _STARTUP_MODULES:
-        return f"{name} runs at every Python start"
+        return f"{shown} runs at every Python start"
     venv = _venv_root(real.parent if not real.is_dir() else real, root)
     if venv is not None and real != venv:
         first = real.relative_to(venv).parts[0]
-        if first in _VENV_PARTS:
+        if first.casefold() in _VENV_FOLDED:
             return f"it is inside the virtualenv {venv.name}'s {first} (its programs and packages run later)"
     user_home = _user_home()
-    if real.is_relative_to(user_home) and real != user_home:
-        first = real.relative_to(user_home).parts[0]
+    if _within(real, user_home) and str(real).casefold() != str(user_home).casefold():
+        first = Path(str(real)[len(str(user_home)):].lstrip(os.sep)).parts[0]
         if first.startswith("."):
             return f"~/{first} is a dot-file or dot-folder of your home folder (start-up files and settings run programs)"
     if name in RC_FILES:
-        return f"{name} is a shell start-up file"
+        return f"{shown} is a shell start-up file"
     return None
 
 
