@@ -264,3 +264,19 @@ def test_a_rule_whose_action_is_not_known_asks(hermes_home: Path) -> None:
         assert not check_dangerous_command("cat secret.txt")["approved"]
         assert check_dangerous_command("cat notes.txt")["scope"] == "safe"
     assert len(asked) == 2 and asked[1] == "cat secret.txt", asked
+
+
+def test_a_glob_too_deep_to_expand_now_stays_a_wildcard(hermes_home: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Expanding `cat /*/*/*/*/*/*/*/x` read the whole disk (40 s here) before the check answered; past three
+    wildcard levels a glob is left a wildcard, which a deny rule still meets."""
+    from hermes_nb.tools.safety.canonical import candidates
+
+    monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
+    (tmp_path / "a/b/c/d").mkdir(parents=True)
+    for name in ("a/b/c/secret.txt", "a/b/c/d/secret.txt"):
+        (tmp_path / name).write_text("s")
+    assert candidates("cat */*/*/secret.txt", root=tmp_path)[0].text == "cat a/b/c/secret.txt"  # expanded
+    assert candidates("cat */*/*/*/secret.txt", root=tmp_path)[0].text == "cat */*/*/*/secret.txt"  # not read
+    _rules(hermes_home, {"commands": [{"pattern": "cat a/b/c/d/secret.txt", "action": "deny"}]})
+    assert check_dangerous_command("cat */*/*/*/secret.txt", never_asked)["approved"] is False

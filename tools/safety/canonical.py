@@ -37,6 +37,9 @@ _GIT_FLAGS = frozenset({"-p", "-P", "--paginate", "--no-pager", "--bare", "--no-
                         "--noglob-pathspecs", "--icase-pathspecs"})
 _MAX_DEPTH = 3
 _MAX_MATCHES = 1000
+#: Wildcard levels a glob may have to be expanded now; `cat /*/*/*/*/*/*/*/x` read the whole disk for 40 s
+#: before the check answered. A deeper one stays a wildcard (a deny rule meets it whenever it could match).
+_MAX_LEVELS = 3
 _MAX_SCRIPT = 256 * 1024  # a longer script is not read: it matches every rule
 
 Token = tuple[str, str]  # ("lit", c) | ("one", "") | ("any", "")
@@ -78,7 +81,7 @@ def _expand(word: Word, root: Path | None) -> list[list[Token]]:
     """The words one word becomes: itself, the files its glob matches now, or a pattern with wildcards."""
     if word.exact:
         return [[("lit", c) for c in word.value]]
-    if word.globbed and root is not None and _only_glob_unknowns(word):
+    if word.globbed and root is not None and _only_glob_unknowns(word) and _glob_levels(word.pattern) <= _MAX_LEVELS:
         try:
             hits = glob.iglob(word.pattern) if os.path.isabs(word.pattern) else glob.iglob(word.pattern,
                                                                                        root_dir=root)
@@ -89,6 +92,11 @@ def _expand(word: Word, root: Path | None) -> list[list[Token]]:
         if found and len(found) <= _MAX_MATCHES:
             return [[("lit", c) for c in f] for f in found]
     return [_pattern_tokens(word.pattern)]
+
+
+def _glob_levels(pattern: str) -> int:
+    """How many folder levels of ``pattern`` hold a wildcard: each one multiplies what expanding it reads."""
+    return sum(any(kind != "lit" for kind, _ in _pattern_tokens(part)) for part in pattern.split("/"))
 
 
 def _only_glob_unknowns(word: Word) -> bool:
