@@ -366,12 +366,10 @@ class Agent:
         raise AssertionError("unreachable")
 
     def _definitions(self) -> Assembly:
-        enabled = self.enabled_toolsets
-        if enabled is None:
-            from hermes_nb.selection import offered_toolsets
+        from hermes_nb.selection import offered_by
 
-            enabled = offered_toolsets()  # the picker's selection, read afresh every turn
-        return turn_tools(enabled, self.disabled_toolsets, self.model.name)
+        # the picker's selection when the agent names none, read afresh every turn
+        return turn_tools(offered_by(self.enabled_toolsets), self.disabled_toolsets, self.model.name)
 
     def _install_approval(self, emit: Emit) -> Callable[[], None]:
         """Make this agent's approval callback the approver of this run only (a context variable of the

@@ -115,14 +115,11 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
 def offered_tools(template: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     """The tool definitions a case's conversation is offered, as its agent builds them (the picker's
     selection when the template names no toolsets); its trajectory lists them."""
+    from hermes_nb.selection import offered_by
     from hermes_nb.tools.model_tools import get_tool_definitions
 
-    enabled = template.get("enabled_toolsets")
-    if enabled is None:
-        from hermes_nb.selection import offered_toolsets
-
-        enabled = offered_toolsets()
-    return tuple(get_tool_definitions(enabled, template.get("disabled_toolsets"), quiet_mode=True))
+    return tuple(get_tool_definitions(offered_by(template.get("enabled_toolsets")), template.get("disabled_toolsets"),
+                                      quiet_mode=True))
 
 
 def _decode(arguments: str) -> Any:
