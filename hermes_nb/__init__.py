@@ -32,8 +32,8 @@ _moved.install()  # old module paths (hermes_nb.replay, hermes_nb.tools.plugins,
 #: magics are stand-ins until first used, and what only a tool call needs waits for the registry's first use.
 _FEATURES: tuple[tuple[str, str], ...] = (
     ("hermes_nb.tools.safety.imports", "install"),  # hermes_nb's own imports never come from the workspace
-    ("hermes_nb.magics.cells", "install"),  # which cell runs: its number and id (%%tool's errors, its tools)
-    ("hermes_nb.display.interrupts", "install"),  # ■ inside hermes_nb: one line, not library frames
+    ("hermes_nb.startup", "cells"),  # which cell runs: its number and id (%%tool's errors, its tools)
+    ("hermes_nb.startup", "interrupts"),  # ■ inside hermes_nb: one line, not library frames
     ("hermes_nb.startup", "tool_magics"),  # %%tool, %tools, %toolsets (hermes_nb.magics.tools, on first use)
     ("hermes_nb.startup", "prompts"),  # inline approval and clarify prompts, before the first tool call
     ("hermes_nb.startup", "mcp"),  # %mcp; plugins on first use; configured MCP servers in the background

@@ -20,3 +20,7 @@ live: list[Any] = []
 
 #: True once ``hermes_nb.enable_nest_asyncio()`` ran: async %%tool cells then run on the kernel loop.
 nest_asyncio_enabled: bool = False
+
+#: The outermost notebook cell running now, as ``(prompt number, front end's cell id)`` (``None`` each when
+#: unknown): recorded by ``hermes_nb.startup.cells``'s ``pre_run_cell`` hook, read by ``magics.cells``.
+cell: tuple[int | None, str | None] = (None, None)

@@ -11,15 +11,72 @@ from __future__ import annotations
 import importlib.util
 import logging
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
+from hermes_nb import _state
 from hermes_nb.magics.registry import add_magics, resolve_on_config
-from hermes_nb.tools.mcp_client.start import start_configured_servers, wait_for_mcp_start
+from hermes_nb.tools.mcp_client.start import (
+    begin_deferred_start,
+    start_configured_servers,
+    wait_for_mcp_start,
+)
 from hermes_nb.tools.sources.first_use import defer_until_used
 
-__all__ = ["agent", "hermes", "mcp", "plugins", "prompts", "tool_magics", "wait_for_mcp_start"]
+__all__ = ["agent", "cells", "hermes", "interrupts", "mcp", "plugins", "prompts", "tool_magics", "wait_for_mcp_start"]
 
 log = logging.getLogger(__name__)
+
+
+def cells(ip: Any) -> Callable[[], None]:
+    """Follow the cells ``ip`` runs (``magics.cells`` reads it: ``%%tool``'s line numbers, the tools a cell
+    owns); the hook is here, so that the load imports nothing for it."""
+
+    def pre_run_cell(info: Any) -> None:
+        cell_id = getattr(info, "cell_id", None)
+        if not getattr(info, "store_history", True) and cell_id is None:
+            return  # a nested run (``%%tool``'s body): the person's cell is still the outer one
+        # run_cell has already counted this cell when it stores history: the prompt shows one less
+        count = int(getattr(ip, "execution_count", 0) or 0)
+        _state.cell = (count - 1 if info.store_history else count, cell_id)
+
+    ip.events.register("pre_run_cell", pre_run_cell)
+
+    def undo() -> None:
+        try:
+            ip.events.unregister("pre_run_cell", pre_run_cell)
+        except ValueError:  # already gone
+            pass
+
+    return undo
+
+
+def interrupts(ip: Any) -> Callable[[], None]:
+    """■ inside hermes_nb in one line (``display.interrupts``, imported at the first interrupt), through
+    IPython's ``set_custom_exc`` only when nothing else uses it; the undo puts back what was there."""
+    if getattr(ip, "custom_exceptions", None) or not hasattr(ip, "set_custom_exc"):
+        return lambda: None  # someone else's handler: leave theirs alone
+    before = (ip.custom_exceptions, ip.CustomTB)
+
+    def handler(shell: Any, etype: type[BaseException], value: BaseException, tb: TracebackType | None,
+                tb_offset: int | None = None) -> list[str]:
+        from hermes_nb.display.interrupts import interrupt_line
+
+        # IPython's CustomTB callers show nothing themselves: show it here, as showtraceback would
+        line = interrupt_line(tb)
+        if line is None:
+            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+            return []
+        shell._showtraceback(etype, value, [line])  # the kernel sends it as the cell's error
+        return [line]
+
+    ip.set_custom_exc((KeyboardInterrupt,), handler)
+
+    def undo() -> None:
+        if ip.custom_exceptions == (KeyboardInterrupt,):
+            ip.custom_exceptions, ip.CustomTB = before
+
+    return undo
 
 
 def tool_magics(ip: Any) -> Callable[[], None]:
@@ -65,33 +122,36 @@ def agent(ip: Any) -> Callable[[], None]:
 def hermes(ip: Any) -> Callable[[], None]:
     """``%hermes``, and the start of reading Hermes's tools when hermes-agent is installed.
 
-    The load only asks whether hermes-agent is findable and whether ``HermesMagics.enabled`` is configured
-    off; the start (importing the bridge, and with it the registry) waits for the cell to end
-    (``interop.start``)."""
+    The load only asks whether ``HermesMagics.enabled`` is configured off; the start waits for the cell to
+    end (``interop.start``) and begins by asking whether hermes-agent is findable (two ``find_spec`` calls,
+    through the import guard, cost more than the rest of the load), then imports the bridge."""
     handle = add_magics(ip, "hermes_nb.magics.hermes:HermesMagics", line=("hermes",), configurable=True)
+    began: list[bool] = []  # the bridge's start ran (hermes-agent was findable)
     cancel_start: Callable[[], None] | None = None
-    if _hermes_findable() and _configured(ip, "HermesMagics", "enabled", True):
+
+    def start_bridge() -> None:
+        if _hermes_findable():
+            from hermes_nb.interop.hermes_tools import bridge
+
+            began.append(True)
+            bridge.start()
+
+    if _configured(ip, "HermesMagics", "enabled", True):
         from hermes_nb.interop.start import schedule
 
-        cancel_start = schedule(ip, _start_bridge)  # after this cell: the bridge's import never slows the load
+        cancel_start = schedule(ip, start_bridge)  # after this cell: neither find_spec nor the import slows the load
 
     def undo() -> None:
-        used = cancel_start is not None or handle.instance is not None  # scheduled, or %hermes was used
+        used = handle.instance is not None  # %hermes was used
         handle.remove()
         if cancel_start is not None:
             cancel_start()  # a start under way finishes first, so the stop below sees what it began
-        if used:
+        if used or began:
             from hermes_nb.interop.hermes_tools import bridge
 
             bridge.stop()
 
     return undo
-
-
-def _start_bridge() -> None:
-    from hermes_nb.interop.hermes_tools import bridge
-
-    bridge.start()
 
 
 def _configured(ip: Any, section: str, name: str, default: Any) -> Any:
@@ -153,7 +213,8 @@ def mcp(ip: Any) -> Callable[[], None]:
         discover_plugins()
 
     cancel_plugins = defer_until_used(discover)
-    stop_start = start_configured_servers()
+    stop_start = start_configured_servers(deferred=True)
+    unhook_start = _after_cell(ip, begin_deferred_start)  # the start never competes with the load
     cancel_wait = defer_until_used(wait_for_mcp_start)  # the first prompt sees the servers, as starting
     done = False
 
@@ -164,6 +225,7 @@ def mcp(ip: Any) -> Callable[[], None]:
         done = True
         cancel_wait()
         cancel_plugins()
+        unhook_start()
         stop_start()
         handle.remove()
         from hermes_nb.tools.mcp_tool import shutdown_mcp_servers
@@ -175,3 +237,25 @@ def mcp(ip: Any) -> Callable[[], None]:
             unload_plugins()
 
     return undo
+
+
+def _after_cell(ip: Any, fn: Callable[[], None]) -> Callable[[], None]:
+    """Run ``fn`` once, when the current cell has ended (at once without IPython's events); returns the
+    unhook."""
+    events = getattr(ip, "events", None)
+    if events is None:
+        fn()
+        return lambda: None
+
+    def after_cell(*_: Any) -> None:
+        unhook()
+        fn()
+
+    def unhook() -> None:
+        try:
+            events.unregister("post_run_cell", after_cell)
+        except ValueError:  # already gone
+            pass
+
+    events.register("post_run_cell", after_cell)
+    return unhook

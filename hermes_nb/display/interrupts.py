@@ -2,18 +2,17 @@
 
 A ``KeyboardInterrupt`` that passes through hermes_nb's code (``%tools call``, ``registry.dispatch`` in a
 cell, an approval prompt waiting for a click) is shown as ``KeyboardInterrupt: interrupted while …``;
-one raised in the person's own code elsewhere keeps IPython's usual traceback. Installed through
-IPython's ``set_custom_exc`` only when nothing else uses it; the undo puts back what was there.
+one raised in the person's own code elsewhere keeps IPython's usual traceback. The handler is installed at
+``%load_ext`` (``hermes_nb.startup.interrupts``, through IPython's ``set_custom_exc``, only when nothing else
+uses it); this module loads at the first interrupt.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from types import TracebackType
-from typing import Any
 
-__all__ = ["install", "interrupt_line"]
+__all__ = ["interrupt_line"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # hermes_nb/
 _PROMPTS = os.path.join(_PACKAGE, "display", "prompts.py")
@@ -45,28 +44,3 @@ def interrupt_line(tb: TracebackType | None) -> str | None:
         return "KeyboardInterrupt: interrupted while an approval prompt waited; the call was not run"
     what = f"the tool call {tool!r}" if tool else "a tool call"
     return f"KeyboardInterrupt: interrupted while {what} ran; it was cancelled, the next cell runs as usual"
-
-
-def install(ip: Any) -> Callable[[], None]:
-    """Show hermes_nb's interrupts in one line in ``ip``; returns the undo."""
-    if getattr(ip, "custom_exceptions", None) or not hasattr(ip, "set_custom_exc"):
-        return lambda: None  # someone else's handler: leave theirs alone
-    before = (ip.custom_exceptions, ip.CustomTB)
-
-    def handler(shell: Any, etype: type[BaseException], value: BaseException, tb: TracebackType | None,
-                tb_offset: int | None = None) -> list[str]:
-        # IPython's CustomTB callers show nothing themselves: show it here, as showtraceback would
-        line = interrupt_line(tb)
-        if line is None:
-            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
-            return []
-        shell._showtraceback(etype, value, [line])  # the kernel sends it as the cell's error
-        return [line]
-
-    ip.set_custom_exc((KeyboardInterrupt,), handler)
-
-    def undo() -> None:
-        if ip.custom_exceptions == (KeyboardInterrupt,):
-            ip.custom_exceptions, ip.CustomTB = before
-
-    return undo

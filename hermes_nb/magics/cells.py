@@ -1,4 +1,5 @@
-"""Which notebook cell is running: its prompt number and its id, read from IPython's ``pre_run_cell``.
+"""Which notebook cell is running: its prompt number and its id, read from IPython's ``pre_run_cell``
+(the hook is ``hermes_nb.startup.cells``, installed at ``%load_ext``; it records into ``hermes_nb._state``).
 
 ``%%tool`` runs its body with a nested ``run_cell``, which IPython would label with the *next* number
 (``Cell In[5], line 1`` under prompt ``[4]``, for an error on the cell's second line). ``body_run``
@@ -9,11 +10,12 @@ nbclient send one) lets a cell own the tools it registered (``CellTools``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CellInfo", "CellTools", "body_run", "current", "install"]
+from hermes_nb import _state
+
+__all__ = ["CellInfo", "CellTools", "body_run", "current"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,39 +26,16 @@ class CellInfo:
     cell_id: str | None = None
 
 
-_current = CellInfo()
-
-
 def current() -> CellInfo:
-    """The outermost cell running now (a nested ``run_cell`` does not replace it)."""
-    return _current
-
-
-def install(ip: Any) -> Callable[[], None]:
-    """Follow the cells ``ip`` runs; returns the undo."""
-
-    def pre_run_cell(info: Any) -> None:
-        global _current
-        if not getattr(info, "store_history", True) and getattr(info, "cell_id", None) is None:
-            return  # a nested run (``%%tool``'s body): the person's cell is still the outer one
-        # run_cell has already counted this cell when it stores history: the prompt shows one less
-        count = int(getattr(ip, "execution_count", 0) or 0)
-        _current = CellInfo(number=count - 1 if info.store_history else count, cell_id=getattr(info, "cell_id", None))
-
-    ip.events.register("pre_run_cell", pre_run_cell)
-
-    def undo() -> None:
-        try:
-            ip.events.unregister("pre_run_cell", pre_run_cell)
-        except ValueError:  # already gone
-            pass
-
-    return undo
+    """The outermost cell running now (a nested ``run_cell`` does not replace it): what ``%load_ext``'s
+    ``pre_run_cell`` hook (``hermes_nb.startup.cells``) last recorded."""
+    number, cell_id = _state.cell
+    return CellInfo(number=number, cell_id=cell_id)
 
 
 def body_run(shell: Any, body: str, *, first_line: int = 2) -> Any:
     """Run a cell magic's ``body`` as the person's own cell: its prompt number, its line numbers."""
-    number = _current.number
+    number = _state.cell[0]
     # the body's first line is the cell's ``first_line``-th (comment lines: IPython drops leading blank ones)
     code = "#\n" * (first_line - 1) + body
     if number is None:

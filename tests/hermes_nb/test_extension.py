@@ -98,3 +98,52 @@ def test_missing_feature_module_is_an_error_and_loads_nothing(ip: Any, monkeypat
     assert "tools" in ip.magics_manager.magics["line"]
     hermes_nb.unload_ipython_extension(ip)
     assert "tools" not in ip.magics_manager.magics["line"]
+
+
+def test_configured_mcp_servers_start_when_the_loading_cell_ends_or_a_waiter_asks_never_after_the_undo(
+        ip: Any, hermes_home: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_nb import startup
+    from hermes_nb.tools.mcp_client import start
+
+    (hermes_home / "config.yaml").write_text("mcp_servers: {}\n")
+    begun: list[int] = []
+    monkeypatch.setattr(start, "_submit_configured_servers", lambda: begun.append(1))  # the seam to the loop
+    monkeypatch.setattr(start, "_mcp_start", None)
+    undo = startup.mcp(ip)
+    assert start._mcp_start is None and begun == []  # nothing during the load
+    ip.run_cell("1")  # the loading cell's end begins it, on a thread
+    start.wait_for_mcp_start()
+    assert begun == [1]
+    ip.run_cell("2")  # once only
+    undo()
+    assert begun == [1]
+
+    undo = start.start_configured_servers(deferred=True)
+    start.wait_for_mcp_start()  # a waiter (the registry's first use, %mcp) begins it at once
+    assert begun == [1, 1]
+    undo()
+    undo = start.start_configured_servers(deferred=True)
+    undo()  # undone before it began: it never does
+    start.begin_deferred_start()
+    start.wait_for_mcp_start()
+    assert begun == [1, 1]
+
+
+@pytest.mark.kernel
+def test_the_load_imports_only_its_stand_ins(tmp_path: Any) -> None:
+    """In a kernel, the load's own cost is its imports: what only a later step needs (the config module, the
+    workspace, the display and the cell helpers, the Hermes bridge) is imported by that step."""
+    import json
+
+    from tests.support.kernel import KernelSession
+
+    (tmp_path / "config.yaml").write_text("mcp_servers: {}\n")  # a configured home: its look waits too
+    code = ("import json, sys\nbefore = set(sys.modules)\nget_ipython().run_line_magic('load_ext', 'hermes_nb')\n"
+            "print('NEW', json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith('hermes_nb'))))")
+    with KernelSession(cwd=tmp_path, env={"HERMES_NB_HOME": str(tmp_path)}) as kernel:
+        out = kernel.run(code).stdout
+    loaded = set(json.loads(next(line for line in out.splitlines() if line.startswith("NEW "))[4:]))
+    later = {"hermes_nb.tools.config", "hermes_nb.tools.errors", "hermes_nb.tools.workspace", "hermes_nb.display",
+             "hermes_nb.display.interrupts", "hermes_nb.magics.cells", "hermes_nb.interop.hermes_tools"}
+    assert loaded & later == set()
+    assert {"hermes_nb.startup", "hermes_nb.magics.registry", "hermes_nb.tools.safety.imports"} <= loaded

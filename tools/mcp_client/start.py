@@ -1,7 +1,10 @@
 """Starting the configured MCP servers off the loading thread, and waiting for that start.
 
-Reading config.yaml and starting servers takes long, so ``%load_ext`` hands it to a thread; ``%mcp`` and the
-registry's first use wait for that thread, so they see the servers as a synchronous start would have shown them.
+Reading config.yaml and starting servers takes long, so ``%load_ext`` hands it to a thread, and defers even
+that until the loading cell has ended (``start_configured_servers(deferred=True)``, begun by
+``begin_deferred_start``: the config module's import and the file's look never slow the load). ``%mcp`` and
+the registry's first use wait for that thread (beginning a deferred start first), so they see the servers as
+a synchronous start would have shown them.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["start_configured_servers", "wait_for_mcp_start"]
+__all__ = ["begin_deferred_start", "start_configured_servers", "wait_for_mcp_start"]
 
 log = logging.getLogger(__name__)
 
@@ -21,18 +24,55 @@ log = logging.getLogger(__name__)
 MCP_START_WAIT = 60.0
 
 _mcp_start: threading.Thread | None = None
+_deferred: Callable[[], None] | None = None  # a deferred start, until it begins or is undone
+_deferred_lock = threading.Lock()
 
 
 def wait_for_mcp_start() -> None:
-    """Return once the configured MCP servers are handed to the background loop (not once they are up)."""
+    """Return once the configured MCP servers are handed to the background loop (not once they are up);
+    a deferred start begins now."""
+    begin_deferred_start()
     thread = _mcp_start
     if thread is not None and thread is not threading.current_thread():
         thread.join(MCP_START_WAIT)
 
 
-def start_configured_servers() -> Callable[[], None]:
+def begin_deferred_start() -> None:
+    """Begin the start ``start_configured_servers(deferred=True)`` put off (once; nothing when none is)."""
+    global _deferred
+    with _deferred_lock:
+        begin, _deferred = _deferred, None
+    if begin is not None:
+        begin()
+
+
+def start_configured_servers(*, deferred: bool = False) -> Callable[[], None]:
     """Read config.yaml and start its MCP servers off the loading thread; the undo waits for that and
-    cancels what it started."""
+    cancels what it started. ``deferred``: only at ``begin_deferred_start()`` (the loading cell's end, or a
+    waiter); an undo before that means it never begins."""
+    global _deferred
+    undos: list[Callable[[], None]] = []
+
+    def begin() -> None:
+        undos.append(_start_now())
+
+    def undo() -> None:
+        global _deferred
+        with _deferred_lock:
+            if _deferred is begin:
+                _deferred = None
+        while undos:
+            undos.pop()()
+
+    if deferred:
+        with _deferred_lock:
+            _deferred = begin
+    else:
+        begin()
+    return undo
+
+
+def _start_now() -> Callable[[], None]:
     global _mcp_start
     from hermes_nb.tools.config import config_path
 
