@@ -136,14 +136,18 @@ def hermes(ip: Any) -> Callable[[], None]:
             began.append(True)
             bridge.start()
 
+    unhook: Callable[[], None] | None = None
     if _configured(ip, "HermesMagics", "enabled", True):
-        from hermes_nb.interop.start import schedule
+        from hermes_nb.interop.start import begin, schedule
 
-        cancel_start = schedule(ip, start_bridge)  # after this cell: neither find_spec nor the import slows the load
+        cancel_start = schedule(start_bridge)
+        unhook = _after_cell(ip, begin)  # after this cell: neither find_spec nor the import slows the load
 
     def undo() -> None:
         used = handle.instance is not None  # %hermes was used
         handle.remove()
+        if unhook is not None:
+            unhook()
         if cancel_start is not None:
             cancel_start()  # a start under way finishes first, so the stop below sees what it began
         if used or began:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["schedule", "wait_started"]
+__all__ = ["begin", "schedule", "wait_started"]
 
 log = logging.getLogger(__name__)
 
@@ -27,37 +27,26 @@ _thread: threading.Thread | None = None
 _start: Callable[[], Any] | None = None
 
 
-def schedule(ip: Any, start: Callable[[], Any]) -> Callable[[], None]:
-    """Run ``start`` (the bridge's) on a thread after the current cell, or at its first reader; returns the
-    undo, which waits for a start under way (so the caller's ``bridge.stop()`` sees what it began)."""
+def schedule(start: Callable[[], Any]) -> Callable[[], None]:
+    """Hold ``start`` (the bridge's) until ``begin()`` (the loading cell's end: ``hermes_nb.startup`` calls it
+    from IPython's ``post_run_cell``) or its first reader, then run it on a thread; returns the undo, which
+    waits for a start under way (so the caller's ``bridge.stop()`` sees what it began)."""
     global _pending, _start
     with _lock:
         _pending, _start = True, start
 
-    def after_cell(*_: Any) -> None:
-        unhook()
-        _begin()
-
-    events = getattr(ip, "events", None)
-    if events is None:  # no cell to wait for: start now
-        _begin()
-        return _join
-    events.register("post_run_cell", after_cell)
-
-    def unhook() -> None:
-        try:
-            events.unregister("post_run_cell", after_cell)
-        except ValueError:  # already gone
-            pass
-
     def undo() -> None:
         global _pending
-        unhook()
         with _lock:
             _pending = False
         _join()
 
     return undo
+
+
+def begin() -> None:
+    """Begin a scheduled start on its thread, without waiting for it (nothing when none is pending)."""
+    _begin()
 
 
 def wait_started(timeout: float = START_WAIT) -> None:
