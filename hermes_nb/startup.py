@@ -2,8 +2,10 @@
 
 The magics go in as stand-ins (``magics.registry``): their modules, with their argument parsers, import on
 first use. What only a tool call needs (built-in discovery, plugins, the inline prompts) waits for the
-registry's first use (``tools.sources.first_use``). Configured MCP servers start on a background thread
-(``tools.mcp_client.start``); ``%mcp`` and the registry's first use wait for that thread.
+registry's first use (``tools.sources.first_use``). What starts in the background waits for the loading
+cell to end (``_after_cell``): the configured MCP servers (``tools.mcp_client.start``; ``%mcp`` and the
+registry's first use begin it sooner and wait for it) and, when hermes-agent is findable, Hermes's tools
+(``interop.start``).
 """
 
 from __future__ import annotations
