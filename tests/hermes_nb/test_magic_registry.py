@@ -149,6 +149,11 @@ def test_hermes_bridge_starts_after_the_loading_cell_only_when_hermes_agent_is_f
     monkeypatch.setattr(startup, "_hermes_findable", lambda: False)
     startup.hermes(ip)()
     assert calls == []  # absent: not even HermesMagics is made
+    undo = startup.hermes(ip)
+    ip.run_cell("1")  # the cell's end runs the start, which finds no hermes-agent
+    bridge.wait(0)
+    undo()
+    assert calls == []  # neither started nor stopped
     monkeypatch.setattr(startup, "_hermes_findable", lambda: True)
     undo = startup.hermes(ip)
     assert calls == []  # nothing during the load: the import waits for the cell to end

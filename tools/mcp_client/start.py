@@ -40,10 +40,10 @@ def wait_for_mcp_start() -> None:
 def begin_deferred_start() -> None:
     """Begin the start ``start_configured_servers(deferred=True)`` put off (once; nothing when none is)."""
     global _deferred
-    with _deferred_lock:
+    with _deferred_lock:  # held while it begins (a file's look and a thread's start): an undo waits for it
         begin, _deferred = _deferred, None
-    if begin is not None:
-        begin()
+        if begin is not None:
+            begin()
 
 
 def start_configured_servers(*, deferred: bool = False) -> Callable[[], None]:
@@ -58,11 +58,13 @@ def start_configured_servers(*, deferred: bool = False) -> Callable[[], None]:
 
     def undo() -> None:
         global _deferred
-        with _deferred_lock:
+        with _deferred_lock:  # either it never begins, or it has begun and its undo is in ``undos``
             if _deferred is begin:
                 _deferred = None
-        while undos:
-            undos.pop()()
+            taken = undos[:]
+            undos.clear()
+        while taken:
+            taken.pop()()
 
     if deferred:
         with _deferred_lock:
