@@ -4,7 +4,8 @@ A child is an ``Agent`` sharing its parent's model client (a replay or recording
 cassette per child, so offline notebooks replay concurrent children exactly), with:
 
 - toolsets that are a subset of what its parent was offered (anything else is refused for that task), never
-  ``clarify`` or ``memory``, and ``delegation`` only for an ``orchestrator`` child above ``MAX_DEPTH``;
+  ``clarify`` or ``memory``, and ``delegation`` only for an ``orchestrator`` child above ``MAX_DEPTH``; the
+  same tools are ``withheld`` from its offer whatever its toolsets say, so the batch refuses them (scope);
 - its own iteration budget, and the parent's approver: the prompts it raises name the child;
 - its events wrapped in ``ChildEvent`` and sent up the parent's display, so the transcript shows it nested
   and live; ■ cancels the parent's task, which cancels the children (each answers its own open calls).
@@ -28,12 +29,13 @@ from hermes_nb.agent.events import ChildEvent
 from hermes_nb.tools.agent_loop.tool import MAX_CONCURRENT_CHILDREN, MAX_DEPTH
 from hermes_nb.tools.calls.results import tool_error
 
-__all__ = ["ChildInfo", "child_info", "delegate"]
+__all__ = ["ChildInfo", "child_info", "delegate", "withheld"]
 
 DEFAULT_CHILD_ITERATIONS = 10
 #: Tokens (prompt + completion, as the server reports them) a child may spend before its next turn is refused.
 DEFAULT_CHILD_TOKENS = 200_000
 _NEVER = ("clarify", "memory")  # a child cannot ask the person, nor write the shared memory (Hermes's rule)
+_DELEGATION = "delegation"  # the toolset of delegate_task: an orchestrator child's only
 _EXIT = {"done": "completed", "max_iterations": "max_iterations", "interrupted": "interrupted", "error": "error"}
 
 
@@ -44,6 +46,7 @@ class ChildInfo:
     depth: int
     parent_run: str
     label: str
+    may_delegate: bool = False  # an orchestrator above the depth limit
 
 
 _children: weakref.WeakKeyDictionary[Any, ChildInfo] = weakref.WeakKeyDictionary()
@@ -51,6 +54,25 @@ _children: weakref.WeakKeyDictionary[Any, ChildInfo] = weakref.WeakKeyDictionary
 
 def child_info(agent: Any) -> ChildInfo | None:
     return _children.get(agent)
+
+
+def withheld(agent: Any) -> frozenset[str]:
+    """The tools ``agent`` is never offered, whatever its toolsets: none for a top-level agent; for a child, every
+    tool of the toolsets ``clarify`` and ``memory`` (and ``delegation`` unless it may delegate), by the registry's
+    record of each tool's toolset and by the toolset table, and those tools' own names."""
+    info = _children.get(agent)
+    if info is None:
+        return frozenset()
+    from hermes_nb.tools.registry import registry
+    from hermes_nb.tools.toolsets import resolve_toolset, validate_toolset
+
+    toolsets = _NEVER if info.may_delegate else (*_NEVER, _DELEGATION)
+    names = {*_NEVER, *(() if info.may_delegate else ("delegate_task",))}
+    for toolset in toolsets:
+        names.update(registry.get_tool_names_for_toolset(toolset))
+        if validate_toolset(toolset):
+            names.update(resolve_toolset(toolset))
+    return frozenset(names)
 
 
 async def delegate(run: Any, args: dict[str, Any], call_id: str) -> Any:
@@ -84,7 +106,8 @@ async def _task(run: Any, index: int, task: dict[str, Any], call_id: str, limit:
     label = f"sub-agent {index + 1}: {goal if len(goal) <= 100 else goal[:99] + '…'}"
     async with limit:
         child = _make_child(run, index, task, toolsets, call_id, schema, max_iterations)
-        _children[child] = ChildInfo(depth=run.depth + 1, parent_run=run.run_id, label=label)
+        _children[child] = ChildInfo(depth=run.depth + 1, parent_run=run.run_id, label=label,
+                                     may_delegate=_may_delegate(run, task))
 
         def emit(event: Any) -> None:
             run.emit(ChildEvent(tool_call_id=call_id, index=index, label=label, event=event))
@@ -151,13 +174,17 @@ def _child_toolsets(parent: Any, asked: Any) -> list[str] | None | str:
     return list(asked)
 
 
+def _may_delegate(run: Any, task: dict[str, Any]) -> bool:
+    """A child may delegate only when its task says ``role="orchestrator"`` and it sits above ``MAX_DEPTH``."""
+    return task.get("role") == "orchestrator" and run.depth + 1 < MAX_DEPTH
+
+
 def _make_child(run: Any, index: int, task: dict[str, Any], toolsets: list[str] | None, call_id: str,
                 schema: dict[str, Any] | None, max_iterations: Any) -> Any:
     from hermes_nb.tools.toolsets import validate_toolset
 
     parent = run.agent
-    may_delegate = task.get("role") == "orchestrator" and run.depth + 1 < MAX_DEPTH
-    never = [*_NEVER, *(() if may_delegate else ("delegation",)), *(parent.disabled_toolsets or ())]
+    never = [*_NEVER, *(() if _may_delegate(run, task) else (_DELEGATION,)), *(parent.disabled_toolsets or ())]
     lines = ["You are a sub-agent working on one task for another agent. Work on it with your tools, then "
              "answer with a concise final summary of what you found or did; nobody can answer questions."]
     if task.get("context"):

@@ -56,6 +56,7 @@ from hermes_nb.agent.todos import TodoStore
 from hermes_nb.agent.tool_search import Assembly, turn_tools, unwrap_calls, with_listing
 from hermes_nb.agent.turns import Turn, new_turn
 from hermes_nb.tools import async_bridge, interaction
+from hermes_nb.tools.batch.scope import NOTHING, reset_offer, set_offer
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
 from hermes_nb.tools.registry import registry
@@ -291,6 +292,7 @@ class Agent:
         undo = self._install_approval(emit)
         shown = self.model.name
         undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
+        offer = set_offer(NOTHING)  # scope: nothing runs but what a turn offers (each turn sets its own)
         try:
             while True:
                 run.store(self.messages)  # for session_search: the run so far, turn by turn
@@ -336,6 +338,7 @@ class Agent:
             reason, error, text = "error", str(exc), f"Model error: {exc}"
             emit(Notice(message=text, level="error"))
         finally:
+            reset_offer(offer)
             undo_code()
             undo()
             run.end(self.messages)
@@ -366,10 +369,13 @@ class Agent:
         raise AssertionError("unreachable")
 
     def _definitions(self) -> Assembly:
+        from hermes_nb.agent.delegation import withheld
         from hermes_nb.selection import offered_by
 
-        # the picker's selection when the agent names none, read afresh every turn
-        return turn_tools(offered_by(self.enabled_toolsets), self.disabled_toolsets, self.model.name)
+        # the picker's selection when the agent names none, read afresh every turn; it is also the turn's
+        # offer, the only tools its calls may run (a child's never include what it is withheld)
+        return turn_tools(offered_by(self.enabled_toolsets), self.disabled_toolsets, self.model.name,
+                          withheld=withheld(self))
 
     def _install_approval(self, emit: Emit) -> Callable[[], None]:
         """Make this agent's approval callback the approver of this run only (a context variable of the

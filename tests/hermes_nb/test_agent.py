@@ -95,7 +95,7 @@ def test_bad_arguments_and_unknown_tools_go_back_to_the_model(tools):
     sent = {m["tool_call_id"]: json.loads(m["content"])["error"] for m in srv.requests[1]["messages"]
             if m["role"] == "tool"}
     assert "not valid JSON" in sent["broken"]
-    assert "Unknown tool: nope" in sent["unknown"]
+    assert sent["unknown"] == "tool 'nope' was not offered in this run"  # inside a run, unknown is unoffered
     assert "Invalid arguments for slow" in sent["invalid"]
     assert all(r.is_error for r in result.tool_calls)
 

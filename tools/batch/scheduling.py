@@ -4,7 +4,8 @@
 ``hermes_nb.tools.batch.records`` and one batch's bookkeeping in ``hermes_nb.tools.batch.state``. Here each parallel segment
 runs its sync handlers in one shared thread pool (created lazily, reused across batches) and its async
 handlers concurrently on the background loop (``tools.async_bridge``); every call goes through
-the approval gate (before its clock starts), then ``registry.call`` / ``acall``. A failing call is an error result, a timed-out call is
+scope (inside a run, only the tools it offered: ``batch.scope``) and the approval gate (before its clock
+starts), then ``registry.call`` / ``acall``. A failing call is an error result, a timed-out call is
 ``{"error": "Tool NAME timed out after N s"}``; neither cancels the others.
 
 Callbacks: ``on_event(BatchEvent)`` is called from worker threads, the background loop's thread, or

@@ -1,7 +1,7 @@
 """One batch's bookkeeping: the shared thread pool, a slot per call, and settling each call exactly once.
 
-``hermes_nb.tools.batch.scheduling`` drives it. Each call passes the approval gate (``Batch.decide``) before
-its clock starts (``Batch.start``). Every call is settled once (finished, timed out or interrupted); a late
+``hermes_nb.tools.batch.scheduling`` drives it. Each call passes scope (``batch.scope``: inside a run, only
+what the run offered) and the approval gate (``Batch.decide``) before its clock starts (``Batch.start``). Every call is settled once (finished, timed out or interrupted); a late
 settlement is ignored, so a timed-out handler finishing afterwards cannot change the answer.
 """
 
@@ -18,6 +18,7 @@ from typing import Any, Literal
 from hermes_nb.tools.batch.plan import BatchSegment, CallView, plan_tool_batch, unpack_call
 from hermes_nb.tools.batch.pool import StuckCall, ToolPool
 from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolCallResult
+from hermes_nb.tools.batch.scope import current_offer
 from hermes_nb.tools.calls.call_hooks import call_context
 from hermes_nb.tools.calls.results import execution_failed
 from hermes_nb.tools.registry import ToolEntry, ToolRegistry, tool_error
@@ -119,6 +120,7 @@ class Batch:
         # The approver of the run that made this batch (worker threads do not inherit context variables);
         # the process-wide ones are looked up when a call asks.
         self.approver = run_approver()
+        self.offer = current_offer()  # the run's offer this turn (None outside a run: nothing limited)
         self.ask_lock = _PromptClock(self)  # one approval prompt at a time; the batch's clocks stop meanwhile
         self.plan = plan_tool_batch(tool_calls, registry=registry)
         calls = [unpack_call(c, i) for i, c in enumerate(tool_calls)]
@@ -168,16 +170,21 @@ class Batch:
             log.exception("on_event callback failed")
 
     def decide(self, slot: Slot, *, may_ask: bool = True) -> bool | None:
-        """Lookup, validation and the approval gate, before the call's clock starts.
+        """Scope, lookup, validation and the approval gate, before the call's clock starts.
 
-        False when the call must not run: invalid, denied, undecided in time, or already settled (an
-        interrupt while the prompt waited); a denied or cancelled call can never run later. With
-        ``may_ask=False``, None where a person would have to answer.
+        False when the call must not run: not offered by the run, invalid, denied, undecided in time, or
+        already settled (an interrupt while the prompt waited); a denied or cancelled call can never run
+        later. With ``may_ask=False``, None where a person would have to answer.
         """
         if slot.prepared is not None:
             return True
         if slot.result is not None:
             return False
+        if self.offer is not None:  # first: a tool the run did not offer is not looked at, asked about or run
+            refused = self.offer.refusal(slot.call.name, self.registry)
+            if refused is not None:
+                self.finish(slot, refused, is_error=True)
+                return False
         prepared = self.registry.prepare(slot.call.name, slot.call.arguments)
         if isinstance(prepared, str):
             self.finish(slot, prepared, is_error=True)

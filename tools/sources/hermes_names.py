@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 __all__ = ["TOOL_RENAMES", "note_scope", "renamed_target"]
@@ -23,7 +23,7 @@ TOOL_RENAMES: Mapping[str, str] = {"todo_list": "todo", "process_manage": "proce
 _BOTH_WAYS = {**TOOL_RENAMES, **{old: new for new, old in TOOL_RENAMES.items()}}
 
 
-def renamed_target(name: Any, tools: Mapping[str, Any]) -> str | None:
+def renamed_target(name: Any, tools: Container[str]) -> str | None:
     """The registered name a call to ``name`` means, when ``name`` is one of Hermes's renames; else None."""
     if not isinstance(name, str) or name in tools:
         return None
