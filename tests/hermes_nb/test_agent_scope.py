@@ -508,3 +508,37 @@ def test_tools_call_runs_a_tool_of_an_unticked_toolset(ip: Any, fx: Effects) -> 
     fx.probe("cell_tool", "notebook")
     outcome = ip.run_line_magic("tools", "call cell_tool")
     assert not outcome.is_error and fx.ran == ["cell_tool"]
+
+
+# -- class 7: an execute_code script's own calls ------------------------------------------------------
+
+_REACH = '''import hermes_tools
+tool = hermes_tools.todo
+call = next(c.cell_contents for c in tool.__closure__ if getattr(c.cell_contents, "__name__", "") == "<lambda>")
+print(call({name!r}, {args!r}))
+'''
+
+SCRIPTS = [
+    ("write_file", {"path": "from_script.txt", "content": "x"}, "write_file, through the module's own call"),
+    ("cell_tool", {}, "the person's tool of an unticked toolset"),
+    ("memory", {"action": "add", "target": "memory", "content": "script-note"}, "the shared memory"),
+    ("Todo", {}, "a look-alike of the offered todo"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "reason"), SCRIPTS, ids=[r[2] for r in SCRIPTS])
+def test_a_script_reaches_only_what_its_run_offered(fx: Effects, check: bool, name: str, args: dict[str, Any],
+                                                    reason: str) -> None:
+    """The script is approved (execute_code asks every time) but hostile: it digs the module's call function out
+    of a tool's closure and names a tool its run did not offer."""
+    fx.probe("cell_tool", "notebook")
+    fx.probe("Todo", "lookalikes")
+    code = _REACH.format(name=name, args=args)
+    result = run(fx, Scripted(once(("execute_code", {"code": code}))), ["todo", "code_execution"])
+    happened = (fx.ws / "from_script.txt").exists() or "script-note" in fx.memory() or bool(fx.ran)
+    assert fx.asked and "hermes_tools" in fx.asked[0], reason  # the person approved the script itself
+    if not check:
+        assert happened, reason
+        return
+    assert not happened, reason
+    assert refusal(name) in the_record(result, "execute_code").content, reason  # the script was told
