@@ -36,6 +36,19 @@ def _session(agent: Agent, reset: bool) -> Any:
     return found
 
 
+def _offered(agent: Agent) -> list[dict[str, Any]]:
+    """The definitions a script gets: the run's now, within what this turn offered (scope); the turn's offer
+    stays the one the script's calls are checked against, whatever the selection became since."""
+    from hermes_nb.tools.batch.scope import current_offer, set_offer
+
+    offer = current_offer()
+    definitions = agent._definitions().definitions  # (sets the offer of the selection as it is now)
+    set_offer(offer)
+    if offer is None:
+        return definitions
+    return [d for d in definitions if d.get("function", {}).get("name") in offer.names]
+
+
 def install_code_host(agent: Agent, emit: Emit) -> Callable[[], None]:
     """Serve ``execute_code`` for the run in the calling context; returns the undo."""
     from hermes_nb.tools.execute_code_tool import CodeHost, use_code_host
@@ -43,7 +56,7 @@ def install_code_host(agent: Agent, emit: Emit) -> Callable[[], None]:
     def queued(parent: str, call_id: str, name: str, arguments: str) -> None:
         emit(ToolCallQueued(index=0, id=call_id, name=name, arguments=arguments, parent=parent))
 
-    host = CodeHost(definitions=lambda: agent._definitions().definitions, session=lambda reset: _session(agent, reset),
+    host = CodeHost(definitions=lambda: _offered(agent), session=lambda reset: _session(agent, reset),
                     on_queued=queued, on_event=lambda event: emit(tool_event(event)))
     scope = use_code_host(host)
     scope.__enter__()

@@ -542,3 +542,29 @@ def test_a_script_reaches_only_what_its_run_offered(fx: Effects, check: bool, na
         return
     assert not happened, reason
     assert refusal(name) in the_record(result, "execute_code").content, reason  # the script was told
+
+
+@pytest.mark.parametrize("reach", ["module", "closure"])
+def test_a_script_is_held_to_its_turns_offer_when_the_selection_widens_meanwhile(fx: Effects, check: bool,
+                                                                                  reach: str) -> None:
+    """The toolsets widen after the turn's offer was made (a person ticks one mid-turn): the script, built from
+    the run's definitions, still calls only what this turn offered."""
+    holder: dict[str, Agent] = {}
+    body = ("import hermes_tools\nprint(hermes_tools.write_file(path='widened.txt', content='x'))" if reach == "module"
+            else _REACH.format(name="write_file", args={"path": "widened.txt", "content": "x"}))
+
+    def route(goal: str, turn: int, offered: frozenset[str]) -> ModelTurn:
+        if turn == 0:
+            holder["agent"].enabled_toolsets = ["todo", "code_execution", "file"]
+            return calls(("execute_code", {"code": body}))
+        return DONE
+
+    agent = holder["agent"] = Agent(model=Scripted(route), enabled_toolsets=["todo", "code_execution"],
+                                    display=False, approval_callback=fx.approve)
+    result = agent.run("go")
+    if not check and reach == "closure":
+        assert (fx.ws / "widened.txt").exists()
+        return
+    assert not (fx.ws / "widened.txt").exists()
+    record = the_record(result, "execute_code").content
+    assert refusal("write_file") in record if reach == "closure" else "write_file" in record  # (no such function)
