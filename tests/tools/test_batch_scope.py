@@ -131,6 +131,26 @@ def test_an_unknown_name_in_a_run_is_unoffered_too(probes: Probes, name: str, re
     assert probes.ran == [], reason
 
 
+PREEMPTED = [
+    ("{not json", {}, "arguments that are not JSON: no parse error that names the tool's schema"),
+    (json.dumps({"x": 5}), {}, "arguments the schema refuses: no validation message about the tool"),
+    ("{}", {"disabled_reason": "switched off"}, "a disabled tool: its reason is not told"),
+    ("{}", {"check_fn": lambda: False}, "an unavailable tool: its availability is not looked at"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "kw", "reason"), PREEMPTED, ids=[r[2].split(":")[0] for r in PREEMPTED])
+def test_scope_comes_before_lookup_and_validation(probes: Probes, arguments: str, kw: dict[str, Any],
+                                                  reason: str) -> None:
+    offer = the_offer()
+    probes.add("hidden_tool", "unticked", **kw)
+    with use_offer(offer), use_approver(probes.approver):
+        [result] = run_tool_batch([{"id": "c", "type": "function",
+                                    "function": {"name": "hidden_tool", "arguments": arguments}}])
+    assert json.loads(result.content) == refusal("hidden_tool"), reason
+    assert probes.ran == [] and probes.asked == [], reason
+
+
 # -- class 2: look-alikes of an offered name --------------------------------------------------------
 
 LOOKALIKES = [
