@@ -71,7 +71,7 @@ class View:
                 return (f"{dot} is what a dot-entry of your home folder leads to, hidden from the model (to show "
                         "it: name that entry in sandbox: {visible: [...]} in config.yaml)")
         for home in self.emptied:
-            if within(real, home):
+            if within(real, home) and not within(real, self.workspace):
                 return (f"it is in your home folder {home}, outside the workspace {self.workspace}, which the "
                         "model does not see")
         return None
