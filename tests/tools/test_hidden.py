@@ -431,3 +431,48 @@ def test_an_interpreter_inside_a_hidden_dot_entry_runs_and_its_siblings_stay_hid
     lines = result["stdout"].splitlines()
     assert lines[0] == str(venv) and lines[1:] == ["k"], result
     assert not (venv / "planted").exists()
+
+
+# -- the Landlock fallback (where bubblewrap cannot run): contents, not names ------------------------------------
+
+def _landlock(hermes_home: Path, monkeypatch: pytest.MonkeyPatch, *, bounded: bool) -> None:
+    from hermes_nb.tools.safety import sandbox
+
+    if sandbox.landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock")
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"mechanism": "landlock"}}))
+    assert sandbox.status().mechanism.startswith("landlock")
+    if not bounded:  # Landlock as it was: writes bounded, reads not
+        monkeypatch.setattr(sandbox, "_readable", lambda workspace, tmp: None)
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("cmd", COMMANDS, ids=[f"cmd-{n}" for n in range(len(COMMANDS))])
+def test_under_landlock_a_command_reads_no_dot_entry_of_the_home(at_home: Home, cmd: Cmd, hermes_home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _landlock(hermes_home, monkeypatch, bounded=True)
+    out = _run_all(at_home, cmd)
+    leaked = [SECRETS[i][0] for i in range(len(SECRETS)) if _token(i) in out]
+    assert leaked == [], (cmd.why, leaked, out[-400:])
+    assert "mine" in run_command("cat proj/notes.txt")["stdout"]  # the rest of the workspace is read
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("cmd", COMMANDS, ids=[f"cmd-{n}" for n in range(len(COMMANDS))])
+def test_under_landlock_without_read_rules_the_command_reads_them(at_home: Home, cmd: Cmd, hermes_home: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _landlock(hermes_home, monkeypatch, bounded=False)
+    out = _run_all(at_home, cmd)
+    missed = [SECRETS[i][0] for i in range(len(SECRETS)) if _token(i) not in out]
+    assert missed == [], (cmd.why, missed, out[-400:])
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("cmd", OUTSIDE_COMMANDS, ids=[f"out-{n}" for n in range(len(OUTSIDE_COMMANDS))])
+def test_under_landlock_nothing_of_the_home_outside_is_read(inside_home: Home, cmd: Cmd, hermes_home: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    _landlock(hermes_home, monkeypatch, bounded=True)
+    inside = run_command(cmd.command + f"; {sys.executable} -c 'print(6 * 7)'", timeout=60)
+    assert "s3cr3t-" not in inside["stdout"] and "42" in inside["stdout"], (cmd.why, inside)
+    _landlock(hermes_home, monkeypatch, bounded=False)
+    assert "s3cr3t-" in run_command(cmd.command, timeout=60)["stdout"], cmd.why

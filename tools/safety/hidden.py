@@ -77,6 +77,41 @@ class View:
         return None
 
 
+    def readable(self, back: Iterable[Path] = ()) -> list[Path]:
+        """Folders and files whose union is everything this view sees, for a sandbox that can only allow
+        (Landlock): the root carved around what is hidden, with ``back`` (the writable folders), the interpreter
+        and what ``sandbox.visible`` names allowed again. A file made later in a carved folder is not in it."""
+        hidden = [*self.emptied, *(d for d in self.dots if not any(within(d, s) for s in self.shown)),
+                  *(a for a in self.always if not within(self.workspace, a))]
+        shown = [self.workspace, *back, *self.interpreter, *self.shown]
+        return _carve(Path("/"), hidden, shown)
+
+
+def _seen(path: Path, hidden: list[Path], shown: list[Path]) -> bool:
+    """Whether ``path`` is seen: the deepest of ``hidden`` and ``shown`` holding it decides (none: seen)."""
+    deepest = max(((len(str(f)), g) for fs, g in ((hidden, False), (shown, True)) for f in fs if within(path, f)),
+                  default=(0, True))
+    return deepest[1]
+
+
+def _carve(folder: Path, hidden: list[Path], shown: list[Path]) -> list[Path]:
+    seen = _seen(folder, hidden, shown)
+    if not any(within(p, folder) and p != folder for p in (shown if not seen else hidden)):
+        return [folder] if seen else []  # nothing inside turns the other way: the folder is one piece
+    out: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for entry in entries:
+        child = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            out += _carve(child, hidden, shown)
+        elif not entry.is_symlink() and _seen(child, hidden, shown):
+            out.append(child)  # a link is reached through where it leads, allowed (or not) there
+    return out
+
+
 def _connection_file() -> Path | None:
     """This kernel's connection file (ipykernel passes it as ``-f PATH``), when the process is a kernel."""
     args = sys.argv
