@@ -101,7 +101,7 @@ def _protected(real: Path) -> str | None:
 def _hidden(real: Path) -> str | None:
     from hermes_nb.tools.safety.hidden import hidden_reason
 
-    return hidden_reason(real)
+    return hidden_reason(real, workspace_root())
 
 
 def _in_home(real: Path) -> bool:

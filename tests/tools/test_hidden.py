@@ -234,7 +234,7 @@ def test_without_the_rule_the_home_outside_is_read(inside_home: Home, path: str,
 def test_the_interpreter_is_read_wherever_it_lives(inside_home: Home) -> None:
     """The kernel's prefixes stay readable even inside the (otherwise hidden) home: here the real one, /root."""
     for path in (sys.base_prefix, sys.prefix):
-        assert hidden.hidden_reason(Path(os.path.realpath(path))) is None, path
+        assert hidden.hidden_reason(Path(os.path.realpath(path)), inside_home.ws) is None, path
     site = sysconfig.get_paths()["stdlib"] + "/site.py"
     assert "File:" in call("read_file", path=site, limit=1)
 

@@ -248,12 +248,8 @@ def _visible_names(stamp: tuple[str, int, int, int]) -> tuple[str, ...]:
     return tuple(n.strip() for n in names if isinstance(n, str) and n.strip())
 
 
-def view(workspace: Path | None = None) -> View:
-    """What the model sees from ``workspace`` (default: the workspace root), as of now."""
-    if workspace is None:
-        from hermes_nb.tools.workspace import workspace_root
-
-        workspace = workspace_root()
+def view(workspace: Path) -> View:
+    """What the model sees from ``workspace`` (the workspace root), as of now."""
     workspace = _real(workspace)
     homes = _homes()
     emptied = tuple(h for h in homes if not within(h, workspace))
@@ -273,6 +269,6 @@ def hidden_paths() -> list[Path]:
     return sorted(p for p in _always(_homes()) if os.path.lexists(p))
 
 
-def hidden_reason(real: Path, workspace: Path | None = None) -> str | None:
+def hidden_reason(real: Path, workspace: Path) -> str | None:
     """Why the file tools may not read ``real`` (a resolved path), or None."""
     return view(workspace).reason(real)
