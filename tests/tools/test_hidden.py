@@ -476,3 +476,13 @@ def test_under_landlock_nothing_of_the_home_outside_is_read(inside_home: Home, c
     assert "s3cr3t-" not in inside["stdout"] and "42" in inside["stdout"], (cmd.why, inside)
     _landlock(hermes_home, monkeypatch, bounded=False)
     assert "s3cr3t-" in run_command(cmd.command, timeout=60)["stdout"], cmd.why
+
+
+def test_a_writable_folder_in_the_home_is_read_by_the_file_tools_too(inside_home: Home, hermes_home: Path) -> None:
+    """What the sandbox binds writable (``sandbox.writable``), the file tools read: one view for both."""
+    (inside_home.home / ".cache/huggingface").mkdir(parents=True)
+    (inside_home.home / ".cache/huggingface/model.txt").write_text("weights\n")
+    assert "refusing to read" in call("read_file", path="~/.cache/huggingface/model.txt")
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"writable": ["~/.cache/huggingface"]}}))
+    assert "weights" in call("read_file", path="~/.cache/huggingface/model.txt")
+    assert _token(18) not in call("read_file", path="~/.cache/some-tool/token")

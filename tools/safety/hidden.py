@@ -213,8 +213,8 @@ def _dot_entries(home: Path, stamp: int) -> tuple[Path, ...]:
 
 
 def _shown(homes: Iterable[Path]) -> list[Path]:
-    """What ``sandbox: {visible: [...]}`` names, inside a home (a bare name is under ``~``); anything else in it
-    is ignored, and a malformed section shows nothing (fail closed)."""
+    """What ``sandbox: {visible: [...], writable: [...]}`` names, inside a home (a bare name is under ``~``);
+    anything else in it is ignored, and a malformed list shows nothing (fail closed)."""
     from hermes_nb.tools.config import config_path
 
     path = config_path()
@@ -233,7 +233,7 @@ def _shown(homes: Iterable[Path]) -> list[Path]:
 
 @functools.lru_cache(maxsize=8)
 def _visible_names(stamp: tuple[str, int, int, int]) -> tuple[str, ...]:
-    """The names in ``sandbox.visible``; ``stamp`` (the config file's path, mtime, size, inode) re-reads it
+    """The names in ``sandbox.visible`` and ``sandbox.writable``; ``stamp`` (the config file's path, mtime, size, inode) re-reads it
     when it changes, so that a search over many files parses it once."""
     from hermes_nb.tools.config import load_config
     from hermes_nb.tools.errors import ConfigError
@@ -242,9 +242,10 @@ def _visible_names(stamp: tuple[str, int, int, int]) -> tuple[str, ...]:
         section = load_config().get("sandbox")
     except ConfigError:
         return ()
-    names = section.get("visible") if isinstance(section, dict) else None
-    if not isinstance(names, list):
+    if not isinstance(section, dict):
         return ()
+    # the folders a command may write are shown to it too (``sandbox.writable``), so the file tools read them
+    names = [n for key in ("visible", "writable") if isinstance(section.get(key), list) for n in section[key]]
     return tuple(n.strip() for n in names if isinstance(n, str) and n.strip())
 
 
