@@ -47,7 +47,7 @@ class View:
     homes: tuple[Path, ...]  # the person's home folders
     emptied: tuple[Path, ...]  # homes outside the workspace: nothing of them is seen
     dots: tuple[Path, ...]  # existing home dot-entries inside the workspace, hidden (what a link leads to, for a link)
-    shown: tuple[Path, ...]  # what ``sandbox.visible`` names
+    shown: tuple[Path, ...]  # what ``sandbox.visible`` (and ``sandbox.writable``) names inside a home
     interpreter: tuple[Path, ...]  # the kernel's prefixes and executable, read-only
     links: tuple[tuple[Path, str], ...]  # symlinks met on the way to the interpreter: (link, its text)
     always: tuple[Path, ...]  # hidden whatever the choice
@@ -75,7 +75,6 @@ class View:
                 return (f"it is in your home folder {home}, outside the workspace {self.workspace}, which the "
                         "model does not see")
         return None
-
 
     def readable(self, back: Iterable[Path] = ()) -> list[Path]:
         """Folders and files whose union is everything this view sees, for a sandbox that can only allow
