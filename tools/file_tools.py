@@ -18,7 +18,7 @@ from typing import Any
 
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.safety.regular import open_regular
-from hermes_nb.tools.workspace import confined_base, display_path, open_confined, resolve_path
+from hermes_nb.tools.workspace import confined_base, display_path, open_confined, resolve_path, workspace_root
 
 _MAX_LINE_CHARS = 2_000
 _MAX_MATCHES = 200
@@ -120,8 +120,13 @@ def _walk(start: Path, file_glob: str | None) -> Any:
     if start.is_file():
         yield start
         return
+    from hermes_nb.tools.safety.hidden import view
+
+    seen = view(workspace_root())
     for folder, dirs, files in os.walk(start):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        # a folder the model does not see is not walked (a home's ~/.cache can hold a million files)
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS
+                         and seen.reason(Path(os.path.realpath(os.path.join(folder, d)))) is None)
         for name in sorted(files):
             if file_glob is None or fnmatch.fnmatch(name, file_glob) or (
                     "/" in file_glob and fnmatch.fnmatch(os.path.relpath(os.path.join(folder, name), start),

@@ -8,7 +8,8 @@ sandbox keeps read-only too): the hermes_nb home, ``.git``, shell start-up files
 virtualenvs... Reads outside are allowed unless the config says ``workspace_strict_reads: true``. The hermes_nb
 home is never read (the serving token, the approvals, earlier sessions' spills), except the tool results this
 session spilled under ``<hermes home>/cache/spillover``, which stay readable even under strict reads; nor is
-the rest of what the sandbox hides (``tools.safety.hidden``: the kernel's connection file, credentials).
+the rest of what the sandbox hides (``tools.safety.hidden``: the home outside the workspace, the home's
+dot-entries when the workspace holds it, the kernel's connection file).
 
 Checking a path and then opening it by name is a race: a folder swapped for a symlink in between would
 redirect the open. ``open_confined`` therefore opens the checked path one component at a time from the
@@ -101,7 +102,7 @@ def _protected(real: Path) -> str | None:
 def _hidden(real: Path) -> str | None:
     from hermes_nb.tools.safety.hidden import hidden_reason
 
-    return hidden_reason(real)
+    return hidden_reason(real, workspace_root())
 
 
 def _in_home(real: Path) -> bool:

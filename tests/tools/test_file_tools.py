@@ -311,15 +311,16 @@ def test_modules_that_shadow_nothing_need_no_yes(ws: Path, monkeypatch: pytest.M
                                   ".git-credentials", ".hermes/.env"])
 def test_credentials_and_the_kernels_keys_are_never_read(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          name: str) -> None:
-    """The list the sandbox hides (tools.safety.hidden) is what read_file refuses, outside the workspace too."""
+    """What the sandbox hides (tools.safety.hidden) is what read_file refuses: the home outside the workspace
+    holds the person's credentials, and none of it is read (tests/tools/test_hidden.py has the table)."""
     person = tmp_path / "person"
     monkeypatch.setenv("HOME", str(person))
     secret = person / name
     secret.parent.mkdir(parents=True)
     secret.write_text("s3cr3t\n")
-    assert "never reads" in error(call("read_file", path=str(secret)))
+    assert "refusing to read" in error(call("read_file", path=str(secret)))
     (person / "notes.txt").write_text("mine\n")
-    assert "mine" in call("read_file", path=str(person / "notes.txt"))
+    assert "which the model does not see" in error(call("read_file", path=str(person / "notes.txt")))
 
 
 @pytest.mark.timeout(60)  # before, each call below held the kernel in open() for good
@@ -352,4 +353,4 @@ def test_the_hidden_list_holds_whatever_the_case(ws: Path, monkeypatch: pytest.M
     monkeypatch.setenv("HOME", str(ws))
     (ws / ".SSH").mkdir()
     (ws / ".SSH" / "id_ed25519").write_text("key\n")  # on macOS this is ~/.ssh/id_ed25519
-    assert "never reads" in error(call("read_file", path=str(ws / ".SSH" / "id_ed25519")))
+    assert "hidden from the model" in error(call("read_file", path=str(ws / ".SSH" / "id_ed25519")))

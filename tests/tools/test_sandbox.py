@@ -65,7 +65,8 @@ def _make_world(root: Path, monkeypatch: pytest.MonkeyPatch) -> World:
     monkeypatch.setenv("HERMES_NB_HOME", str(home))
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("JPY_SESSION_NAME", SECRET)
-    (home / "config.yaml").write_text("# the person's rules\n")
+    # the home's dot-entries are hidden unless shown: this person shows their home's repository
+    (home / "config.yaml").write_text("# the person's rules\nsandbox: {visible: [.git]}\n")
     (home / "always_approved.json").write_text("{}\n")
     (home / "mcp_serve.json").write_text(json.dumps({"url": "http://127.0.0.1:1/mcp", "token": SECRET}))
     (ws / ".bashrc").write_text("# rc\n")

@@ -11,7 +11,8 @@ The list: shell rc / profile files (and direnv's ``.envrc``), anything in a ``.g
 (its ``hooks/`` and ``config`` for the sandbox, where ``git add`` must still write objects), ``.gitmodules``,
 ``.gitattributes``, ``.githooks/`` / ``.husky/`` (``core.hooksPath``), ``.pre-commit-config.yaml``, ``.vscode/``,
 ``.idea/``, ``.hermes/`` (project plugins), ``*.pth``, ``sitecustomize.py`` / ``usercustomize.py``,
-any virtualenv's ``bin/``, ``lib/`` and ``pyvenv.cfg``, the hermes_nb home when it lies inside, and the dot
+any virtual environment (a folder holding ``pyvenv.cfg``) as a whole — only its ``bin/``, ``lib/``, ``pyvenv.cfg`` and
+``pip.conf`` where the workspace root is one —, a new ``pyvenv.cfg``, the hermes_nb home when it lies inside, and the dot
 entries of the person's home folder when the workspace holds it.
 """
 
@@ -37,7 +38,7 @@ _RUN_LATER = {".githooks": "a git hooks folder (core.hooksPath)", ".husky": "a g
               ".pre-commit-config.yaml": "pre-commit runs its hooks at the next commit",
               ".vscode": "the editor runs its tasks and settings", ".idea": "the editor runs its run configurations"}
 _STARTUP_MODULES = frozenset({"sitecustomize.py", "usercustomize.py"})
-_VENV_PARTS = ("bin", "Scripts", "lib", "lib64", "Lib", "include", "pyvenv.cfg")
+_VENV_PARTS = ("bin", "Scripts", "lib", "lib64", "Lib", "include", "pyvenv.cfg", "pip.conf", "pip.ini")
 _VENV_FOLDED = frozenset(p.casefold() for p in _VENV_PARTS)
 _SCAN_DEPTH = 2  # folders below the workspace root searched for .git, virtualenvs and .gitattributes
 _SCAN_SKIP = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
@@ -100,8 +101,13 @@ def write_refusal(real: Path, *, root: Path) -> str | None:
         return ".pth files run code at every Python start"
     if name in _STARTUP_MODULES:
         return f"{shown} runs at every Python start"
-    venv = _venv_root(real.parent if not real.is_dir() else real, root)
-    if venv is not None and real != venv:
+    if name == "pyvenv.cfg":
+        return "pyvenv.cfg makes its folder a virtualenv, whose programs and packages run later"
+    venv = _venv_root(real if real.is_dir() else real.parent, root)
+    if venv is not None and venv != root:  # an environment is read-only as a whole: pip.conf, bin/, lib/, ...
+        return (f"it is inside the virtualenv {venv.name} (a folder holding pyvenv.cfg), read-only to the model as a "
+                "whole: its programs and packages run later, and pip reads its pip.conf")
+    if venv is not None and real != venv:  # the workspace root is itself an environment: its parts
         first = real.relative_to(venv).parts[0]
         if first.casefold() in _VENV_FOLDED:
             return f"it is inside the virtualenv {venv.name}'s {first} (its programs and packages run later)"

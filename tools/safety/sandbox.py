@@ -3,8 +3,10 @@
 One choice per call (``status``), said in ``%tools doctor`` and in every approval prompt:
 
 1. **bubblewrap** (``tools.safety.bwrap``), where it is installed and may make namespaces: read-only root,
-   the workspace and a private ``/tmp`` writable, the hermes_nb home, Jupyter's runtime files and
-   credentials hidden, the write-deny list read-only, no network, a pid namespace (nothing outlives the call);
+   the workspace and a private ``/tmp`` writable, what the model does not see hidden (``tools.safety.hidden``:
+   the home outside the workspace, the home's dot-entries when the workspace holds it, the hermes_nb home,
+   Jupyter's runtime files), the kernel's interpreter read-only wherever it lives, the write-deny list
+   read-only, no network, a pid namespace (nothing outlives the call);
 2. **Landlock** (``tools.safety.landlock``) otherwise, on Linux >= 5.13: writes bounded, no TCP, leftovers
    swept; reads are not bounded there;
 3. **none**: the prompt says "Not sandboxed" (macOS, old kernels, ``sandbox: {enabled: false}``).
@@ -14,7 +16,8 @@ command made or swapped in there is set aside and named in its result. ``config.
 ``enabled`` (default true), ``mechanism`` (``bubblewrap`` / ``landlock``; default the first that works),
 ``network`` (default off; under bubblewrap, on means only through ``tools.safety.netproxy``: public addresses,
 never this machine or its LAN),
-``writable`` (more folders a command may write).
+``writable`` (more folders a command may write), ``visible`` (dot-entries of the home, or paths in it, the model
+may read: ``[.kaggle, ~/.config/git]``).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ class SandboxStatus:
     abi: int = 0
     network: bool = False
     sweeps: bool = False  # leftovers die with the call, even those that left the process group
-    hides: bool = False  # the home, the kernel's connection file and credentials are unreadable inside
+    hides: bool = False  # the home outside the workspace, its dot-entries, the kernel's keys are unreadable inside
 
 
 def _config() -> dict[str, Any]:
@@ -75,7 +78,9 @@ def status() -> SandboxStatus:
     if not why_not:
         network = cfg.get("network") is True
         detail = ("sandboxed (bubblewrap " + bwrap.version() + "): read-only system, writes only to the workspace "
-                  "and a private /tmp; the hermes_nb home, Jupyter's connection files and credentials hidden; "
+                  "and a private /tmp; your home folder outside the workspace (and its dot-entries, when the workspace "
+                  "holds it, unless sandbox.visible names them), the hermes_nb home and Jupyter's connection files "
+                  "hidden; "
                   "shell rc files, .git/hooks, .git/config, venvs and the rest of the write-deny list read-only; "
                   + ("network only through a proxy to public addresses (never this machine or its LAN); " if network
                      else "no network; ") + "everything the command starts dies with it")
@@ -88,7 +93,8 @@ def status() -> SandboxStatus:
                                     "read and write wherever the kernel can")
     network = cfg.get("network") is True
     parts = [f"writes only to the workspace and a private temp dir (Landlock ABI {abi}; {why_not})",
-             "reads are not bounded: the kernel's connection file and the hermes_nb home stay readable",
+             "reads are not bounded: the kernel's connection file and the hermes_nb home stay readable (your home "
+             "folder outside the workspace and its dot-entries do not; folder listings do)",
              "the write-deny list holds only for what a command creates or swaps in, not inside existing "
              "folders such as .git/hooks or a virtualenv (that needs bubblewrap)"]
     if not network:
@@ -126,7 +132,8 @@ class Box:
             if home.is_relative_to(workspace):  # Landlock cannot take a folder out of a writable one: refuse
                 raise OSError(f"the hermes_nb home {home} lies inside the workspace, and Landlock cannot keep "
                               "a command from writing it (install bubblewrap, or move HERMES_NB_HOME out)")
-            self._landlock = Confinement(writable_paths(workspace, tmp), network=state.network)
+            self._landlock = Confinement(writable_paths(workspace, tmp), network=state.network,
+                                         readable=_readable(workspace, tmp))
 
     def spawn(self, command: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
         clean = bwrap.scrub_env(env)
@@ -173,6 +180,14 @@ class Box:
         if self._proxy is not None:
             self._proxy.close()
         return self._watch.settle()
+
+
+def _readable(workspace: Path, tmp: str) -> list[str]:
+    """What a command under Landlock may read: what the model sees (``tools.safety.hidden``)."""
+    from hermes_nb.tools.safety.hidden import view
+
+    back = [Path(os.path.realpath(p)) for p in writable_paths(workspace, tmp)]
+    return [str(p) for p in view(workspace).readable(back)]
 
 
 def _popen(argv: list[str], cwd: Path, env: Mapping[str, str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
