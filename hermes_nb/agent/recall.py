@@ -45,14 +45,13 @@ def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None, n
     (None: every notebook's), and with ``ended_only`` only runs that ended."""
     store = session_store()
     limit = max(1, min(int(limit), 10))
-    kept = {"notebook": notebook, "ended_only": ended_only}
     try:
         if not query.strip():
-            runs = store.recent(limit=limit, exclude_run=exclude_run, **kept)
+            runs = store.recent(limit=limit, exclude_run=exclude_run, notebook=notebook, ended_only=ended_only)
             return {"success": True, "mode": "browse", "count": len(runs), "results": [
                 {"session_id": r["run_id"], "when": _when(r["started"]), "notebook": r["notebook"],
                  "title": r["prompt"][:120], "message_count": r["messages"]} for r in runs]}
-        runs = store.search(query, limit=limit, exclude_run=exclude_run, **kept)
+        runs = store.search(query, limit=limit, exclude_run=exclude_run, notebook=notebook, ended_only=ended_only)
         results = []
         for r in runs:
             first = r["hits"][0]

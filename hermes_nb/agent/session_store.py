@@ -256,7 +256,8 @@ class SessionStore:
 
 def _kept(notebook: str | None, ended_only: bool) -> tuple[str, tuple[Any, ...]]:
     """The ``runs`` conditions (appended after ``parent IS NULL``) and their parameters."""
-    where, params = "", ()
+    where = ""
+    params: tuple[Any, ...] = ()
     if notebook is not None:
         where, params = " AND notebook = ?", (clean_text(notebook),)
     if ended_only:

@@ -209,15 +209,14 @@ class _Reader(ast.NodeVisitor):
             self.dynamic.append(shown)
             return
         if name.startswith(_PROCESS_PREFIXES):  # os.execv(path, argv): the program and its argv
-            words = _words(node.args[1]) if len(node.args) > 1 else None
-            first = _static(node.args[0])
-            if words is None or first is None:
+            argv = _words(node.args[1]) if len(node.args) > 1 else None
+            program = _static(node.args[0])
+            if argv is None or program is None:
                 self.dynamic.append(shown)
             else:
-                self.commands.append((first, *words[1:]))
+                self.commands.append((program, *argv[1:]))
             return
-        first = node.args[0]
-        line, words = _static(first), _words(first)
+        line, words = _static(node.args[0]), _words(node.args[0])
         if words is not None:
             self.commands.append(words)
         elif line is not None:
