@@ -138,7 +138,8 @@ def watch() -> Callable[[], None]:
             done = True
             _users -= 1
             if _users == 0 and _original is not None:
-                threading.Thread.start = _original  # type: ignore[method-assign]
+                if threading.Thread.start is _start:  # whoever wrapped it after us keeps theirs
+                    threading.Thread.start = _original  # type: ignore[method-assign]
                 _original = None
 
     return undo
@@ -150,8 +151,11 @@ def stop(threads: list[threading.Thread], *, wait: float = 1.0, tries: int = 3) 
     deadline = time.monotonic() + wait
     for attempt in range(tries):
         for thread in alive:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0),
-                                                       ctypes.py_object(ThreadStopped))
+            if not thread.is_alive():  # checked just before: an ended thread's id may be given to a new one
+                continue
+            ident = ctypes.c_ulong(thread.ident or 0)
+            if ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, ctypes.py_object(ThreadStopped)) > 1:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, None)  # CPython's rule: more than one is undone
         slice_end = time.monotonic() + (deadline - time.monotonic()) / (tries - attempt)
         for thread in alive:
             thread.join(max(0.0, slice_end - time.monotonic()))

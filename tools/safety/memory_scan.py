@@ -12,14 +12,16 @@ from what each class *is*:
   identity, reveal the prompt or secrets, hide something from the person, forged role markers
   (``<|im_start|>system``, ``[INST]``, ``### System:``), instructions in an HTML comment or a hidden element.
 - ``exfiltration``: sending data out: a network program with a secret (``curl …$API_KEY``), a URL that
-  carries a variable (``https://x/?k=${TOKEN}``), sending to an address, reading credential files, putting
+  carries a variable (``https://x/?k=${TOKEN}``), sending to a URL, an IP address or a webhook (an e-mail
+  address is not refused: a person's own address is ordinary memory), reading credential files, putting
   the conversation or the system prompt somewhere, an image whose URL has a query.
 - ``persistence``: writing where the next run or login reads: ``authorized_keys``, ``~/.ssh``, agent
   instruction files, shell start-up files, the home's configuration, ``sitecustomize`` / ``.pth``.
 - ``secret``: a credential itself (``api_key = "…"``, ``sk-…``, ``AKIA…``, a private key block): memory is
   sent to the model's server in every prompt.
 
-Phrases are matched on a folded copy of the text, so spelling does not hide them: compatibility forms
+Phrases are matched on a folded copy of the text, so spelling does not hide them: HTML entities and %-escapes
+decoded, compatibility forms
 (full-width, mathematical letters) folded by NFKC, lookalike letters to Latin, hidden characters dropped,
 digits inside words read as letters (``1gn0re``), any run of punctuation or spacing read as one space, and
 letters spread out one by one (``i g n o r e``) or run together (``ignorepreviousinstructions``) joined.
@@ -88,8 +90,13 @@ def _drop_hidden(text: str) -> str:
 
 
 def _folded(text: str) -> str:
-    """NFKC, case-folded, hidden characters dropped (they may sit inside a word), lookalikes made Latin."""
-    return unicodedata.normalize("NFKC", _drop_hidden(text)).casefold().translate(_LOOKALIKES)
+    """HTML entities and %-escapes decoded, NFKC, case-folded, hidden characters dropped (they may sit inside a
+    word), lookalikes made Latin."""
+    import html
+    from urllib.parse import unquote
+
+    decoded = unquote(html.unescape(text)) if ("&" in text or "%" in text) else text
+    return unicodedata.normalize("NFKC", _drop_hidden(decoded)).casefold().translate(_LOOKALIKES)
 
 
 def _words(folded: str) -> str:
@@ -119,8 +126,12 @@ _WORD_RULES: tuple[tuple[ThreatKind, str, str, str], ...] = (
      rf" {_OVERRIDE_VERB} {_F}{_EARLIER} {_F}{_RULES} "),
     ("injection", "override-instructions", "it tells the model to set aside its instructions",
      rf" (?:do not|don t|dont|never|stop) (?:follow|obey|listen to|comply with) {_F}{_EARLIER} {_F}{_RULES} "),
+    ("injection", "override-instructions", "it tells the model to set aside its instructions",
+     r" (?:ignore|disregard|forget|discard) (?:everything|anything|all|whatever|what) (?:\w+ ){0,2}?(?:above|before|"
+     r"earlier|prior|previously|so far|you were told|you have been told|you know) "),
     ("injection", "new-instructions", "it gives the model new instructions",
-     r" (?:new|updated|real|true|actual|revised|hidden|secret|override) (?:system )?(?:instructions|directives|system prompt|orders) "),
+     r" (?:new|updated|real|true|actual|revised|hidden|secret|override) (?:system )?(?:instructions?|directives?|"
+     r"system prompt|orders|rules?) "),
     ("injection", "override-instructions", "it tells the model to set aside its instructions",
      rf" (?:override|replace|rewrite|change|update|overwrite) {_F}(?:system prompt|your instructions|your rules|your guidelines) "),
     ("injection", "override-instructions", "it tells the model to set aside its instructions",
@@ -207,7 +218,7 @@ _TEXT_RULES: tuple[tuple[ThreatKind, str, str, str], ...] = (
      r"!\[[^\]]{0,500}\]\(\s*(?:https?:)?//[^)\s]*\?[^)\s]*"),
     ("exfiltration", "send-to-address", "it sends something to an outside address",
      r"\b(?:send|post|upload|transmit|forward|exfiltrate|leak|report|beam|e-?mail|mail|submit|deliver|relay)\b[^\n]{0,300}?"
-     r"\b(?:to|at|into|via)\s+(?:https?://|ftp://|wss?://|[\w.+-]+@[\w-]+\.[\w.]+|\d{1,3}(?:\.\d{1,3}){3}|"
+     r"\b(?:to|at|into|via)\s+(?:https?://|ftp://|wss?://|\d{1,3}(?:\.\d{1,3}){3}|"
      r"webhook|a webhook|my server|this server|the server at)"),
     ("exfiltration", "read-credentials", "it reads a credential file",
      rf"\b(?:cat|less|more|head|tail|type|base64|xxd|od|strings|cp|scp|tar|zip|source|open|read_text|read_file|"
