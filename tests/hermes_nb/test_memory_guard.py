@@ -143,3 +143,27 @@ def test_a_run_without_memory_shows_no_memory_block(hermes_home: Path) -> None:
         result = _agent(srv).run("hello")
     assert "memory in the system prompt" not in transcript_html(result.transcript)
     assert result.transcript.memory is None
+
+
+ALL_POISON = [(kind, text, why) for kind, table in (("injection", INJECTION), ("exfiltration", EXFILTRATION),
+                                                     ("persistence", PERSISTENCE), ("secret", SECRET),
+                                                     ("invisible", INVISIBLE), ("homoglyph", HOMOGLYPH))
+              for text, why in table]
+
+
+@pytest.mark.parametrize(("kind", "text", "why"), ALL_POISON, ids=[f"{k}: {w}" for k, _, w in ALL_POISON])
+def test_every_row_is_refused_by_the_store_on_save_and_left_out_on_load(tmp_path: Path, kind: str, text: str,
+                                                                        why: str) -> None:
+    """The whole tables, at the store (no model turn): add and replace refuse; a file written by hand loads
+    without it."""
+    store = MemoryStore(folder=tmp_path, memory_limit=10**6)
+    assert store.add("memory", text)["success"] is False, why
+    store.add("memory", "Uses uv")
+    assert store.replace("memory", "uv", text)["success"] is False, why
+    assert store.entries("memory") == ["Uses uv"]
+    if "\r" in text:
+        return  # read back, a lone carriage return is a line break (universal newlines): nothing hidden is left
+    (tmp_path / "MEMORY.md").write_text(DELIMITER.join(["Uses uv", text]), encoding="utf-8")
+    block = store.load()
+    assert "Uses uv" in block.text and text.strip() not in block.text, why
+    assert [o.number for o in block.left_out] == [2], why

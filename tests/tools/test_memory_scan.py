@@ -157,7 +157,7 @@ INVISIBLE = [
     ("likes\u3000tea", "ideographic space"),
     ("likes \ue000tea", "private use"),
     ("likes \x1b[8mtea", "an escape sequence"),
-    ("likes tea\r", "carriage return"),
+    ("likes\rtea", "a carriage return inside (it can overwrite a line on a terminal)"),
 ]
 
 HOMOGLYPH = [
