@@ -49,8 +49,15 @@ def _summary(turn: Any, new: int, price: Any) -> str:
     return " · ".join(parts)
 
 
-def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
-    """The fold for ``turn`` (a ``hermes_nb.agent.turns.Turn``); ``previous`` is the turn before, or None."""
+def _memory_html(memory: Any) -> str:
+    """The memory block the system prompt carried, whole (the system message above is cut at MESSAGE_CHARS)."""
+    return (f'<div style="margin:2px 0"><b>🧠 memory in the system prompt</b> ({memory.entries} entries, '
+            f'{len(memory.text):,} chars) <span style="white-space:pre-wrap">{escape_html(memory.text)}</span></div>')
+
+
+def seen_html(turn: Any, previous: Any, price: Any = None, *, memory: Any = None) -> str:
+    """The fold for ``turn`` (a ``hermes_nb.agent.turns.Turn``); ``previous`` is the turn before, or None;
+    ``memory``: the run's ``MemoryLoaded`` (shown in the first turn's fold)."""
     messages = list(turn.request.messages)
     start = min(previous.request.count, len(messages)) if previous is not None else 0
     rows = []
@@ -60,6 +67,8 @@ def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
     for message in messages[start:]:
         rows.append(f'<div style="margin:2px 0"><b>{escape_html(_label(message))}</b> '
                     f'<span style="white-space:pre-wrap">{escape_html(_content(message))}</span></div>')
+    if memory is not None and memory.text:
+        rows.append(_memory_html(memory))
     names = ", ".join(turn.request.tool_names) or "none"
     rows.append(f'<div style="color:{colours.MUTED}">tools offered: {escape_html(names)}</div>')
     return (f'<details class="hermes-nb-seen" style="margin:2px 0;font-size:12px">'
@@ -69,9 +78,11 @@ def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
             f'{"".join(rows)}</div></details>')
 
 
-def seen_text(turn: Any, price: Any = None) -> str:
-    """One line: what the turn sent, and where to read it whole."""
+def seen_text(turn: Any, price: Any = None, *, memory: Any = None) -> str:
+    """One line: what the turn sent (and the memory its system prompt carried), and where to read it whole."""
     tail = f" · {price}" if price is not None else ""
+    if memory is not None and memory.text:
+        tail += f" · 🧠 memory in the system prompt: {memory.entries} entries, {len(memory.text):,} chars"
     return (f"  👁 turn {turn.iteration}: the model saw {turn.request.count} messages and "
             f"{len(turn.request.tools)} tools (result.turns[{turn.iteration - 1}].request){tail}")
 
