@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, NotRequired, Protocol, TypedDict
@@ -87,6 +87,12 @@ class ModelTurn:
     finish_reason: str | None = None
     #: The model the server says answered ("" when it did not say), shortened to a file name for a path.
     model: str = ""
+    #: Which limit ended a ``length`` turn, when the model knows ("max_tokens=512", "the context window
+    #: (...)", "a runaway call: ..."); "" leaves ``length_notice`` to judge from the usage.
+    length_cause: str = ""
+    #: The request as sent, beyond the messages: the body's other fields for a server (``tools``,
+    #: ``tool_choice``...), the rendered ``prompt`` for the local model. ``None``: not recorded.
+    sent: Mapping[str, Any] | None = None
 
 
 class Model(Protocol):
@@ -133,12 +139,27 @@ def add_usage(total: Usage, turn: Usage) -> None:
         total["unreported"] = total.get("unreported", 0) + turn["unreported"]
 
 
-def length_notice(model: Any) -> str:
-    """What a run cut at the token limit says (``model.max_tokens`` when it has one)."""
+def length_notice(model: Any, turn: ModelTurn | None = None) -> str:
+    """What a run cut at a token limit says: which limit ended it (``turn.length_cause`` when the model knew;
+    else judged from the usage: the answer stopped short of ``max_tokens``, so the server's context or its
+    own limit did), and the next step."""
     limit = getattr(model, "max_tokens", None)
-    said = f"max_tokens={limit}" if limit else "the server's own max_tokens"
-    return (f"The answer was cut at the token limit ({said}): stopped_reason 'length'. "
-            "Raise it with Agent(max_tokens=...) or %%agent --max-tokens N, then run again.")
+    cause = turn.length_cause if turn is not None else ""
+    if not cause:
+        usage = turn.usage if turn is not None else None
+        short = bool(usage and not usage.get("unreported") and limit and usage["completion_tokens"] < limit)
+        if short:
+            cause = (f"the server's context window or its own limit: the answer had {usage['completion_tokens']} "
+                     f"tokens, under max_tokens={limit}")
+        else:
+            cause = f"max_tokens={limit}" if limit else "the server's own max_tokens"
+    if cause.startswith("a runaway call") or cause.startswith("a truncated call"):
+        step = "The call was not run. Name the tool, simplify the prompt, or raise Agent(max_tokens=...)."
+    elif cause.startswith("the context window") or cause.startswith("the server's context"):
+        step = "Start a new conversation (agent.reset()) or offer fewer tools."
+    else:
+        step = "Raise it with Agent(max_tokens=...) or %%agent --max-tokens N, then run again."
+    return f"The answer was cut at a token limit ({cause}): stopped_reason 'length'. {step}"
 
 
 def shown_model_name(name: str) -> str:

@@ -70,6 +70,6 @@ def test_local_is_chosen_by_name_or_environment_and_says_what_to_install(monkeyp
     assert isinstance(model, LocalModel) and model.max_tokens == 64 and model.tool_choice == "required"
     assert isinstance(resolve_model("local:/tmp/other.gguf", None, None), LocalModel)
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real(name, *a))
     with pytest.raises(ModelConfigError, match=r"pip install 'hermes-nb\[local\]'"):
         model.check_config()
