@@ -314,10 +314,12 @@ class Agent:
                 if turn.model and turn.model != shown:  # the server named the model that answered
                     shown = turn.model
                     emit(ModelNamed(name=shown))
-                if turn.finish_reason == "length":  # cut at max_tokens: a half answer or half a call is no answer
+                for said in turn.notices:  # a server that ignored what was asked, noticed by the model seam
+                    emit(Notice(message=said, level="warning"))
+                if turn.finish_reason == "length":  # cut at a limit: a half answer or half a call is no answer
                     self.messages.append(assistant_message(turn.content, ()))
                     reason, text = "length", turn.content
-                    emit(Notice(message=length_notice(self.model), level="warning"))
+                    emit(Notice(message=length_notice(self.model, turn), level="warning"))
                     break
                 calls = unique_ids(turn.tool_calls, self.messages)
                 self.messages.append(assistant_message(turn.content, calls))

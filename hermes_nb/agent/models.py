@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any, NotRequired, Protocol, TypedDict
 from urllib.parse import urlparse
@@ -90,6 +90,8 @@ class ModelTurn:
     #: Which limit ended a ``length`` turn, when the model knows ("max_tokens=512", "the context window
     #: (...)", "a runaway call: ..."); "" leaves ``length_notice`` to judge from the usage.
     length_cause: str = ""
+    #: What the model seam noticed about this turn (a server that ignored a demanded call), said once each.
+    notices: tuple[str, ...] = ()
     #: The request as sent, beyond the messages: the body's other fields for a server (``tools``,
     #: ``tool_choice``...), the rendered ``prompt`` for the local model. ``None``: not recorded.
     sent: Mapping[str, Any] | None = None
@@ -209,6 +211,10 @@ class OpenAIModel:
         self.aiohttp = aiohttp
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._named_as_required = False  # the server ignored a named tool_choice: send its accepted form
+        # a name given for a server of one's own is checked against its listing once: servers echo any name
+        self._confirm_name = bool(model) and bool(base_url)
+        self._unconfirmed = False
 
     @property
     def max_tokens(self) -> int | None:
@@ -230,7 +236,9 @@ class OpenAIModel:
         if not self.api_key and not self.base_url:
             raise ModelConfigError(
                 "no model configured: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, HERMES_NB_MODEL), "
-                "pass Agent(api_key=..., base_url=...), or replay a recording with Agent(model='replay:PATH')"
+                "pass Agent(api_key=..., base_url=...) (%agent --base-url URL for a server on 127.0.0.1: no key "
+                "needed), run the embedded model with Agent(model='local'), or replay a recording with "
+                "Agent(model='replay:PATH')"
             )
         if not self.api_key:
             raise ModelConfigError(
@@ -278,21 +286,54 @@ class OpenAIModel:
         on_text: TextCallback | None = None,
         on_retry: RetryCallback | None = None,
     ) -> ModelTurn:
-        """One model turn, retrying connection failures, 408/409/429 and 5xx with backoff."""
-        import openai
-
+        """One model turn, retrying connection failures, 408/409/429 and 5xx with backoff. A server that
+        ignores a demanded call is noticed: a named ``tool_choice`` answered in prose is sent once more in
+        the form llama.cpp's server takes (``"required"`` with only that tool), and said; prose after that
+        ends the turn with a notice."""
         client = self._get_client()
         if self._ask_server_for_name:
             await self._name_from_server(client)
+        elif self._confirm_name:
+            await self._confirm(client)
         kwargs = request_body(self.name, messages, tools, self.options)
+        if self._named_as_required:
+            kwargs = _named_as_required(kwargs)
+        demanded = kwargs.get("tool_choice")
+        forced = demanded == "required" or isinstance(demanded, dict)
+        # a demanded call shows no text while it comes: prose is shown once, at the end, if it is the answer
+        turn = await self._turn(client, kwargs, None if forced else on_text, on_retry)
+        if forced and not turn.tool_calls and turn.finish_reason != "length":
+            if isinstance(demanded, dict):
+                self._named_as_required = True  # the rest of this model's turns send the accepted form
+                kwargs = _named_as_required(kwargs)
+                if on_retry is not None:
+                    on_retry(f"the server answered in prose to tool_choice naming {demanded['function']['name']!r} "
+                             "(llama.cpp's server ignores the object form): sent again as tool_choice='required' "
+                             "with only that tool offered")
+                turn = await self._turn(client, kwargs, None, on_retry)
+            if not turn.tool_calls and turn.finish_reason != "length":
+                turn = replace(turn, notices=turn.notices + (
+                    f"the server answered in prose although a tool call was required (tool_choice="
+                    f"{kwargs.get('tool_choice')!r}): it ignored the demand, so this turn ends with its prose",))
+            if turn.content and on_text is not None:
+                on_text(turn.content)
+        return replace(turn, sent={k: v for k, v in kwargs.items() if k != "messages"})
+
+    async def _turn(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
+                    on_retry: RetryCallback | None) -> ModelTurn:
+        """One request, with the retry loop."""
+        import openai
+
         loop = asyncio.get_running_loop()
         deadline = None if self.turn_timeout is None else loop.time() + self.turn_timeout
         attempt, last_error = 0, ""
         while True:
             try:
-                return await self._attempt(client, kwargs, on_text, on_retry, deadline)
+                return _checked(await self._attempt(client, kwargs, on_text, on_retry, deadline))
             except _TurnDeadline:
                 raise ModelError(self._deadline_message(attempt)) from None
+            except openai.NotFoundError as exc:  # the model, or the whole path: /models tells which
+                raise ModelError(await self._not_found(client)) from exc
             except openai.APIStatusError as exc:
                 status, key = exc.status_code, error_key(exc)
                 if status not in _RETRY_STATUS or attempt >= self.max_retries:
@@ -387,8 +428,41 @@ class OpenAIModel:
         return ModelTurn(content=content, tool_calls=calls, usage=usage_from(usage if isinstance(usage, dict) else None),
                          finish_reason=choice.get("finish_reason"), model=self._answered_by(data.get("model")))
 
+    async def _confirm(self, client: Any) -> None:
+        """Whether the server lists the model named (asked once); a listing without it marks the name."""
+        import openai
+
+        self._confirm_name = False
+        try:
+            listed = json.loads(await client.get("/models", cast_to=str)).get("data") or []
+            ids = {shown_model_name(str(m.get("id"))) for m in listed if isinstance(m, dict) and m.get("id")}
+        except (openai.OpenAIError, ValueError, AttributeError):
+            return  # no listing: nothing to confirm against
+        self._unconfirmed = bool(ids) and shown_model_name(self.name) not in ids
+
+    async def _not_found(self, client: Any) -> str:
+        """A 404 for chat completions, said as its likely cause: a base URL where ``/models`` is missing too
+        lacks its API path (``/v1``, mostly); else the model named is not served there."""
+        import openai
+
+        where = self.base_url or "https://api.openai.com/v1"
+        try:
+            await client.get("/models", cast_to=str)
+        except openai.NotFoundError:
+            hint = f" (try {where.rstrip('/')}/v1)" if not where.rstrip("/").endswith("/v1") else ""
+            return (f"the server at {where} answered HTTP 404 to both /models and /chat/completions: the base URL "
+                    f"is likely missing its API path, /v1{hint}")
+        except openai.OpenAIError:
+            pass
+        named = (f"model {self.name!r}" if self.name != DEFAULT_MODEL or self.options.extra_body.get("model")
+                 else f"model {self.name!r} (hermes_nb's default: no model was named and the server listed none)")
+        return f"{named} was not found at {where} (HTTP 404): check HERMES_NB_MODEL or Agent(model=...)"
+
     def _answered_by(self, name: Any) -> str:
-        return shown_model_name(clean_text(name) if isinstance(name, str) and name else self.name)
+        shown = shown_model_name(clean_text(name) if isinstance(name, str) and name else self.name)
+        if self._unconfirmed and shown == shown_model_name(self.name):  # the server echoed a name it does not list
+            return f"{shown} (not listed by the server)"
+        return shown
 
     def _no_answer(self, what: str) -> str:
         return (f"the server sent no answer: the model server at {self.base_url or 'https://api.openai.com/v1'} "
@@ -496,6 +570,39 @@ def _json_object(text: str, base_url: str | None) -> dict[str, Any]:
         raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with JSON that "
                          f"is not a chat completion object")
     return data
+
+
+def _named_as_required(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A named ``tool_choice`` as llama.cpp's server takes it: ``"required"``, with only that tool offered."""
+    choice = kwargs.get("tool_choice")
+    if not isinstance(choice, dict):
+        return kwargs
+    name = choice["function"]["name"]
+    tools = [t for t in kwargs.get("tools") or () if (t.get("function") or {}).get("name") == name]
+    return {**kwargs, "tool_choice": "required", "tools": tools or kwargs.get("tools")}
+
+
+def truncated_arguments(arguments: str) -> bool:
+    """Whether a call's arguments are JSON cut short (the text ends before the value does), not malformed."""
+    text = arguments.strip()
+    if not text:
+        return False  # no arguments at all: the tool's own check answers
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(text) or exc.msg.startswith("Unterminated string")
+    return False
+
+
+def _checked(turn: ModelTurn) -> ModelTurn:
+    """A turn whose tool call was cut short is a ``length`` stop, whatever finish reason the server gave:
+    its calls are not dispatched (a half call run as invalid JSON is a wrong answer to the model)."""
+    cut = [c.name for c in turn.tool_calls if truncated_arguments(c.arguments)]
+    if not cut:
+        return turn
+    said = f" (the server said finish_reason {turn.finish_reason!r})" if turn.finish_reason != "length" else ""
+    return replace(turn, tool_calls=(), finish_reason="length",
+                   length_cause=f"a truncated call: the arguments of {cut[0]} end mid-JSON{said}")
 
 
 class _TurnDeadline(Exception):
