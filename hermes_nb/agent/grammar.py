@@ -32,7 +32,7 @@ STRING_CAP = 160
 _BASE = {
     "ws": '[ ]?',
     "char": r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})',
-    "string": r'"\"" char{0,%d} "\""' % STRING_CAP,
+    "string": r'"\"" char{0,' + str(STRING_CAP) + r'} "\""',
     "integer": r'"-"? ([0-9] | [1-9] [0-9]{0,15})',
     "number": r'integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?',
     "boolean": '"true" | "false"',
