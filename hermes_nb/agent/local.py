@@ -109,8 +109,12 @@ class LocalModel:
 
     def check_config(self) -> None:
         """A ``ModelConfigError`` saying what to install when the runtime or the weights are missing."""
-        if importlib.util.find_spec("xllamacpp") is None:
-            raise ModelConfigError(_INSTALL)
+        try:  # the import itself, not only find_spec: an import guard may refuse what is installed
+            if importlib.util.find_spec("xllamacpp") is None:
+                raise ModelConfigError(_INSTALL)
+            importlib.import_module("xllamacpp")
+        except ImportError:
+            raise ModelConfigError(_INSTALL) from None
         if self.path is None or not self.path.is_file():
             raise ModelConfigError(f"no weights at {self.path}" if self.path else _INSTALL)
 

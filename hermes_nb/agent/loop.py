@@ -39,7 +39,8 @@ from hermes_nb.agent.events import (
     UsageUpdate,
     tool_event,
 )
-from hermes_nb.agent.history import assistant_message, repair_history, unique_ids, with_parts
+from hermes_nb.agent.failures import DEFAULT_REPEATED_FAILURES, repeated_failure
+from hermes_nb.agent.history import assistant_message, cut_answer, repair_history, unique_ids, with_parts
 from hermes_nb.agent.model_choice import resolve_model
 from hermes_nb.agent.models import (
     DEFAULT_TURN_TIMEOUT,
@@ -50,6 +51,7 @@ from hermes_nb.agent.models import (
     add_usage,
     empty_usage,
     length_notice,
+    unreported_usage,
 )
 from hermes_nb.agent.routes import begin as begin_run
 from hermes_nb.agent.todos import TodoStore
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
 
-StoppedReason = Literal["done", "max_iterations", "interrupted", "error", "length"]
+StoppedReason = Literal["done", "max_iterations", "interrupted", "error", "length", "repeated_failure"]
 INTERRUPTED = "interrupted by the user"
 
 
@@ -141,6 +143,7 @@ class Agent:
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
         code_vars: dict[str, Any] | None = None,
+        max_repeated_failures: int | None = DEFAULT_REPEATED_FAILURES,
     ) -> None:
         self.model: Model = resolve_model(
             model, base_url, api_key, stream=stream, temperature=temperature,
@@ -159,6 +162,7 @@ class Agent:
         self.tool_timeout = tool_timeout
         self.max_workers = max_workers
         self.code_vars = code_vars  # what execute_code's scripts see besides their own variables
+        self.max_repeated_failures = max_repeated_failures  # the same failing call this often ends the run
         self.messages: list[dict[str, Any]] = []
         self._task: asyncio.Task[Any] | None = None
         self.todo_store = TodoStore()  # the todo tool's plan: kept across runs, cleared by reset()
@@ -291,6 +295,8 @@ class Agent:
         undo = self._install_approval(emit)
         shown = self.model.name
         undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
+        partial: list[str] = []  # the text of the model turn under way: kept if the turn is cut
+        emit = _hearing(emit, partial)
         try:
             while True:
                 run.store(self.messages)  # for session_search: the run so far, turn by turn
@@ -329,14 +335,27 @@ class Agent:
                 pending, finished = calls, {}
                 records += await self._run_batch(pending, finished, iterations, emit)
                 pending = ()
+                stuck = repeated_failure(records, self.max_repeated_failures)
+                if stuck:
+                    reason, text = "repeated_failure", stuck
+                    emit(Notice(message=stuck, level="warning"))
+                    break
         except (asyncio.CancelledError, KeyboardInterrupt):
             reason, text = "interrupted", "Interrupted by the user."
             records += self._answer_pending(pending, finished, iterations, emit)
             emit(Notice(message="Interrupted: every tool call has an answer in the history; "
                                "the next run continues the conversation.", level="warning"))
+            if not pending and len(turns) < iterations:  # cut inside a model turn: its tokens are unknown
+                add_usage(usage, unreported_usage())
+            kept_line = cut_answer(self.messages, "".join(partial), "interrupted by the user")
+            if kept_line:
+                emit(Notice(message=kept_line, level="warning"))
         except ModelError as exc:
             reason, error, text = "error", str(exc), f"Model error: {exc}"
             emit(Notice(message=text, level="error"))
+            kept_line = cut_answer(self.messages, "".join(partial), "the model's turn failed")
+            if kept_line:
+                emit(Notice(message=kept_line, level="warning"))
         finally:
             undo_code()
             undo()
@@ -456,6 +475,19 @@ def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
         content=content, iteration=iteration, started=result.started, ended=result.ended,
         duration=result.duration, is_error=result.is_error, timed_out=result.timed_out,
         interrupted=result.interrupted, parallel=result.parallel, segment=result.segment)
+
+
+def _hearing(emit: Emit, partial: list[str]) -> Emit:
+    """``emit`` that also keeps the text of the model turn under way in ``partial`` (a new turn, or a retry
+    that streams the answer again from its start, empties it)."""
+    def hear(event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            partial.append(event.delta)
+        elif isinstance(event, TurnStarted) or (isinstance(event, Notice) and event.level == "retry"
+                                                 and "retrying in" in event.message):
+            partial.clear()
+        emit(event)
+    return hear
 
 
 def _drain(events: queue.Queue[AgentEvent], view: View) -> None:

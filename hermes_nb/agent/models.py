@@ -329,7 +329,7 @@ class OpenAIModel:
         attempt, last_error = 0, ""
         while True:
             try:
-                return _checked(await self._attempt(client, kwargs, on_text, on_retry, deadline))
+                return _checked(await self._attempt(client, kwargs, on_text, on_retry, deadline), self.max_tokens)
             except _TurnDeadline:
                 raise ModelError(self._deadline_message(attempt)) from None
             except openai.NotFoundError as exc:  # the model, or the whole path: /models tells which
@@ -594,15 +594,20 @@ def truncated_arguments(arguments: str) -> bool:
     return False
 
 
-def _checked(turn: ModelTurn) -> ModelTurn:
-    """A turn whose tool call was cut short is a ``length`` stop, whatever finish reason the server gave:
-    its calls are not dispatched (a half call run as invalid JSON is a wrong answer to the model)."""
-    cut = [c.name for c in turn.tool_calls if truncated_arguments(c.arguments)]
+def _checked(turn: ModelTurn, max_tokens: int | None) -> ModelTurn:
+    """A turn whose tool call the server cut at ``max_tokens`` is a ``length`` stop, whatever finish reason
+    it gave: its calls are not dispatched (a half call run as invalid JSON is a wrong answer to the model).
+    Cut means: arguments that end mid-JSON in an answer that spent all of ``max_tokens``; broken JSON
+    written well within the limit is the model's, and goes back to it as an error."""
+    usage = turn.usage
+    spent = bool(max_tokens) and not usage.get("unreported") and usage["completion_tokens"] >= (max_tokens or 0)
+    cut = [c.name for c in turn.tool_calls if truncated_arguments(c.arguments)] if spent else []
     if not cut:
         return turn
     said = f" (the server said finish_reason {turn.finish_reason!r})" if turn.finish_reason != "length" else ""
     return replace(turn, tool_calls=(), finish_reason="length",
-                   length_cause=f"a truncated call: the arguments of {cut[0]} end mid-JSON{said}")
+                   length_cause=f"a truncated call: the arguments of {cut[0]} end mid-JSON at "
+                                f"max_tokens={max_tokens}{said}")
 
 
 class _TurnDeadline(Exception):

@@ -47,7 +47,8 @@ def test_a_trickling_server_is_given_up_at_the_turn_deadline() -> None:
     assert result.stopped_reason == "error"
     assert "did not finish this turn within 1 s" in result.error and "turn_timeout" in result.error
     assert any(n.startswith("waiting for the model: nothing for") for n in _notices(result))
-    assert result.messages[-1] == {"role": "user", "content": "hi"}  # nothing half-answered in the history
+    assert result.messages[-2] == {"role": "user", "content": "hi"}  # nothing half-answered in the history
+    assert result.messages[-1]["content"].endswith("[cut off: the model's turn failed]")  # the cut, said
 
 
 @pytest.mark.parametrize("stream", [True, False])
