@@ -66,7 +66,7 @@ def start_llama_server() -> LlamaServer:
     def read() -> None:  # drains stderr for the server's whole life, so it never blocks on a full pipe
         assert process.stderr is not None
         for line in process.stderr:
-            if " E " in line or "log_server_r" in line or "error" in line.lower():
+            if " E " in line or " W " in line or "log_server_r" in line or "error" in line.lower():
                 log.append(line.rstrip())
 
     threading.Thread(target=read, name="llama-server-log", daemon=True).start()
