@@ -9,10 +9,11 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from hermes_nb.agent.events import AgentEvent, Emit, Notice, TextDelta, TurnStarted
 from hermes_nb.agent.models import ToolCallSpec
 from hermes_nb.tools.calls.results import clean_text
 
-__all__ = ["CUT", "assistant_message", "cut_answer", "kept", "repair_history", "sendable", "unique_ids", "with_parts"]
+__all__ = ["CUT", "assistant_message", "cut_answer", "hearing", "kept", "repair_history", "sendable", "unique_ids", "with_parts"]
 
 #: How a history marks an answer that was cut off (the model reads it next turn: what it said was not all).
 CUT = "[cut off: {why}]"
@@ -107,3 +108,16 @@ def cut_answer(messages: list[dict[str, Any]], partial: str, why: str) -> str:
         return (f"The partial answer ({len(text):,} characters) is kept in the history, marked as cut; "
                 "nothing was discarded.")
     return "No answer had come; the history marks the turn as cut, so your next prompt follows an answer."
+
+
+def hearing(emit: Emit, partial: list[str]) -> Emit:
+    """``emit`` that also keeps the text of the model turn under way in ``partial`` (a new turn, or a retry
+    that streams the answer again from its start, empties it)."""
+    def hear(event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            partial.append(event.delta)
+        elif isinstance(event, TurnStarted) or (isinstance(event, Notice) and event.level == "retry"
+                                                 and "retrying in" in event.message):
+            partial.clear()
+        emit(event)
+    return hear

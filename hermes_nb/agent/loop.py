@@ -40,7 +40,14 @@ from hermes_nb.agent.events import (
     tool_event,
 )
 from hermes_nb.agent.failures import DEFAULT_REPEATED_FAILURES, repeated_failure
-from hermes_nb.agent.history import assistant_message, cut_answer, repair_history, unique_ids, with_parts
+from hermes_nb.agent.history import (
+    assistant_message,
+    cut_answer,
+    hearing,
+    repair_history,
+    unique_ids,
+    with_parts,
+)
 from hermes_nb.agent.model_choice import resolve_model
 from hermes_nb.agent.models import (
     DEFAULT_TURN_TIMEOUT,
@@ -296,7 +303,7 @@ class Agent:
         shown = self.model.name
         undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
         partial: list[str] = []  # the text of the model turn under way: kept if the turn is cut
-        emit = _hearing(emit, partial)
+        emit = hearing(emit, partial)
         try:
             while True:
                 run.store(self.messages)  # for session_search: the run so far, turn by turn
@@ -475,19 +482,6 @@ def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
         content=content, iteration=iteration, started=result.started, ended=result.ended,
         duration=result.duration, is_error=result.is_error, timed_out=result.timed_out,
         interrupted=result.interrupted, parallel=result.parallel, segment=result.segment)
-
-
-def _hearing(emit: Emit, partial: list[str]) -> Emit:
-    """``emit`` that also keeps the text of the model turn under way in ``partial`` (a new turn, or a retry
-    that streams the answer again from its start, empties it)."""
-    def hear(event: AgentEvent) -> None:
-        if isinstance(event, TextDelta):
-            partial.append(event.delta)
-        elif isinstance(event, TurnStarted) or (isinstance(event, Notice) and event.level == "retry"
-                                                 and "retrying in" in event.message):
-            partial.clear()
-        emit(event)
-    return hear
 
 
 def _drain(events: queue.Queue[AgentEvent], view: View) -> None:

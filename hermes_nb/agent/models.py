@@ -9,15 +9,24 @@ twin. The openai client's own retries are off (``max_retries=0``) so that this l
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
+from hermes_nb.agent.listing import listing, not_found_message
 from hermes_nb.agent.requests import RequestOptions, request_body
 from hermes_nb.agent.server_errors import backoff, error_key, retry_after, server_message
+from hermes_nb.agent.stops import checked_turn, length_notice, named_as_required  # noqa: F401  (length_notice: imported from here too)
+from hermes_nb.agent.usage import (  # noqa: F401  (imported from here too)
+    Usage,
+    add_usage,
+    empty_usage,
+    unreported_usage,
+    usage_from,
+)
+from hermes_nb.agent.wire import complete_text, json_object, post_body
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import HermesNbError, OneLineError
 
@@ -58,14 +67,6 @@ class ModelError(HermesNbError, RuntimeError):
 class ModelConfigError(OneLineError, ValueError):
     """The model is not configured (no key, no base URL); raised when a run starts (shown as one line: a
     setup step to take)."""
-
-
-class Usage(TypedDict):
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    #: Turns whose usage the server did not report (their tokens are unknown, not 0).
-    unreported: NotRequired[int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,58 +111,6 @@ class Model(Protocol):
         on_text: TextCallback | None = None,
         on_retry: RetryCallback | None = None,
     ) -> ModelTurn: ...
-
-
-def empty_usage() -> Usage:
-    return Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
-
-
-def unreported_usage() -> Usage:
-    """One turn whose server reported no usage."""
-    return Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0, unreported=1)
-
-
-def usage_from(raw: Any) -> Usage:
-    """Usage from an openai object or a dict; ``None`` (nothing reported) counts one unreported turn."""
-    if raw is None:
-        return unreported_usage()
-    get = raw.get if isinstance(raw, dict) else lambda k, d=None: getattr(raw, k, d)
-    p, c = int(get("prompt_tokens", 0) or 0), int(get("completion_tokens", 0) or 0)
-    usage = Usage(prompt_tokens=p, completion_tokens=c, total_tokens=int(get("total_tokens", 0) or (p + c)))
-    if get("unreported", 0):
-        usage["unreported"] = int(get("unreported", 0))
-    return usage
-
-
-def add_usage(total: Usage, turn: Usage) -> None:
-    """Add one turn's usage to a run's ``total`` in place (unreported turns are counted, not summed as 0)."""
-    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        total[key] += turn[key]  # type: ignore[literal-required]
-    if turn.get("unreported"):
-        total["unreported"] = total.get("unreported", 0) + turn["unreported"]
-
-
-def length_notice(model: Any, turn: ModelTurn | None = None) -> str:
-    """What a run cut at a token limit says: which limit ended it (``turn.length_cause`` when the model knew;
-    else judged from the usage: the answer stopped short of ``max_tokens``, so the server's context or its
-    own limit did), and the next step."""
-    limit = getattr(model, "max_tokens", None)
-    cause = turn.length_cause if turn is not None else ""
-    if not cause:
-        usage = turn.usage if turn is not None else None
-        short = bool(usage and not usage.get("unreported") and limit and usage["completion_tokens"] < limit)
-        if short:
-            cause = (f"the server's context window or its own limit: the answer had {usage['completion_tokens']} "
-                     f"tokens, under max_tokens={limit}")
-        else:
-            cause = f"max_tokens={limit}" if limit else "the server's own max_tokens"
-    if cause.startswith("a runaway call") or cause.startswith("a truncated call"):
-        step = "The call was not run. Name the tool, simplify the prompt, or raise Agent(max_tokens=...)."
-    elif cause.startswith("the context window") or cause.startswith("the server's context"):
-        step = "Start a new conversation (agent.reset()) or offer fewer tools."
-    else:
-        step = "Raise it with Agent(max_tokens=...) or %%agent --max-tokens N, then run again."
-    return f"The answer was cut at a token limit ({cause}): stopped_reason 'length'. {step}"
 
 
 def shown_model_name(name: str) -> str:
@@ -297,7 +246,7 @@ class OpenAIModel:
             await self._confirm(client)
         kwargs = request_body(self.name, messages, tools, self.options)
         if self._named_as_required:
-            kwargs = _named_as_required(kwargs)
+            kwargs = named_as_required(kwargs)
         demanded = kwargs.get("tool_choice")
         forced = demanded == "required" or isinstance(demanded, dict)
         # a demanded call shows no text while it comes: prose is shown once, at the end, if it is the answer
@@ -305,7 +254,7 @@ class OpenAIModel:
         if forced and not turn.tool_calls and turn.finish_reason != "length":
             if isinstance(demanded, dict):
                 self._named_as_required = True  # the rest of this model's turns send the accepted form
-                kwargs = _named_as_required(kwargs)
+                kwargs = named_as_required(kwargs)
                 if on_retry is not None:
                     on_retry(f"the server answered in prose to tool_choice naming {demanded['function']['name']!r} "
                              "(llama.cpp's server ignores the object form): sent again as tool_choice='required' "
@@ -329,7 +278,7 @@ class OpenAIModel:
         attempt, last_error = 0, ""
         while True:
             try:
-                return _checked(await self._attempt(client, kwargs, on_text, on_retry, deadline), self.max_tokens)
+                return checked_turn(await self._attempt(client, kwargs, on_text, on_retry, deadline), self.max_tokens)
             except _TurnDeadline:
                 raise ModelError(self._deadline_message(attempt)) from None
             except openai.NotFoundError as exc:  # the model, or the whole path: /models tells which
@@ -360,17 +309,11 @@ class OpenAIModel:
             await asyncio.sleep(delay)
 
     async def _name_from_server(self, client: Any) -> None:
-        """The model the server lists (its only one, or its first), asked once; kept as is if it lists none."""
-        import openai
-
+        """The model the server lists (its only one, or its first), asked once; the default if it lists none
+        (a server without /models: the request names the default and the server decides)."""
         self._ask_server_for_name = False
-        try:
-            text = await client.get("/models", cast_to=str)
-            listed = json.loads(text).get("data") or []
-            first = listed[0].get("id") if isinstance(listed, list) and listed and isinstance(listed[0], dict) else None
-        except (openai.OpenAIError, ValueError, AttributeError):
-            first = None  # a server without /models: the request names the default and the server decides
-        self.name = clean_text(first) if isinstance(first, str) and first else DEFAULT_MODEL
+        ids = (await listing(client))[1]
+        self.name = clean_text(ids[0]) if ids else DEFAULT_MODEL
 
     async def _attempt(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
                        on_retry: RetryCallback | None, deadline: float | None) -> ModelTurn:
@@ -408,7 +351,10 @@ class OpenAIModel:
     async def _whole(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None) -> ModelTurn:
         # The body as text, parsed here: building openai's typed ChatCompletion costs more CPU than the rest
         # of the turn's own work, which caps how many conversations one process can keep going at once.
-        data = _json_object(await _post(client, kwargs, stream=False, as_text=True), self.base_url)
+        try:
+            data = json_object(await post_body(client, kwargs, stream=False, as_text=True), self.base_url)
+        except ValueError as exc:  # not a chat completion: the seam's error, one line
+            raise ModelError(str(exc)) from None
         choices = data.get("choices")
         choice: dict[str, Any] = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
         message = choice.get("message")
@@ -430,33 +376,14 @@ class OpenAIModel:
 
     async def _confirm(self, client: Any) -> None:
         """Whether the server lists the model named (asked once); a listing without it marks the name."""
-        import openai
-
         self._confirm_name = False
-        try:
-            listed = json.loads(await client.get("/models", cast_to=str)).get("data") or []
-            ids = {shown_model_name(str(m.get("id"))) for m in listed if isinstance(m, dict) and m.get("id")}
-        except (openai.OpenAIError, ValueError, AttributeError):
-            return  # no listing: nothing to confirm against
+        ids = {shown_model_name(i) for i in (await listing(client))[1]}
         self._unconfirmed = bool(ids) and shown_model_name(self.name) not in ids
 
     async def _not_found(self, client: Any) -> str:
-        """A 404 for chat completions, said as its likely cause: a base URL where ``/models`` is missing too
-        lacks its API path (``/v1``, mostly); else the model named is not served there."""
-        import openai
-
-        where = self.base_url or "https://api.openai.com/v1"
-        try:
-            await client.get("/models", cast_to=str)
-        except openai.NotFoundError:
-            hint = f" (try {where.rstrip('/')}/v1)" if not where.rstrip("/").endswith("/v1") else ""
-            return (f"the server at {where} answered HTTP 404 to both /models and /chat/completions: the base URL "
-                    f"is likely missing its API path, /v1{hint}")
-        except openai.OpenAIError:
-            pass
-        named = (f"model {self.name!r}" if self.name != DEFAULT_MODEL or self.options.extra_body.get("model")
-                 else f"model {self.name!r} (hermes_nb's default: no model was named and the server listed none)")
-        return f"{named} was not found at {where} (HTTP 404): check HERMES_NB_MODEL or Agent(model=...)"
+        status = (await listing(client))[0]
+        return not_found_message(self.base_url or "https://api.openai.com/v1", self.name, models_missing=status == 404,
+                                 defaulted=self.name == DEFAULT_MODEL and "model" not in self.options.extra_body)
 
     def _answered_by(self, name: Any) -> str:
         shown = shown_model_name(clean_text(name) if isinstance(name, str) and name else self.name)
@@ -471,7 +398,7 @@ class OpenAIModel:
     async def _streamed(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
                         heard: list[float]) -> ModelTurn:
         # Raw stream=True: openai 3.x's .stream() helper drops chunks without "object" set.
-        stream = await _post(client, {**kwargs, "stream": True, "stream_options": {"include_usage": True}},
+        stream = await post_body(client, {**kwargs, "stream": True, "stream_options": {"include_usage": True}},
                              stream=True)
         try:
             return await self._assemble(stream, on_text, heard)
@@ -500,7 +427,7 @@ class OpenAIModel:
                     continue
                 if delta.content:
                     text.append(delta.content)
-                    shown, held = _complete_text(held + delta.content)
+                    shown, held = complete_text(held + delta.content)
                     if on_text is not None and shown:
                         on_text(shown)
                 for tc in delta.tool_calls or ():
@@ -547,79 +474,8 @@ class OpenAIModel:
         return f"could not connect to the model server at {where}{tries}: {exc.__cause__ or exc}"
 
 
-async def _post(client: Any, body: dict[str, Any], *, stream: bool, as_text: bool = False) -> Any:
-    """``POST /chat/completions`` through the client's generic ``post`` (its documented way to send a body
-    as is). ``chat.completions.create`` first walks every message through a typed transform that is the
-    identity for plain JSON history yet costs about a millisecond per message, every turn: a 1 000-turn
-    conversation spent seconds per turn there."""
-    from openai import AsyncStream
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-    return await client.post("/chat/completions", body=body, cast_to=str if as_text else ChatCompletion,
-                             stream=stream, stream_cls=AsyncStream[ChatCompletionChunk])
-
-
-def _json_object(text: str, base_url: str | None) -> dict[str, Any]:
-    """A chat completion's JSON body; a body that is not a JSON object is a ModelError saying so."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with text that "
-                         f"is not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with JSON that "
-                         f"is not a chat completion object")
-    return data
-
-
-def _named_as_required(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """A named ``tool_choice`` as llama.cpp's server takes it: ``"required"``, with only that tool offered."""
-    choice = kwargs.get("tool_choice")
-    if not isinstance(choice, dict):
-        return kwargs
-    name = choice["function"]["name"]
-    tools = [t for t in kwargs.get("tools") or () if (t.get("function") or {}).get("name") == name]
-    return {**kwargs, "tool_choice": "required", "tools": tools or kwargs.get("tools")}
-
-
-def truncated_arguments(arguments: str) -> bool:
-    """Whether a call's arguments are JSON cut short (the text ends before the value does), not malformed."""
-    text = arguments.strip()
-    if not text:
-        return False  # no arguments at all: the tool's own check answers
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        return exc.pos >= len(text) or exc.msg.startswith("Unterminated string")
-    return False
-
-
-def _checked(turn: ModelTurn, max_tokens: int | None) -> ModelTurn:
-    """A turn whose tool call the server cut at ``max_tokens`` is a ``length`` stop, whatever finish reason
-    it gave: its calls are not dispatched (a half call run as invalid JSON is a wrong answer to the model).
-    Cut means: arguments that end mid-JSON in an answer that spent all of ``max_tokens``; broken JSON
-    written well within the limit is the model's, and goes back to it as an error."""
-    usage = turn.usage
-    spent = bool(max_tokens) and not usage.get("unreported") and usage["completion_tokens"] >= (max_tokens or 0)
-    cut = [c.name for c in turn.tool_calls if truncated_arguments(c.arguments)] if spent else []
-    if not cut:
-        return turn
-    said = f" (the server said finish_reason {turn.finish_reason!r})" if turn.finish_reason != "length" else ""
-    return replace(turn, tool_calls=(), finish_reason="length",
-                   length_cause=f"a truncated call: the arguments of {cut[0]} end mid-JSON at "
-                                f"max_tokens={max_tokens}{said}")
-
-
 class _TurnDeadline(Exception):
     """The turn's deadline passed (turned into a ModelError that says so)."""
-
-
-def _complete_text(text: str) -> tuple[str, str]:
-    """``text`` cleaned for display, minus a trailing high surrogate (returned apart: the next chunk may
-    start with its low half)."""
-    if text and "\ud800" <= text[-1] <= "\udbff":
-        return clean_text(text[:-1]), text[-1]
-    return clean_text(text), ""
 
 
 def is_local_url(base_url: str | None) -> bool:
