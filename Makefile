@@ -40,7 +40,7 @@ test: venv lint typecheck llama-venv
 	$(BIN)/python -m pytest
 	$(BIN)/python -m bench --quick  # = make bench-quick (after the tests, so a slow bench never hides them)
 
-demo: venv llama-venv
+demo: venv
 	$(BIN)/python -m scripts.demo
 
 bench: venv
