@@ -18,11 +18,11 @@ def length_notice(model: Any, turn: Any = None) -> str:
     limit = getattr(model, "max_tokens", None)
     cause = turn.length_cause if turn is not None else ""
     if not cause:
-        usage = turn.usage if turn is not None else None
-        short = bool(usage and not usage.get("unreported") and limit and usage["completion_tokens"] < limit)
-        if short:
-            cause = (f"the server's context window or its own limit: the answer had {usage['completion_tokens']} "
-                     f"tokens, under max_tokens={limit}")
+        usage = turn.usage if turn is not None else {}
+        spent = usage.get("completion_tokens", 0) if not usage.get("unreported") else None
+        if limit and spent is not None and 0 < spent < limit:
+            cause = (f"the server's context window or its own limit: the answer had {spent} tokens, under "
+                     f"max_tokens={limit}")
         else:
             cause = f"max_tokens={limit}" if limit else "the server's own max_tokens"
     if cause.startswith("a runaway call") or cause.startswith("a truncated call"):
