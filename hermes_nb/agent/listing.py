@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["listing", "not_found_message"]
+__all__ = ["is_listed", "listing", "not_found_message"]
 
 
 async def listing(client: Any) -> tuple[int, list[str]]:
@@ -35,3 +35,9 @@ def not_found_message(where: str, name: str, *, models_missing: bool, defaulted:
     named = (f"model {name!r} (hermes_nb's default: no model was named and the server listed none)" if defaulted
              else f"model {name!r}")
     return f"{named} was not found at {where} (HTTP 404): check HERMES_NB_MODEL or Agent(model=...)"
+
+
+def is_listed(name: str, ids: list[str]) -> bool:
+    """Whether ``name`` is one of the listed ``ids``: the id itself, or its untagged form (Ollama lists
+    ``llama3:latest`` and serves ``llama3``)."""
+    return any(i == name or i.startswith(name + ":") for i in ids)

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from hermes_nb.agent.listing import listing, not_found_message
+from hermes_nb.agent.listing import is_listed, listing, not_found_message
 from hermes_nb.agent.requests import RequestOptions, request_body
 from hermes_nb.agent.server_errors import backoff, error_key, retry_after, server_message
 from hermes_nb.agent.stops import checked_turn, length_notice, named_as_required  # noqa: F401  (length_notice: imported from here too)
@@ -377,8 +377,8 @@ class OpenAIModel:
     async def _confirm(self, client: Any) -> None:
         """Whether the server lists the model named (asked once); a listing without it marks the name."""
         self._confirm_name = False
-        ids = {shown_model_name(i) for i in (await listing(client))[1]}
-        self._unconfirmed = bool(ids) and shown_model_name(self.name) not in ids
+        ids = [shown_model_name(i) for i in (await listing(client))[1]]
+        self._unconfirmed = bool(ids) and not is_listed(shown_model_name(self.name), ids)
 
     async def _not_found(self, client: Any) -> str:
         status = (await listing(client))[0]

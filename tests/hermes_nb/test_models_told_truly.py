@@ -275,6 +275,8 @@ def test_a_model_name_the_server_does_not_list_is_marked():
     assert result.model == "gpt-4o-typo (not listed by the server)"
     with FakeOpenAI([Reply(content="hi")], model="served") as srv:
         assert _agent(srv, model="served").run("hi").model == "served"
+    with FakeOpenAI([Reply(content="hi")], model="llama3:latest") as srv:  # Ollama serves its tags untagged
+        assert _agent(srv, model="llama3").run("hi").model == "llama3"
 
 
 def test_an_empty_done_does_not_point_at_a_transcript_that_says_nothing():
