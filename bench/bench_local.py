@@ -58,7 +58,7 @@ def main() -> None:
         if code:
             raise SystemExit(code)
         return
-    from hermes_nb.agent.local import LocalModel, _runtime
+    from hermes_nb.models.local import LocalModel, _runtime
 
     model = LocalModel()
     model.check_config()

@@ -34,7 +34,7 @@ def add(a: int, b: int) -> int:
 
 def _hermes() -> Callable[[], str]:
     from hermes_nb.agent.loop import Agent
-    from hermes_nb.agent.models import ModelTurn, ToolCallSpec, Usage
+    from hermes_nb.models import ModelTurn, ToolCallSpec, Usage
     from hermes_nb.tools.registry import registry
 
     registry.register("add", "peers", {"description": "Add two integers.", "parameters": {

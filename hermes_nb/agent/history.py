@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from hermes_nb.agent.events import AgentEvent, Emit, Notice, TextDelta, TurnStarted
-from hermes_nb.agent.models import ToolCallSpec
+from hermes_nb.models import ToolCallSpec
 from hermes_nb.tools.calls.results import clean_text
 
 __all__ = ["CUT", "assistant_message", "cut_answer", "hearing", "kept", "repair_history", "sendable", "unique_ids", "with_parts"]

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from hermes_nb.agent.grammar import STRING_CAP, runaway_argument, tool_call_grammar
-from hermes_nb.agent.local import LocalModel
 from hermes_nb.agent.loop import Agent
-from hermes_nb.agent.models import ModelConfigError, ModelError, ModelTurn, ToolCallSpec, Usage, length_notice
-from hermes_nb.agent.requests import turn_tool_choice
 from hermes_nb.display.live.render import transcript_text
+from hermes_nb.models import ModelConfigError, ModelError, ModelTurn, ToolCallSpec, Usage, length_notice
+from hermes_nb.models.grammar import STRING_CAP, runaway_argument, tool_call_grammar
+from hermes_nb.models.local import LocalModel
+from hermes_nb.models.requests import turn_tool_choice
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 from tests.support.interrupts import interrupts_land
 

@@ -26,9 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.agent.grammar import runaway_argument, tool_call_grammar
-from hermes_nb.agent.local_prompt import CALL_OPEN, END, parse_calls, render_prompt
-from hermes_nb.agent.models import (
+from hermes_nb.models import (
     ModelConfigError,
     ModelError,
     ModelTurn,
@@ -38,7 +36,9 @@ from hermes_nb.agent.models import (
     unreported_usage,
     usage_from,
 )
-from hermes_nb.agent.requests import check_tool_choice, turn_tool_choice
+from hermes_nb.models.grammar import runaway_argument, tool_call_grammar
+from hermes_nb.models.local_prompt import CALL_OPEN, END, parse_calls, render_prompt
+from hermes_nb.models.requests import check_tool_choice, turn_tool_choice
 
 __all__ = ["LocalModel", "default_weights"]
 

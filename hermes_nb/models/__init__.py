@@ -1,7 +1,13 @@
 """The model seam: one turn of an OpenAI-compatible chat model, with our own retry loop.
 
+This package is the seam between the agent loop and a model (issue 34 moved it out of ``hermes_nb.agent``,
+whose old paths still import these same modules): here ``OpenAIModel``; ``replay`` (record and replay),
+``local`` with its ``local_prompt`` and ``grammar`` (the embedded model), ``model_choice`` (a name to a
+model), ``requests``, ``server_errors``, ``listing``, ``stops``, ``usage`` and ``wire`` (what a server is
+sent, answers and lists), ``conversation_drift`` (a replay asked another conversation).
+
 ``Model`` is the protocol the agent loop calls; ``OpenAIModel`` speaks chat completions to OpenAI,
-OpenRouter, Ollama, vLLM or LM Studio (configuration only); ``hermes_nb.agent.replay`` provides the offline
+OpenRouter, Ollama, vLLM or LM Studio (configuration only); ``hermes_nb.models.replay`` provides the offline
 twin. The openai client's own retries are off (``max_retries=0``) so that this loop can say
 "retrying in N s", honour ``Retry-After`` and report the last failure clearly.
 """
@@ -15,18 +21,18 @@ from pathlib import PurePosixPath
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from hermes_nb.agent.listing import is_listed, listing, not_found_message
-from hermes_nb.agent.requests import RequestOptions, request_body
-from hermes_nb.agent.server_errors import backoff, error_key, retry_after, server_message
-from hermes_nb.agent.stops import checked_turn, length_notice, named_as_required  # noqa: F401  (length_notice: imported from here too)
-from hermes_nb.agent.usage import (  # noqa: F401  (imported from here too)
+from hermes_nb.models.listing import is_listed, listing, not_found_message
+from hermes_nb.models.requests import RequestOptions, request_body
+from hermes_nb.models.server_errors import backoff, error_key, retry_after, server_message
+from hermes_nb.models.stops import checked_turn, length_notice, named_as_required  # noqa: F401  (length_notice: imported from here too)
+from hermes_nb.models.usage import (  # noqa: F401  (imported from here too)
     Usage,
     add_usage,
     empty_usage,
     unreported_usage,
     usage_from,
 )
-from hermes_nb.agent.wire import complete_text, json_object, post_body
+from hermes_nb.models.wire import complete_text, json_object, post_body
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import HermesNbError, OneLineError
 
@@ -139,7 +145,7 @@ class OpenAIModel:
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        from hermes_nb.agent.requests import check_tool_choice
+        from hermes_nb.models.requests import check_tool_choice
 
         # No name given: the server's own (its one listed model), asked at the first turn; OpenAI's default
         # for OpenAI itself. Sending "gpt-4o-mini" to a llama.cpp server made the header name the wrong model.
