@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 if TYPE_CHECKING:
-    from hermes_nb.agent.models import Usage
     from hermes_nb.agent.turns import Turn
+    from hermes_nb.models import Usage
     from hermes_nb.tools.batch.records import BatchEvent, ToolCallResult
 
 __all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "ChildEvent", "Emit", "MemoryLoaded", "ModelNamed", "Notice",

@@ -102,7 +102,7 @@ def test_a_run_drives_its_view_with_typed_events_in_order(monkeypatch: pytest.Mo
               Reply(content="Both echoed.")]
     try:
         with FakeOpenAI(script) as srv:
-            result = Agent(model="fake", base_url=srv.base_url, enabled_toolsets=["events_test"]).run("go")
+            result = Agent(model="fake-model", base_url=srv.base_url, enabled_toolsets=["events_test"]).run("go")
     finally:
         registry.deregister("echo")
     assert result.text == "Both echoed." and view.calls[-1] == "finish"

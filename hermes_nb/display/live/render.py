@@ -308,4 +308,6 @@ def _where(result: RunResult, *, html: bool) -> str:
     """Where the answer is: above when there is one; after an error or an interrupt, there is none."""
     if result.stopped_reason == "done" and result.text:
         return "the answer is above (<code>_.text</code>)" if html else "the answer is above (_.text)"
+    if result.stopped_reason == "done":
+        return "no answer (done): the model ended its turn with no text and no tool call"
     return f"no answer ({result.stopped_reason}): the transcript above says why"
