@@ -51,6 +51,7 @@ from hermes_nb.agent.models import (
     empty_usage,
     length_notice,
 )
+from hermes_nb.agent.offer_size import oversize_notice
 from hermes_nb.agent.routes import begin as begin_run
 from hermes_nb.agent.todos import TodoStore
 from hermes_nb.agent.tool_search import Assembly, turn_tools, unwrap_calls, with_listing
@@ -286,6 +287,7 @@ class Agent:
         turns: list[Turn] = []
         usage = empty_usage()
         iterations, text, reason, error = 0, "", "done", None
+        oversize_said = False
         pending: tuple[ToolCallSpec, ...] = ()
         finished: dict[str, Any] = {}
         undo = self._install_approval(emit)
@@ -304,6 +306,9 @@ class Agent:
                 emit(TurnStarted(iteration=iterations))
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
+                if not oversize_said and (line := oversize_notice(tools.definitions, self.model)):
+                    oversize_said = True  # once a run, in one line, with the count
+                    emit(Notice(message=line, level="warning"))
                 sent = with_listing(list(self.messages), tools.listing)
                 turn = await self._complete(sent, tools, emit)
                 turns.append(new_turn(iterations, sent, tools.definitions, turn, self.model,
