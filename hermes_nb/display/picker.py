@@ -194,6 +194,8 @@ class SelectionSummary:
     default: bool = False
     #: why the default cannot be read (config.yaml's toolsets block does not fit); "" when it can
     error: str = ""
+    #: the picker's line saying what the default is and how to change it, kept over the saved table
+    default_note: str = ""
 
     def text(self) -> str:
         if self.error:
@@ -217,7 +219,10 @@ class SelectionSummary:
         if not self.rows:
             html_text = line
         else:
-            html_text = f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{self.table().html()}</details>'
+            note = f"<div style='color:{colours.MUTED}'>{escape_html(self.default_note)}</div>" if self.default_note \
+                else ""
+            html_text = (f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{note}{self.table().html()}'
+                         "</details>")
         if self.live:
             # Hidden while the picker's widget is drawn in the same output area (it says the same in bold);
             # shown where widgets are not drawn: static HTML exports, a notebook reopened without its kernel.
@@ -229,7 +234,8 @@ class SelectionSummary:
            live: bool = False) -> SelectionSummary:
         enabled, error = _enabled(sel)
         return cls(enabled=None if enabled is None else tuple(enabled), count=_count(enabled), rows=tuple(rows),
-                   note=note, live=live, default=sel.mode == "default", error=error)
+                   note=note, live=live, default=sel.mode == "default", error=error,
+                   default_note=default_line(sel) if rows else "")
 
 
 _LIVE_STYLE = "<style>.jp-OutputArea:has(.widget-vbox) .hermes-nb-toolsets-live{display:none}</style>"
