@@ -1,8 +1,10 @@
 """The toolset picker: one checkbox per toolset, editing ``hermes_nb.toolsets.selection``.
 
-Traits hold the state and every click has a method (``toggle``, ``select_all``, ``select_none``), so
-tests need no browser. The picker follows the selection (set in code) and the registry (tools added
-or removed, possibly from background threads: it only sets widget traits then).
+Its first line says what the default is (the person's own toolsets, plus config.yaml's ``toolsets.default``; the
+built-ins only when ticked) and how to change it. Traits hold the state and every click has a method (``toggle``,
+``select_all``, ``select_none``, ``select_default``), so tests need no browser. The picker follows the selection
+(set in code) and the registry (tools added or removed, possibly from background threads: it only sets widget
+traits then).
 """
 
 from __future__ import annotations
