@@ -48,6 +48,7 @@ from hermes_nb.agent.history import (
     unique_ids,
     with_parts,
 )
+from hermes_nb.agent.offer_size import oversize_notice
 from hermes_nb.agent.results import INTERRUPTED, AgentResult, ToolCallRecord, record_of
 from hermes_nb.agent.routes import begin as begin_run
 from hermes_nb.agent.todos import TodoStore
@@ -251,6 +252,7 @@ class Agent:
         turns: list[Turn] = []
         usage = empty_usage()
         iterations, text, reason, error = 0, "", "done", None
+        oversize_said = False
         pending: tuple[ToolCallSpec, ...] = ()
         finished: dict[str, Any] = {}
         undo = self._install_approval(emit)
@@ -272,6 +274,9 @@ class Agent:
                 emit(TurnStarted(iteration=iterations))
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
+                if not oversize_said and (line := oversize_notice(tools.definitions, self.model)):
+                    oversize_said = True  # once a run, in one line, with the count
+                    emit(Notice(message=line, level="warning"))
                 sent = with_listing(list(self.messages), tools.listing)
                 turn = await self._complete(sent, tools, emit)
                 turns.append(new_turn(iterations, sent, tools.definitions, turn, self.model,

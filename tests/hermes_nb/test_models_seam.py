@@ -204,7 +204,7 @@ def test_outside_a_notebook_the_default_offers_the_persons_tools_not_terminal_or
     import hermes_nb.selection as sel
 
     monkeypatch.setattr(state, "shell", None)
-    monkeypatch.setattr(sel.selection, "chosen", False)  # nobody chose yet (an earlier test may have)
+    monkeypatch.setattr(sel.selection, "mode", "default")  # nobody chose yet (an earlier test may have)
     with FakeOpenAI([Reply(content="a"), Reply(content="b")]) as srv:
         agent = _agent(srv, enabled_toolsets=None)
         agent.run("one")
@@ -213,7 +213,6 @@ def test_outside_a_notebook_the_default_offers_the_persons_tools_not_terminal_or
         assert not offered & {"terminal", "python", "write_file"}
         monkeypatch.setattr(sel.selection, "mode", "list")
         monkeypatch.setattr(sel.selection, "enabled", ["terminal"])
-        monkeypatch.setattr(sel.selection, "chosen", True)  # asked for: offered
         agent.run("two")
     assert {t["function"]["name"] for t in srv.requests[1]["tools"]} == {"terminal"}
 
