@@ -24,7 +24,8 @@ def _when(started: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "unknown"
 
 
-def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None) -> dict[str, Any]:
+def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None,
+                roles: tuple[str, ...] = ("user", "assistant", "tool")) -> dict[str, Any]:
     """``session_search``'s result for ``query`` (the latest runs when it is empty)."""
     store = session_store()
     limit = max(1, min(int(limit), 10))
@@ -34,7 +35,7 @@ def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None) -
             return {"success": True, "mode": "browse", "count": len(runs), "results": [
                 {"session_id": r["run_id"], "when": _when(r["started"]), "notebook": r["notebook"],
                  "title": r["prompt"][:120], "message_count": r["messages"]} for r in runs]}
-        runs = store.search(query, limit=limit, exclude_run=exclude_run)
+        runs = store.search(query, limit=limit, exclude_run=exclude_run, roles=roles)
         results = []
         for r in runs:
             first = r["hits"][0]

@@ -136,10 +136,9 @@ def _memory(run: Run | None, args: dict[str, Any]) -> Any:
 
 
 def _session_search(run: Run | None, args: dict[str, Any]) -> Any:
-    from hermes_nb.agent.recall import search_runs
+    from hermes_nb.agent.session_views import session_search
 
-    return search_runs(args.get("query") or "", limit=int(args.get("limit") or 3),
-                       exclude_run=run.run_id if run is not None else None)
+    return session_search(args, exclude_run=run.run_id if run is not None else None)
 
 
 async def _delegate(run: Run | None, args: dict[str, Any]) -> Any:

@@ -226,6 +226,14 @@ class SessionStore:
     def count(self) -> int:
         return int(self._run("counting", lambda db: db.execute("SELECT count(*) FROM messages").fetchone()[0]))
 
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """One run's ``{run_id, notebook, started, prompt, model, parent}``, or None when no such run."""
+        row = self._run("reading a run", lambda db: db.execute(
+            "SELECT id, started, notebook, model, prompt, parent FROM runs WHERE id = ?", (run_id,)).fetchone())
+        if row is None:
+            return None
+        return dict(zip(("run_id", "started", "notebook", "model", "prompt", "parent"), row, strict=True))
+
     def _describe(self, runs: list[dict[str, Any]]) -> None:
         if not runs:
             return

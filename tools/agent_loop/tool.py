@@ -117,16 +117,31 @@ registry.register(
 
 SESSION_SEARCH_SCHEMA = {
     "description": (
-        "Search what was said in past agent runs (earlier conversations, other notebooks and kernels): "
-        "full-text search over their messages. Use it for 'what did we find about X', 'where did we leave "
-        "Y'. Multi-word queries need all words; use OR for any, quotes for a phrase, word* for a prefix. "
-        "Without a query, lists the latest runs."),
+        "Search what was said in past agent runs (earlier conversations, other notebooks and kernels), or "
+        "scroll inside one. Four shapes, by the arguments given: 1) query: full-text search; each result has "
+        "session_id, title, when, snippet, match_message_id, the messages around the match (the anchor "
+        "flagged), bookend_start / bookend_end (how the run began and ended), messages_before / "
+        "messages_after. Multi-word queries need all words; use OR for any, quotes for a phrase, word* for a "
+        "prefix. 2) session_id + around_message_id: a window of messages around that message (window each "
+        "side); pass the first or last id back to scroll. 3) session_id alone: the run's messages (first 20 "
+        "and last 10 when longer). 4) no arguments: the latest runs."),
     "parameters": {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "Words or an FTS5 expression to find; omit to browse."},
             "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3,
-                      "description": "How many runs to return (default 3)."},
+                      "description": "How many runs to return (default 3, max 10)."},
+            "sort": {"type": "string", "enum": ["newest", "oldest"],
+                     "description": "Search only: order the runs found by time instead of relevance."},
+            "session_id": {"type": "string", "description": "A run to read, or to scroll inside with "
+                                                            "around_message_id."},
+            "around_message_id": {"type": "integer", "description": "The message to centre the window on."},
+            "window": {"type": "integer", "default": 5,
+                       "description": "Messages each side of around_message_id (1-20, default 5)."},
+            "role_filter": {"type": "string", "description": "Comma-separated roles to search (default "
+                                                             "'user,assistant'; add 'tool' for tool output)."},
+            "profile": {"type": "string", "description": "Hermes's profile of another database; hermes_nb has "
+                                                         "none, so leave it out."},
         },
         "required": [],
     },
