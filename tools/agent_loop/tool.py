@@ -166,34 +166,35 @@ MAX_DEPTH = 2
 _TASK_FIELDS: dict[str, Any] = {
     "goal": {"type": "string", "description": "What this sub-agent should accomplish, self-contained."},
     "context": {"type": "string", "description": "Background it needs: paths, errors, constraints."},
-    "toolsets": {"type": "array", "items": {"type": "string"},
-                 "description": "Toolsets for this task (a subset of yours; default: yours)."},
     "output_schema": {"type": "object", "description": "JSON schema its final answer must match (optional)."},
     "role": {"type": "string", "enum": ["leaf", "orchestrator"]},
 }
 _TASK: dict[str, Any] = {"type": "object", "properties": _TASK_FIELDS, "required": ["goal"]}
 
+#: As in Hermes 0.19.0, ``toolsets`` and ``max_iterations`` are not in the schema the model sees: the person
+#: sets them (``delegate(run, {"toolsets": [...], "max_iterations": n}, ...)`` or a dispatch from Python still
+#: passes them, checked: a subset of the parent's toolsets, at most 50 turns).
 DELEGATE_SCHEMA = {
     "description": (
         "Hand work to sub-agents that run in their own fresh conversations, and get back one summary per "
-        "task (final text, tool calls made, tokens, why it stopped). Give 'goal' (+ 'context', 'toolsets') "
-        "for one task, or 'tasks' for several that run at once (at most 3 at a time). Sub-agents know "
-        "nothing of this conversation: put everything they need in 'goal' and 'context'. Give "
-        "'output_schema' when you need a structured answer. Sub-agents cannot ask the person questions, "
-        "write memory, or delegate further (unless role='orchestrator')."),
+        "task (final text, tool calls made, tokens, why it stopped). Give 'goal' (+ 'context') for one task, "
+        "or 'tasks' for several that run at once (at most 3 at a time). Sub-agents know nothing of this "
+        "conversation: put everything they need in 'goal' and 'context'. Give 'output_schema' when you need "
+        "a structured answer. Sub-agents cannot ask the person questions, write memory, or delegate further "
+        "(unless role='orchestrator')."),
     "parameters": {
         "type": "object",
         "properties": {
             "goal": _TASK_FIELDS["goal"],
             "context": _TASK_FIELDS["context"],
-            "toolsets": _TASK_FIELDS["toolsets"],
             "tasks": {"type": "array", "items": _TASK, "maxItems": 10,
-                      "description": "Several tasks to run at once; when given, goal/context/toolsets are ignored."},
+                      "description": "Several tasks to run at once; when given, goal/context are ignored."},
             "output_schema": _TASK_FIELDS["output_schema"],
             "role": {"type": "string", "enum": ["leaf", "orchestrator"],
                      "description": "'leaf' (default) cannot delegate; 'orchestrator' may, one level further."},
-            "max_iterations": {"type": "integer", "minimum": 1, "maximum": 50,
-                               "description": "Model turns each sub-agent may take (default 10)."},
+            "background": {"type": "boolean",
+                           "description": "Accepted for Hermes compatibility: the sub-agents' answers come back "
+                                          "in this turn, under this call's card, either way."},
         },
         "required": [],
     },
