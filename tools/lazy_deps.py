@@ -192,3 +192,18 @@ def requirements_of(names: Iterable[str], reg: Any) -> tuple[str, ...]:
         for req in getattr(entry, "requires_packages", ()) if entry is not None else ():
             seen.setdefault(req, None)
     return tuple(seen)
+
+
+# Hermes's API by feature name (``ensure("search.exa")``...), for Hermes plugins' ``from tools.lazy_deps import``
+from hermes_nb.tools.lazy_features import (  # noqa: E402  (after install: it calls back into this module)
+    LAZY_DEPS,
+    FeatureUnavailable,
+    ensure,
+    feature_install_command,
+    feature_missing,
+    feature_specs,
+    is_available,
+)
+
+__all__ += ["LAZY_DEPS", "FeatureUnavailable", "ensure", "feature_install_command", "feature_missing",
+            "feature_specs", "is_available"]
