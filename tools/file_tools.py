@@ -127,6 +127,19 @@ def _refuse_read_display(content: str) -> str:
     return content
 
 
+def _write_file_call(path: str, content: str) -> dict[str, Any]:
+    """The model's write_file: the pasted-display guard, then ``write_file``, answered in Hermes's shape
+    (``bytes_written``, ``dirs_created``, ``resolved_path``, ``files_modified``) beside ours."""
+    _refuse_read_display(content)
+    try:
+        parent_existed = resolve_path(path, for_write=True).parent.is_dir()
+    except OSError:  # refused: write_file says why
+        parent_existed = True
+    result = write_file(path, content)
+    real = str(resolve_path(path, for_write=True))
+    return {**result, "dirs_created": not parent_existed, "resolved_path": real, "files_modified": [real]}
+
+
 def patch(path: str, old_string: str, new_string: str, replace_all: bool = False) -> dict[str, Any]:
     """Replace ``old_string`` with ``new_string``; it must occur exactly once unless ``replace_all``."""
     real = resolve_path(path, for_write=True)
@@ -313,7 +326,7 @@ registry.register(
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: write_file(args["path"], _refuse_read_display(args["content"])),
+    handler=lambda args, **kw: _write_file_call(args["path"], args["content"]),
     emoji="✍️",
     path_params=("path",),
     metadata={"approval_judge": shadow_ask},

@@ -102,7 +102,10 @@ def test_read_file_registration_flags() -> None:
 
 def test_write_creates_parents(ws: Path) -> None:
     result = json.loads(call("write_file", path="a/b/c.txt", content="hi\nthere"))
-    assert result == {"path": "a/b/c.txt", "bytes_written": 8, "lines": 2}
+    real = str(ws / "a/b/c.txt")
+    assert result == {"path": "a/b/c.txt", "bytes_written": 8, "lines": 2, "dirs_created": True,
+                      "resolved_path": real, "files_modified": [real]}  # Hermes's keys beside ours
+    assert json.loads(call("write_file", path="a/b/d.txt", content="x"))["dirs_created"] is False
     assert (ws / "a/b/c.txt").read_text() == "hi\nthere"
 
 
