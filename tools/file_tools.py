@@ -131,13 +131,14 @@ def _write_file_call(path: str, content: str) -> dict[str, Any]:
     """The model's write_file: the pasted-display guard, then ``write_file``, answered in Hermes's shape
     (``bytes_written``, ``dirs_created``, ``resolved_path``, ``files_modified``) beside ours."""
     _refuse_read_display(content)
-    try:
-        parent_existed = resolve_path(path, for_write=True).parent.is_dir()
-    except OSError:  # refused: write_file says why
-        parent_existed = True
+    from hermes_nb.tools.workspace import workspace_root
+
+    # the path as named, made absolute without following links: only write_file's own checks resolve it
+    named = Path(os.path.abspath(workspace_root() / Path(path).expanduser()))
+    parent_existed = named.parent.is_dir()
     result = write_file(path, content)
-    real = str(resolve_path(path, for_write=True))
-    return {**result, "dirs_created": not parent_existed, "resolved_path": real, "files_modified": [real]}
+    return {**result, "dirs_created": not parent_existed, "resolved_path": str(named),
+            "files_modified": [str(named)]}
 
 
 def patch(path: str, old_string: str, new_string: str, replace_all: bool = False) -> dict[str, Any]:
