@@ -6,9 +6,17 @@ markers allowed), checked with ``packaging.requirements`` at registration: a URL
 path or a file is refused. A tool whose packages are missing is unavailable with that reason (``%tools
 doctor``, the picker). Nothing installs by itself: only ``install`` does (``%tools install NAME``, the
 picker's button), after the approval gate asked the person about the exact command it shows. It installs
-into the kernel's own environment: ``sys.executable -m pip install …``, or ``uv pip install --python
-sys.executable …`` when pip is missing and uv is present. Then ``importlib.invalidate_caches()``, so the
-tool is available without a restart.
+into the kernel's own environment: ``sys.executable -m pip --isolated install …``, or ``uv pip install
+--no-config --python sys.executable …`` when pip is missing and uv is present. Then
+``importlib.invalidate_caches()``, so the tool is available without a restart.
+
+The install reads no configuration the model could have written, so the command approved is the command that
+runs: no ``PIP_*`` or ``UV_*`` variable reaches it, pip reads no configuration file (``--isolated`` still reads the
+environment's own ``pip.conf``, which the model could write where the environment lies in the workspace, so
+``PIP_CONFIG_FILE`` is ``os.devnull``: pip's one way to read none), uv reads no ``uv.toml`` / ``pyproject.toml``
+(``--no-config``), and it runs in an empty folder of its own (``python -m`` puts the working folder first on the
+module path, and the kernel's is the workspace). Index options come only from the config's ``lazy_install_args``,
+shown in the command.
 
 Settings (``config.yaml``): ``security: {allow_lazy_installs: false}`` turns installing off (any value but
 true/absent counts as off); ``security: {lazy_install_args: ["--no-index", "--find-links", DIR]}`` adds
@@ -18,9 +26,10 @@ index options to the command, shown with the rest.
 from __future__ import annotations
 
 import importlib
+import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +37,7 @@ from typing import Any
 from hermes_nb.tools.errors import HermesNbError, ToolSchemaError
 
 __all__ = ["LAZY_DEPS", "FeatureUnavailable", "InstallResult", "LazyInstallError", "checked_requirements", "ensure",
-           "feature_install_command", "feature_missing", "feature_specs", "install", "install_command",
+           "feature_install_command", "feature_missing", "feature_specs", "install", "install_command", "install_env",
            "installs_allowed", "is_available", "missing", "requirements_of"]
 
 PATTERN_KEY = "lazy-install"
@@ -113,12 +122,12 @@ def _installer() -> list[str]:
     except ModuleNotFoundError:  # the kernel's import guard: found only where the model can write
         has_pip = False
     if has_pip:
-        return [sys.executable, "-m", "pip", "install"]
+        return [sys.executable, "-m", "pip", "--isolated", "install"]
     uv = _uv()
     if uv is None:
         raise LazyInstallError(f"neither pip nor uv is available to {sys.executable}; install the packages "
                                f"yourself and re-run the tool's cell")
-    return [uv, "pip", "install", "--python", sys.executable]
+    return [uv, "pip", "install", "--no-config", "--python", sys.executable]
 
 
 def _uv() -> str | None:
@@ -142,6 +151,14 @@ def install_command(requirements: Sequence[str]) -> list[str]:
         raise LazyInstallError("security.lazy_install_args in config.yaml must be a list of strings")
     bare = [r.split(" (", 1)[0] for r in requirements]  # "x>=2 (1.0 installed)" → "x>=2"
     return [*_installer(), *extra, *bare]
+
+
+def install_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for the installer: without any ``PIP_*`` / ``UV_*`` variable (case as written: Windows folds it),
+    and with ``PIP_CONFIG_FILE`` at ``os.devnull``, so pip loads no configuration file at all."""
+    out = {k: v for k, v in env.items() if not k.upper().startswith(("PIP_", "UV_"))}
+    out["PIP_CONFIG_FILE"] = os.devnull
+    return out
 
 
 def install(requirements: Sequence[str], *, approver: Any = None, why: str = "",
@@ -170,9 +187,12 @@ def install(requirements: Sequence[str], *, approver: Any = None, why: str = "",
     decision = decide_ask("install_packages", ask, approver)
     if not decision.approved:
         return InstallResult(command=shown, ok=False, message=decision.message)
+    import tempfile
+
     lines: list[str] = []
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          stdin=subprocess.DEVNULL) as proc:
+    with tempfile.TemporaryDirectory(prefix="hermes-nb-install-") as empty, subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+            cwd=empty, env=install_env(os.environ)) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line)

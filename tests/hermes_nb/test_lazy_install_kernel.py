@@ -88,7 +88,8 @@ def test_install_after_approval_then_available_without_restart(lazy_kernel):
     python = str(venv / "bin" / "python")
     # pip when the kernel's environment has it (a venv made by `make`), else uv (one made by uv)
     has_pip = kernel.run("import importlib.util\nprint(importlib.util.find_spec('pip') is not None)").stdout.strip()
-    installer = [python, "-m", "pip", "install"] if has_pip == "True" else [_uv(), "pip", "install", "--python", python]
+    installer = ([python, "-m", "pip", "--isolated", "install"] if has_pip == "True"
+                 else [_uv(), "pip", "install", "--no-config", "--python", python])
     assert command.split() == [*installer, "--no-index", "--find-links", str(wheels), "'hnb_probe_a>=1.0'"]
     assert (next((venv / "lib").glob("python*/site-packages")) / "hnb_probe_a").is_dir()  # the kernel's env
     r = kernel.run("from hermes_nb.tools.model_tools import get_tool_definitions\n"
@@ -147,5 +148,5 @@ def test_pip_installs_from_the_wheel_folder_into_the_running_environment(tmp_pat
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["before"].startswith("missing packages: hnb_probe_b==0.3.0")
-    assert got["asked"] == [f"{python} -m pip install --no-index --find-links {wheels} hnb_probe_b==0.3.0"]
+    assert got["asked"] == [f"{python} -m pip --isolated install --no-index --find-links {wheels} hnb_probe_b==0.3.0"]
     assert got["ok"] and got["after"] and got["version"] == "0.3.0" and got["python"] == python

@@ -75,10 +75,10 @@ def test_the_command_uses_pip_when_present_else_uv(monkeypatch, hermes_home):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "pip" else real(name, *a))
     assert lazy_deps.install_command(["a>=1 (0.5 installed)"]) == [
-        sys.executable, "-m", "pip", "install", "--no-index", "--find-links", "/wheels", "a>=1"]
+        sys.executable, "-m", "pip", "--isolated", "install", "--no-index", "--find-links", "/wheels", "a>=1"]
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pip" else real(name, *a))
     monkeypatch.setattr(lazy_deps, "_uv", lambda: "/bin/uv")
-    assert lazy_deps.install_command(["a"]) == ["/bin/uv", "pip", "install", "--python", sys.executable,
+    assert lazy_deps.install_command(["a"]) == ["/bin/uv", "pip", "install", "--no-config", "--python", sys.executable,
                                                 "--no-index", "--find-links", "/wheels", "a"]
     _config(hermes_home, lazy_install_args="--index-url x")
     with pytest.raises(lazy_deps.LazyInstallError, match="list of strings"):

@@ -1,13 +1,17 @@
 """Bubblewrap: the namespace sandbox every terminal command runs in on Linux.
 
 What a command sees (``argv``): the whole root read-only; ``/dev``, ``/proc`` of its own pid namespace, an
-empty ``/run``, ``/dev/shm`` and ``/tmp``; a private ``$TMPDIR`` (removed after the call); the workspace
-and the ``sandbox.writable`` folders writable. On top of those, in this order:
+empty ``/run``, ``/dev/shm`` and ``/tmp``; an empty folder over each home folder outside the workspace
+(``emptied_mounts``); a private ``$TMPDIR`` (removed after the call); the workspace and the ``sandbox.writable``
+folders writable. On top of those, in this order:
 
 1. **read-only inside the writable workspace**: every existing path of ``tools.safety.protected``'s list;
-2. **hidden** (an empty tmpfs over a folder, ``/dev/null`` over a file): ``tools.safety.hidden``'s list (the
-   hermes_nb home, Jupyter's runtime folder and this kernel's connection file, credentials) — even where
-   they lie inside the workspace or a read-only bind.
+2. **what the model sees** (``view_mounts``, from ``tools.safety.hidden.view``): the home's dot-entries hidden
+   when the workspace holds the home, those ``sandbox.visible`` names shown read-only, the kernel's interpreter and
+   its prefixes read-only wherever they live (so a clone under ``/tmp`` runs its own ``.venv/bin/python``), and
+   last what is hidden whatever the choice (the hermes_nb home, Jupyter's runtime folder and this kernel's
+   connection file) — even where it lies inside the workspace or a read-only bind. Hidden means an empty tmpfs
+   over a folder, ``/dev/null`` over a file.
 
 Namespaces: a new user namespace that may not make another (``--disable-userns``), no capabilities, its own
 network namespace (only its own loopback: the kernel's ports and everything on 127.0.0.1 are out of reach;
@@ -28,10 +32,10 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from hermes_nb.tools.safety.hidden import hidden_paths
+from hermes_nb.tools.safety.hidden import View, view, within
 from hermes_nb.tools.safety.protected import Candidate
 
-__all__ = ["argv", "probe", "scrub_env", "version"]
+__all__ = ["argv", "emptied_mounts", "probe", "scrub_env", "version", "view_mounts"]
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|COOKIE|AUTH", re.IGNORECASE)
 _SECRET_PREFIXES = ("JPY_", "OPENAI_", "ANTHROPIC_", "JUPYTER_", "AWS_", "AZURE_", "GOOGLE_", "HF_", "GH_",
@@ -98,21 +102,64 @@ def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterabl
     read-only, or pinned in place (a bind on itself cannot be renamed away) when not ``read_only``.
     """
     exe = shutil.which("bwrap") or "bwrap"
+    seen = view(workspace)
     args = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm",
-            "--tmpfs", "/run", "--tmpfs", "/tmp", "--bind", tmp, tmp]
+            "--tmpfs", "/run", "--tmpfs", "/tmp", *emptied_mounts(seen), "--bind", tmp, tmp]
     binds = [workspace, *(_real(p) for p in writable)]
     for folder in dict.fromkeys(binds):
         if folder.is_dir():
             args += ["--bind", str(folder), str(folder)]
-    hidden = hidden_paths()
+    hidden = seen.always
     for item in protected:
         if os.path.lexists(item.path) and not any(item.path.is_relative_to(h) for h in hidden):
             real = str(_real(item.path))
             args += ["--ro-bind" if item.read_only else "--bind", real, real]
-    for path in hidden:  # last, so that no bind above (a read-only ~/.local) shows them again
-        if path == workspace or workspace.is_relative_to(path):
-            continue  # a workspace inside a hidden folder: that folder stays visible (the workspace with it)
-        args += _mask(path)
+    args += view_mounts(seen, writable=binds[1:])
     if info_fd is not None:  # bwrap reports the namespace's init there (tools.safety.sandbox waits on it)
         args += ["--info-fd", str(info_fd)]
     return [*args, *_NAMESPACES, "--setenv", "TMPDIR", tmp, "--chdir", str(workspace), "--", *command]
+
+
+_EMPTIED = (Path("/tmp"), Path("/run"), Path("/dev/shm"))  # emptied by the base mounts of ``argv``
+
+
+def emptied_mounts(seen: View) -> list[str]:
+    """Before any bind: an empty folder over each home folder outside the workspace (what is shown of it
+    again, the workspace, a ``sandbox.writable`` folder, the interpreter, is bound back on top)."""
+    return [a for home in seen.emptied for a in ("--tmpfs", str(home))]
+
+
+def _gone(path: Path, gone: Iterable[Path], back: Iterable[Path]) -> bool:
+    """Whether ``path`` is out of sight: the deepest folder holding it is one emptied or masked, not one bound back."""
+    deepest = max(((len(str(f)), g) for fs, g in ((gone, True), (back, False)) for f in fs if within(path, f)),
+                  default=(0, False))
+    return deepest[1]
+
+
+def view_mounts(seen: View, *, writable: Iterable[Path] = ()) -> list[str]:
+    """After the workspace's and the protected binds, in this order: the home's dot-entries hidden (when the
+    workspace holds the home) and the ``writable`` folders inside them bound back; what ``sandbox.visible``
+    names, read-only; the interpreter read-only, with the links on the way to it; last, what is hidden
+    whatever the choice (so that no bind above shows it again)."""
+    args: list[str] = []
+    masks = [d for d in seen.dots if not any(within(d, s) for s in seen.shown)]
+    for path in masks:
+        args += _mask(path)
+    gone, back = [*seen.emptied, *masks, *_EMPTIED], [seen.workspace, *writable]
+    for folder in writable:
+        if folder.is_dir() and any(within(folder, m) for m in masks):
+            args += ["--bind", str(folder), str(folder)]
+    for path in seen.shown:
+        if os.path.exists(path) and _gone(path, gone, back):
+            args += ["--ro-bind", str(path), str(path)]
+    for path in seen.interpreter:  # wherever it lives: an emptied /tmp, a hidden ~/.pyenv, a venv in the workspace
+        if os.path.exists(path) and not any(within(path, p) and path != p for p in seen.interpreter):
+            args += ["--ro-bind", str(path), str(path)]
+    for link, text in seen.links:  # a link in an emptied folder is gone: made again, unless bound back whole
+        if _gone(link, gone, [*back, *seen.shown, *seen.interpreter]):
+            args += ["--symlink", text, str(link)]
+    for path in seen.always:  # last, so that no bind above (a read-only ~/.local) shows them again
+        if not os.path.lexists(path) or within(seen.workspace, path):
+            continue  # a workspace inside a hidden folder: that folder stays visible (the workspace with it)
+        args += _mask(path)
+    return args

@@ -10,9 +10,12 @@ here gets:
 - its own process group, killed when the call ends; with ABI >= 6 every other process of the call's
   Landlock domain too (a daemon that called ``setsid`` to leave the group included).
 
-Landlock bounds writes, not reads: what bubblewrap hides (the kernel's connection file, the home, credentials)
-stays readable here, and a path inside the workspace cannot be excluded from a writable folder, so the
-write-deny list holds only through ``tools.safety.watch`` (what a command changed there is set aside after it).
+Reads: given ``readable`` (``tools.safety.hidden.View.readable``: the root carved around what the model does
+not see), a command reads files only there, so the home outside the workspace and its dot-entries are out of
+reach here too; folders can still be listed (Landlock's listing right holds for a whole tree, so it is not
+bounded), and a file made later at the top of a carved folder (the workspace, when it holds the home) is not
+readable until the next call. A path inside the workspace cannot be excluded from a writable folder, so the
+landing policy holds through a full-depth scan after the command (``tools.safety.scan``; refused paths are moved out).
 
 Pure ctypes system calls, so a pip-installed library needs nothing else. A fresh thread per call restricts
 itself and spawns the command (``Confinement``), so the child is confined from its first instruction
@@ -42,7 +45,7 @@ _PR_SET_NO_NEW_PRIVS = 38
 _O_PATH = getattr(os, "O_PATH", 0o10000000)
 
 # access rights (include/uapi/linux/landlock.h)
-_WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+_WRITE_FILE, _READ_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 2, 1 << 4, 1 << 5
 _MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
 _REFER, _TRUNCATE = 1 << 13, 1 << 14
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2
@@ -79,11 +82,12 @@ def _handled_fs(abi: int) -> int:
     return rights
 
 
-def _ruleset(abi: int, writable: Sequence[str], network: bool) -> int:
-    """A Landlock ruleset fd allowing writes beneath ``writable``; raises OSError when the kernel refuses."""
+def _ruleset(abi: int, writable: Sequence[str], network: bool, readable: Sequence[str] | None = None) -> int:
+    """A Landlock ruleset fd allowing writes beneath ``writable`` and, when ``readable`` is given, reading files
+    only beneath it and ``writable``; raises OSError when the kernel refuses."""
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
-    handled = _handled_fs(abi)
+    handled = _handled_fs(abi) | (_READ_FILE if readable is not None else 0)
     attr = struct.pack("=Q", handled)
     if abi >= 4:
         attr += struct.pack("=Q", 0 if network else _NET_BIND_TCP | _NET_CONNECT_TCP)
@@ -95,14 +99,17 @@ def _ruleset(abi: int, writable: Sequence[str], network: bool) -> int:
         err = ctypes.get_errno()
         raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
     try:
-        for path in writable:
+        # writing a folder does not make it readable: reads come only from ``readable`` (the workspace is there,
+        # carved around the home's dot-entries when it holds the home)
+        rules = [(p, handled & ~_READ_FILE) for p in writable] + [(p, _READ_FILE) for p in readable or ()]
+        for path, rights in rules:
             try:
                 target = os.open(path, _O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue  # a folder that does not exist yet cannot be written either
             try:
                 is_dir = os.path.isdir(path)
-                allowed = handled if is_dir else handled & (_WRITE_FILE | _TRUNCATE)
+                allowed = rights if is_dir else rights & (_WRITE_FILE | _TRUNCATE | _READ_FILE)
                 rule = ctypes.create_string_buffer(struct.pack("=Qi", allowed, target), 12)
                 if libc.syscall(ctypes.c_long(_SYS_ADD_RULE), ctypes.c_int(fd), ctypes.c_int(1), rule,
                                 ctypes.c_uint32(0)) < 0:
@@ -127,12 +134,12 @@ class Confinement:
     including daemons that called ``setsid`` to leave the process group.
     """
 
-    def __init__(self, writable: Sequence[str], *, network: bool = True) -> None:
+    def __init__(self, writable: Sequence[str], *, network: bool = True, readable: Sequence[str] | None = None) -> None:
         abi = landlock_abi()
         if abi < 1:
             raise OSError("Landlock is not available")
         self.abi = abi
-        self._fd = _ruleset(abi, [*writable, *_DEVICES], network)
+        self._fd = _ruleset(abi, [*writable, *_DEVICES], network, readable)
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._error: BaseException | None = None
