@@ -441,3 +441,33 @@ def test_the_hidden_list_holds_whatever_the_case(ws: Path, monkeypatch: pytest.M
     (ws / ".SSH").mkdir()
     (ws / ".SSH" / "id_ed25519").write_text("key\n")  # on macOS this is ~/.ssh/id_ed25519
     assert "hidden from the model" in error(call("read_file", path=str(ws / ".SSH" / "id_ed25519")))
+
+
+@pytest.mark.parametrize(("entry", "reason"), [
+    ("home/", "the hermes_nb home inside the workspace (serving token, approvals)"),
+    (".ssh/", "a dot-entry of the person's home, which the workspace is"),
+    (".aws/", "another credential folder of the home"),
+    (".git-credentials", "a dot-file of the home"),
+    ("link-out/", "a symlink to a folder outside the workspace under strict reads"),
+])
+def test_a_folder_listing_never_names_what_reads_refuse(ws: Path, hermes_home: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch, entry: str,
+                                                        reason: str) -> None:
+    """read_file on a folder (Hermes v0.23.5) lists each entry only if reading it would be allowed: a hostile
+    model must not learn the names of hidden things by listing their folder."""
+    monkeypatch.setenv("HOME", str(ws))
+    home = ws / "home"
+    shutil.copytree(hermes_home, home)
+    (home / "config.yaml").write_text(yaml.safe_dump({"workspace_strict_reads": True}))
+    monkeypatch.setenv("HERMES_NB_HOME", str(home))
+    (ws / ".ssh").mkdir()
+    (ws / ".ssh" / "id_ed25519").write_text("key\n")
+    (ws / ".aws").mkdir()
+    (ws / ".git-credentials").write_text("https://u:p@host\n")
+    (tmp_path / "elsewhere").mkdir()
+    (ws / "link-out").symlink_to(tmp_path / "elsewhere")
+    (ws / "notes.txt").write_text("mine\n")
+    name = entry.rstrip("/")
+    assert name in os.listdir(ws), reason  # the entry is there: only the check keeps it out
+    listed = json.loads(call("read_file", path="."))["entries"]
+    assert "notes.txt" in listed and entry not in listed and name not in listed, (reason, listed)
