@@ -40,6 +40,7 @@ OUR_RESULT_KEYS = {
     "read_file": {"truncated_by", "next_offset"},  # a page cut at the read budget (Hermes has them then too)
     "search_files": {"complete", "truncated", "hint"},  # v0.23.5's 'complete answer' signal, the next offset
     "write_file": {"path", "lines"},
+    "todo": {"revision"},  # the plan's version, which the checklist in the transcript follows
 }
 
 FILES = {"f.py": "x = 1\ny = 2\n", "src/a.py": "x = 1\ny = 2\nyy = 3\n", "src/b.txt": "y\n"}
@@ -60,6 +61,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("clarify", {"question": "Which one?", "choices": ["a", "b"]}),
     ("memory", {"action": "add", "target": "memory", "content": "the data lives in src/"}),
     ("memory", {"action": "add", "target": "nowhere", "content": "x"}),
+    ("todo", {"todos": [{"id": "1", "content": "read", "status": "in_progress"},
+                        {"id": "2", "content": "plot", "status": "pending"}]}),
 ]
 
 _PROBE = textwrap.dedent('''
@@ -74,6 +77,9 @@ _PROBE = textwrap.dedent('''
     results = []
     for i, (name, args) in enumerate(calls):
         extra = {"callback": lambda q, c: "b"} if name == "clarify" else {}
+        if name == "todo":
+            from tools.todo_tool import TodoStore
+            extra["store"] = TodoStore()
         if name == "memory":
             from tools.memory_tool import MemoryStore
             extra["store"] = store = globals().get("_store") or MemoryStore()
@@ -118,9 +124,16 @@ def ours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> 
     work.mkdir()
     _make_files(work)
     monkeypatch.setenv("HERMES_NB_WORKSPACE", str(work))
+    from hermes_nb.agent.todos import TodoStore
+
+    def todo(args: dict[str, Any]) -> str:  # todo needs a run (the agent's plan): its store answers as the run does
+        store = TodoStore()
+        return json.dumps(store.answer(store.write(args["todos"])))
+
     undo = install_default()
     try:
-        results = [registry.dispatch(name, args, **({"callback": lambda q, c: "b"} if name == "clarify" else {}))
+        results = [todo(args) if name == "todo" else
+                   registry.dispatch(name, args, **({"callback": lambda q, c: "b"} if name == "clarify" else {}))
                    for name, args in CALLS]
     finally:
         undo()
@@ -223,6 +236,8 @@ def test_the_same_call_gives_hermes_result_shape(hermes: dict[str, Any], ours: d
         assert theirs == mine
     elif name == "memory":
         assert theirs.get("success") == mine.get("success") and theirs.get("entries") == mine.get("entries")
+    elif name == "todo":
+        assert theirs["todos"] == mine["todos"] and theirs["summary"] == mine["summary"]
 
 
 def test_the_comparison_sees_a_difference() -> None:
