@@ -165,7 +165,7 @@ def _spill(content: str, tool_name: str, tool_use_id: str, *, keep_on_failure: i
         str(path),
         f"Read it with read_file(path={str(path)!r}, offset=1, limit={READ_LIMIT_LINES}); offset is the first "
         f"line (1-based), so continue with offset={READ_LIMIT_LINES + 1}, {2 * READ_LIMIT_LINES + 1}, ... "
-        f"up to line {lines:,}.",
+        f"up to line {lines:,}; pages come as JSON, lines as 'N|line'.",
         f"Preview (first {len(preview):,} of {size:,} chars):",
         preview,
     ])

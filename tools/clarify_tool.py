@@ -39,11 +39,31 @@ def _ask_in_terminal(question: str, choices: list[str] | None) -> str:
     return answer
 
 
-def clarify(question: str, choices: list[str] | None = None) -> dict[str, Any]:
-    """Ask ``question`` (optionally offering ``choices``) and return the person's answer."""
+#: Hermes offers at most 4 choices (its UI adds a fifth, "Other", for the person's own words).
+MAX_CHOICES = 4
+
+
+def _choice_text(choice: Any) -> str:
+    """A choice as the text shown: models sometimes send ``{"label": ...}`` objects instead of strings."""
+    if isinstance(choice, dict):
+        for key in ("label", "text", "value", "choice", "description", "title"):
+            if isinstance(choice.get(key), str) and choice[key].strip():
+                return choice[key].strip()
+        return ""
+    return str(choice).strip()
+
+
+def clarify(question: str, choices: list[str] | None = None,
+            callback: ClarifyCallback | None = None) -> dict[str, Any]:
+    """Ask ``question`` (optionally offering up to 4 ``choices``) and return Hermes's
+    ``{question, choices_offered, user_response}``. ``callback`` (as Hermes's runner passes it through
+    dispatch) answers instead of the installed prompt."""
     if not question.strip():
         raise ValueError("question is empty; ask a complete question")
-    callback = _callbacks.current()
+    question = question.strip()
+    if choices is not None:
+        choices = [text for text in map(_choice_text, choices) if text][:MAX_CHOICES] or None
+    callback = callback or _callbacks.current()
     try:
         if callback is not None:
             answer = callback(question, choices)
@@ -53,7 +73,7 @@ def clarify(question: str, choices: list[str] | None = None) -> dict[str, Any]:
         return {"error": "no one answered the question (no input available). " + _CARRY_ON}
     if answer is None or not str(answer).strip():  # the prompt was dismissed or left empty
         return {"error": "the person gave no answer. " + _CARRY_ON}
-    return {"question": question, "answer": str(answer)}
+    return {"question": question, "choices_offered": choices, "user_response": str(answer).strip()}
 
 
 registry.register(
@@ -62,19 +82,21 @@ registry.register(
     schema={
         "description": (
             "Ask the person a question when you need a decision or information only they have, instead of "
-            "guessing. Optionally offer choices; the person may still answer in their own words. Use sparingly."),
+            "guessing. Offer up to 4 choices when there are options (each its own element of choices, never "
+            "listed in the question); the person may still answer in their own words. Omit choices for an "
+            "open question. Use sparingly."),
         "parameters": {
             "type": "object",
             "properties": {
-                "question": {"type": "string", "description": "One clear question."},
-                "choices": {"type": "array", "items": {"type": "string"}, "maxItems": 6,
-                            "description": "Suggested answers to pick from (optional)."},
+                "question": {"type": "string", "description": "One clear question, and only the question."},
+                "choices": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_CHOICES,
+                            "description": "Up to 4 answers to pick from (optional)."},
             },
             "required": ["question"],
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: clarify(args["question"], args.get("choices")),
+    handler=lambda args, **kw: clarify(args["question"], args.get("choices"), kw.get("callback")),
     emoji="❓",
     interactive=True,
 )

@@ -251,7 +251,7 @@ registry.register(
             "them (loops, filtering large results before they reach you, branching). Every tool you are offered "
             "in this conversation is importable under its own name and arguments, e.g. `from hermes_tools import "
             "read_file`; each returns the tool's result (JSON as Python values, else text). Only what the script "
-            "print()s comes back to you. Variables persist between execute_code calls of this run (reset=true "
+            "print()s comes back to you. hermes_tools also has Hermes's json_parse, shell_quote and retry. Variables persist between execute_code calls of this run (reset=true "
             "starts fresh). Limits: 300 s, 50 tool calls, 50 KB of printed output (more is saved to a file). "
             "The notebook's own variables are not visible. execute_code and delegate_task cannot be called "
             "from a script. Each script needs the person's approval."),

@@ -9,6 +9,7 @@ act on; the registry turns them into JSON error results.
 
 from __future__ import annotations
 
+import collections
 import fnmatch
 import io
 import os
@@ -17,12 +18,14 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from hermes_nb.tools import hermes_shapes
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.workspace import confined_base, display_path, open_confined, resolve_path, workspace_root
 
-_MAX_LINE_CHARS = 2_000
-_MAX_MATCHES = 200
+_MAX_READ_LINES = 2_000  # Hermes's cap on one read's limit
+_MAX_LISTED = 500
+_MAX_MATCHES = 10_000  # a content search stops here and says it was capped; pages come from offset/limit
 _MAX_MATCH_LINE_CHARS = 300
 _MAX_SEARCH_FILE_BYTES = 5_000_000
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache",
@@ -49,37 +52,60 @@ def _open(real: Path, shown: str, *, write: bool = False) -> Any:
     return os.fdopen(open_confined(real, base, write=write, shown=shown), "wb" if write else "rb")
 
 
-def read_file(path: str, offset: int = 1, limit: int = 500) -> str:
-    """Numbered lines ``offset``..``offset+limit-1`` with a header and a footer saying how to read more."""
+def read_file(path: str, offset: int = 1, limit: int = 500) -> dict[str, Any]:
+    """Lines ``offset``..``offset+limit-1`` in Hermes's shape (``tools.hermes_shapes``); a negative ``offset``
+    reads the tail, a folder is listed."""
     real = resolve_path(path, for_write=False)
+    if real.is_dir():
+        return _listing(real, path)
     _existing_file(real, path)
-    offset, limit = max(1, int(offset)), max(1, int(limit))
-    shown: list[str] = []
-    total = 0
+    offset, limit = int(offset), min(int(limit), _MAX_READ_LINES)
+    if real.suffix.lower() in hermes_shapes.IMAGE_SUFFIXES:
+        return hermes_shapes.image_result(file_size=real.stat().st_size)
+    hermes_shapes.page(offset, limit, 0)  # a bad offset or limit is refused before the file is read
     with _open(real, path) as raw:
         if _is_binary(raw.read(8192)):
             raise ValueError(f"{path} looks like a binary file; read_file shows text only")
+        size = os.fstat(raw.fileno()).st_size
         raw.seek(0)
         fh = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
-        for total, line in enumerate(fh, start=1):  # total is the line count afterwards
-            if offset <= total < offset + limit:
-                text = line.rstrip("\n")
-                if len(text) > _MAX_LINE_CHARS:
-                    text = text[:_MAX_LINE_CHARS] + f"... [line cut: {len(text)} chars]"
-                shown.append(f"{total:6d}\t{text}")
-    name = display_path(real)
+        total, kept = _lines_of(fh, offset, limit)
     if total == 0:
-        return f"File: {name} (empty: 0 lines)"
-    if offset > total:
+        return hermes_shapes.read_result(lines=[], start=1, total=0, file_size=size)
+    chosen = hermes_shapes.page(offset, limit, total)
+    if chosen.start > total:
         raise ValueError(f"offset {offset} is past the end of {path}, which has {total} lines; "
-                         f"use an offset between 1 and {total}")
-    last = offset + len(shown) - 1
-    header = f"File: {name} ({total} lines total; showing lines {offset}-{last})"
-    if last < total:
-        footer = f"[{total - last} more lines. To read more, call read_file with offset={last + 1}]"
-    else:
-        footer = f"[end of file: {total} lines]"
-    return "\n".join([header, *shown, footer])
+                         f"use an offset between 1 and {total}, or a negative one to read the tail")
+    return hermes_shapes.read_result(lines=kept, start=chosen.start, total=total, file_size=size)
+
+
+def _lines_of(fh: Any, offset: int, limit: int) -> tuple[int, list[str]]:
+    """The line count and the lines the page selects, in one pass (a tail is kept in a bounded deque)."""
+    total = 0
+    if offset < 0:
+        tail: collections.deque[str] = collections.deque(maxlen=-offset)
+        for line in fh:
+            total += 1
+            tail.append(line.rstrip("\n"))
+        return total, list(tail)[:limit]
+    kept = []
+    for total, line in enumerate(fh, start=1):  # total is the line count afterwards
+        if offset <= total < offset + limit:
+            kept.append(line.rstrip("\n"))
+    return total, kept
+
+
+def _listing(real: Path, shown: str) -> dict[str, Any]:
+    """A folder's entries, each checked like a path the model named: what reads would refuse is not listed."""
+    names = []
+    with os.scandir(real) as found:
+        for entry in sorted(found, key=lambda e: e.name):
+            try:
+                resolve_path(Path(real, entry.name), for_write=False)
+            except (OSError, ValueError):  # WorkspaceError is one: a hidden or outside entry is left out
+                continue
+            names.append(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else ""))
+    return hermes_shapes.listing_result(shown=display_path(real), entries=names[:_MAX_LISTED], total=len(names))
 
 
 def write_file(path: str, content: str, *, ask: Any = None) -> dict[str, Any]:
@@ -94,6 +120,26 @@ def write_file(path: str, content: str, *, ask: Any = None) -> dict[str, Any]:
     _land_write("write_file", real, path, data, ask)
     return {"path": display_path(real), "bytes_written": len(data), "lines": content.count("\n") + (
         1 if content and not content.endswith("\n") else 0)}
+
+
+def _refuse_read_display(content: str) -> str:
+    """Hermes's guard: read_file's ``N|line`` display pasted back as a file's text would corrupt the file."""
+    if hermes_shapes.looks_line_numbered(content):
+        raise ValueError("refusing to write read_file's line-numbered display as file content: strip the "
+                         "'N|' prefixes (or rebuild the intended text) and write again")
+    return content
+
+
+def _write_file_call(path: str, content: str, ask: Any) -> dict[str, Any]:
+    """The model's write_file: the pasted-display guard, then ``write_file``, answered in Hermes's shape
+    (``bytes_written``, ``dirs_created``, ``resolved_path``, ``files_modified``) beside ours."""
+    _refuse_read_display(content)
+    # the path as named, made absolute without following links: only write_file's own checks resolve it
+    named = Path(os.path.abspath(workspace_root() / Path(path).expanduser()))
+    parent_existed = named.parent.is_dir()
+    result = write_file(path, content, ask=ask)
+    return {**result, "dirs_created": not parent_existed, "resolved_path": str(named),
+            "files_modified": [str(named)]}
 
 
 def _patched(real: Path, path: str, old_string: str, new_string: str, replace_all: bool) -> tuple[bytes, int]:
@@ -178,17 +224,53 @@ def _walk(start: Path, file_glob: str | None) -> Any:
                 yield Path(folder, name)
 
 
-def search_files(pattern: str, path: str = ".", file_glob: str | None = None) -> str:
-    """Lines matching a Python regex under ``path``, as ``file:line: text`` (like ``grep -rn``)."""
+def search_files(pattern: str, target: str = "content", path: str = ".", file_glob: str | None = None,
+                 limit: int = 50, offset: int = 0, output_mode: str = "content", context: int = 0) -> dict[str, Any]:
+    """Hermes's search: ``target="content"`` greps lines with a Python regex (``output_mode`` content,
+    files_only or count; ``context`` lines around each match), ``target="files"`` finds files whose name
+    matches a glob, newest first. ``offset``/``limit`` page the results (``tools.hermes_shapes``)."""
+    offset, limit, context = max(0, int(offset)), max(1, int(limit)), max(0, int(context))
+    start = resolve_path(path, for_write=False)
+    if not start.exists():
+        raise FileNotFoundError(f"path not found: {path} (paths are relative to the workspace root)")
+    if target == "files":
+        return _find_files(pattern, start, offset, limit)
     try:
         regex = re.compile(pattern)
     except re.error as exc:
         raise ValueError(f"pattern is not a valid Python regular expression: {exc}") from exc
-    start = resolve_path(path, for_write=False)
-    if not start.exists():
-        raise FileNotFoundError(f"path not found: {path} (paths are relative to the workspace root)")
-    hits: list[str] = []
+    matches: list[hermes_shapes.Match] = []
+    counts: dict[str, int] = {}
     capped = False
+    for file, text in _searchable(start, file_glob):
+        lines = text.splitlines()
+        hit_lines = [n for n, line in enumerate(lines, start=1) if regex.search(line)]
+        if not hit_lines:
+            continue
+        shown = display_path(file)
+        counts[shown] = len(hit_lines)
+        wanted = sorted({k for n in hit_lines for k in range(max(1, n - context), min(len(lines), n + context) + 1)})
+        for number in wanted:
+            text_line = lines[number - 1]
+            if len(text_line) > _MAX_MATCH_LINE_CHARS:
+                text_line = text_line[:_MAX_MATCH_LINE_CHARS] + "..."
+            matches.append(hermes_shapes.Match(path=shown, line=number, content=text_line))
+        if len(matches) >= _MAX_MATCHES:
+            capped = True
+            break
+    files = list(counts)
+    if output_mode == "count":
+        return hermes_shapes.search_result(output_mode="count", matches=[], files=[], counts=counts,
+                                           total=sum(counts.values()), offset=0, limit=len(counts), capped=capped)
+    if output_mode == "files_only":
+        return hermes_shapes.search_result(output_mode="files_only", matches=[], files=files[offset:offset + limit],
+                                           counts={}, total=len(files), offset=offset, limit=limit, capped=capped)
+    return hermes_shapes.search_result(output_mode="content", matches=matches[offset:offset + limit], files=[],
+                                       counts={}, total=len(matches), offset=offset, limit=limit, capped=capped)
+
+
+def _searchable(start: Path, file_glob: str | None) -> Any:
+    """``(file, text)`` for each text file under ``start`` a read may see (links out and binaries skipped)."""
     for file in _walk(start, file_glob):
         try:
             # checked like a path the model named: a symlink may lead out, the hermes_nb home may lie inside
@@ -199,24 +281,24 @@ def search_files(pattern: str, path: str = ".", file_glob: str | None = None) ->
                 data = fh.read()
         except OSError:  # WorkspaceError is one too: a link out is skipped like an unreadable file
             continue
-        if _is_binary(data[:8192]):
+        if not _is_binary(data[:8192]):
+            yield file, data.decode("utf-8", errors="replace")
+
+
+def _find_files(pattern: str, start: Path, offset: int, limit: int) -> dict[str, Any]:
+    """Files whose name (or, with a ``/`` in the glob, path under ``start``) matches, newest first."""
+    glob = pattern if "/" in pattern or any(c in pattern for c in "*?[") else f"*{pattern}*"
+    found = []
+    for file in _walk(start, glob):
+        try:
+            real = resolve_path(file, for_write=False)
+            found.append((real.stat().st_mtime, display_path(file)))
+        except OSError:  # hidden, outside or gone: not listed
             continue
-        shown = display_path(file)
-        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-            if regex.search(line):
-                if len(hits) >= _MAX_MATCHES:
-                    capped = True
-                    break
-                text = line if len(line) <= _MAX_MATCH_LINE_CHARS else line[:_MAX_MATCH_LINE_CHARS] + "..."
-                hits.append(f"{shown}:{number}: {text}")
-        if capped:
-            break
-    where = f" in files matching {file_glob!r}" if file_glob else ""
-    if not hits:
-        return f"No matches for {pattern!r} under {path}{where}."
-    if capped:
-        hits.append(f"[results capped at {_MAX_MATCHES} matches; narrow the pattern, the path or file_glob]")
-    return "\n".join(hits)
+    found.sort(key=lambda item: (-item[0], item[1]))
+    names = [name for _, name in found]
+    return hermes_shapes.search_result(output_mode="files_only", matches=[], files=names[offset:offset + limit],
+                                       counts={}, total=len(names), offset=offset, limit=limit, capped=False)
 
 
 _PATH = {"type": "string", "description": "File path, relative to the workspace root (or absolute)."}
@@ -261,16 +343,19 @@ registry.register(
     toolset="file",
     schema={
         "description": (
-            "Read a text file. Returns numbered lines ('     1\\tline') with a header giving the total line "
-            "count; long files are shown a page at a time: call again with a larger offset to read more."),
+            "Read a text file with line numbers and pagination. Returns JSON: content as 'LINE_NUM|CONTENT' "
+            "lines, total_lines, file_size, truncated, and a hint with the next offset when there is more. "
+            "offset is the first line (1-based); a negative offset reads the tail (-20: the last 20 lines). "
+            "A folder is listed. Reads past ~100K characters stop on a line boundary with a next_offset."),
         "parameters": {
             "type": "object",
             "properties": {
                 "path": _PATH,
-                "offset": {"type": "integer", "minimum": 1, "default": 1,
-                           "description": "First line to show (1-based)."},
-                "limit": {"type": "integer", "minimum": 1, "default": 500,
-                          "description": "How many lines to show at most."},
+                "offset": {"type": "integer", "default": 1,
+                           "description": "Line number to start reading from (1-indexed, default: 1); "
+                                          "negative counts from the end."},
+                "limit": {"type": "integer", "default": 500, "maximum": 2000,
+                          "description": "Maximum number of lines to read (default: 500, max: 2000)."},
             },
             "required": ["path"],
             "additionalProperties": False,
@@ -291,12 +376,18 @@ registry.register(
                         "change part of an existing file."),
         "parameters": {
             "type": "object",
-            "properties": {"path": _PATH, "content": {"type": "string", "description": "The complete new content."}},
+            "properties": {
+                "path": _PATH,
+                "content": {"type": "string", "description": "The complete new content."},
+                # Hermes's opt-out of its cross-profile guard; hermes_nb has no profiles, so it changes nothing
+                "cross_profile": {"type": "boolean", "default": False,
+                                  "description": "Accepted for Hermes compatibility; no effect here."},
+            },
             "required": ["path", "content"],
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: write_file(args["path"], args["content"], ask=_gate_said_yes),
+    handler=lambda args, **kw: _write_file_call(args["path"], args["content"], _gate_said_yes),
     emoji="✍️",
     path_params=("path",),
     metadata={"approval_judge": landing_ask("write_file")},
@@ -332,22 +423,36 @@ registry.register(
     name="search_files",
     toolset="file",
     schema={
-        "description": ("Search file contents with a Python regular expression, like grep -rn. Returns "
-                        "'file:line: text' lines (at most 200). Binary files and .git, node_modules and .venv "
-                        "folders are skipped."),
+        "description": (
+            "Search file contents or find files by name. Content search (target='content'): a Python regular "
+            "expression matched in each line; output_mode 'content' gives matches with line numbers, "
+            "'files_only' the file paths, 'count' the matches per file. File search (target='files'): files "
+            "whose name matches a glob such as '*.py', newest first. Returns JSON with total_count; complete "
+            "is true when the results shown (with earlier pages) are the whole answer. Binary files and .git, "
+            "node_modules and .venv folders are skipped."),
         "parameters": {
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "Python regular expression searched in each line."},
+                "pattern": {"type": "string", "description": "Regex pattern for content search, or glob "
+                                                             "pattern (e.g. '*.py') for file search."},
+                "target": {"type": "string", "enum": ["content", "files"], "default": "content",
+                           "description": "'content' searches inside files, 'files' searches file names."},
                 "path": {"type": "string", "default": ".",
                          "description": "Folder (searched recursively) or file, relative to the workspace root."},
-                "file_glob": {"type": "string", "description": "Only files whose name matches, e.g. '*.py'."},
+                "file_glob": {"type": "string", "description": "Only files whose name matches, e.g. '*.py' "
+                                                               "(content search)."},
+                "limit": {"type": "integer", "default": 50, "description": "Maximum number of results."},
+                "offset": {"type": "integer", "default": 0, "description": "Skip the first N results."},
+                "output_mode": {"type": "string", "enum": ["content", "files_only", "count"], "default": "content",
+                                "description": "Content search output: matching lines, file paths, or counts."},
+                "context": {"type": "integer", "default": 0,
+                            "description": "Lines of context before and after each match (content search)."},
             },
             "required": ["pattern"],
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: search_files(args["pattern"], args.get("path", "."), args.get("file_glob")),
+    handler=lambda args, **kw: search_files(**args),
     emoji="🔎",
     read_only=True,
     path_params=("path",),

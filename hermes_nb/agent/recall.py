@@ -40,9 +40,9 @@ def _when(started: float) -> str:
 
 
 def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None, notebook: str | None = None,
-                ended_only: bool = False) -> dict[str, Any]:
+                ended_only: bool = False, roles: tuple[str, ...] = ("user", "assistant", "tool")) -> dict[str, Any]:
     """``session_search``'s result for ``query`` (the latest runs when it is empty): ``notebook``'s runs only
-    (None: every notebook's), and with ``ended_only`` only runs that ended."""
+    (None: every notebook's), and with ``ended_only`` only runs that ended; ``roles``: the messages searched."""
     store = session_store()
     limit = max(1, min(int(limit), 10))
     try:
@@ -51,7 +51,8 @@ def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None, n
             return {"success": True, "mode": "browse", "count": len(runs), "results": [
                 {"session_id": r["run_id"], "when": _when(r["started"]), "notebook": r["notebook"],
                  "title": r["prompt"][:120], "message_count": r["messages"]} for r in runs]}
-        runs = store.search(query, limit=limit, exclude_run=exclude_run, notebook=notebook, ended_only=ended_only)
+        runs = store.search(query, limit=limit, exclude_run=exclude_run, roles=roles, notebook=notebook,
+                            ended_only=ended_only)
         results = []
         for r in runs:
             first = r["hits"][0]

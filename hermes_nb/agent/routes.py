@@ -155,16 +155,15 @@ def _written(target: str, op: Any) -> str:
 
 
 def _session_search(run: Run | None, args: dict[str, Any]) -> Any:
-    from hermes_nb.agent.recall import search_runs
+    from hermes_nb.agent.session_views import Reach, session_search
 
     scope = args.get("scope") or "current"
     if scope not in ("current", "all"):
         return {"success": False, "error": f"scope must be 'current' (this notebook's runs) or 'all', not {scope!r}"}
     # a child reads only runs that ended: its parent's (and its siblings') are still being written
-    return search_runs(args.get("query") or "", limit=int(args.get("limit") or 3),
-                       exclude_run=run.run_id if run is not None else None,
-                       notebook=None if scope == "all" else (run.notebook if run is not None else _notebook()),
-                       ended_only=run is not None and run.depth > 0)
+    reach = Reach(notebook=None if scope == "all" else (run.notebook if run is not None else _notebook()),
+                  ended_only=run is not None and run.depth > 0)
+    return session_search(args, exclude_run=run.run_id if run is not None else None, reach=reach)
 
 
 async def _delegate(run: Run | None, args: dict[str, Any]) -> Any:

@@ -241,6 +241,15 @@ class SessionStore:
     def count(self) -> int:
         return int(self._run("counting", lambda db: db.execute("SELECT count(*) FROM messages").fetchone()[0]))
 
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """One run's ``{run_id, notebook, started, prompt, model, parent, ended}``, or None when no such run
+        (``ended`` is None while the run goes on)."""
+        row = self._run("reading a run", lambda db: db.execute(
+            "SELECT id, started, notebook, model, prompt, parent, ended FROM runs WHERE id = ?", (run_id,)).fetchone())
+        if row is None:
+            return None
+        return dict(zip(("run_id", "started", "notebook", "model", "prompt", "parent", "ended"), row, strict=True))
+
     def _describe(self, runs: list[dict[str, Any]]) -> None:
         if not runs:
             return

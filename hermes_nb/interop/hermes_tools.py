@@ -192,7 +192,7 @@ def _ask_person(question: str, choices: list[str] | None) -> str:
     answer = clarify(question, choices)
     if "error" in answer:  # Hermes turns a raising callback into its own error result
         raise RuntimeError(answer["error"])
-    return str(answer["answer"])
+    return str(answer["user_response"])
 
 
 def _approve(command: str, description: str, **_options: Any) -> str:

@@ -131,8 +131,9 @@ def _latest_results(messages: list[dict[str, Any]]) -> list[CassetteResult]:
 
 #: Fields of a JSON result that differ between a recording and its replay by design: how long something
 #: took, when and where (which notebook) a run happened and its random id, which model answered (a replay's
-#: name is its path).
-_VOLATILE = frozenset({"duration_seconds", "total_duration_seconds", "session_id", "when", "model", "notebook"})
+#: name is its path); Hermes's message and run times, and the absolute paths a write reports.
+_VOLATILE = frozenset({"duration_seconds", "total_duration_seconds", "session_id", "when", "model", "notebook",
+                       "timestamp", "started_at", "last_active", "source", "resolved_path", "files_modified"})
 
 
 def _comparable(content: str) -> str:

@@ -217,3 +217,27 @@ def test_with_no_one_to_approve_a_childs_call_is_blocked_as_for_its_parent() -> 
                             and any(m.get("tool_call_id") == "l1" for m in b["messages"]))
     answer = next(m["content"] for m in child_turn_2["messages"] if m.get("tool_call_id") == "l1")
     assert "no one is available to approve it" in answer and ran == []
+
+
+def test_the_model_sees_hermes_schema_without_toolsets_or_max_iterations_and_may_pass_background() -> None:
+    """Hermes 0.19.0 hides ``toolsets`` and ``max_iterations`` from the model (hermes_nb offered both) and
+    takes ``background``; what the person passes from Python still counts (the subset test above)."""
+    import hermes_nb.tools.agent_loop.tool  # noqa: F401  (registers delegate_task)
+
+    params = registry.get_entry("delegate_task").schema["parameters"]
+    assert "toolsets" not in params["properties"] and "max_iterations" not in params["properties"]
+    assert "toolsets" not in params["properties"]["tasks"]["items"]["properties"]
+    assert params["properties"]["background"]["type"] == "boolean"
+
+    def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        if prompt == "go":
+            return _parent([{"goal": "quick"}], background=True) if turn == 0 else Reply(content="ok")
+        return Reply(content="child done")
+
+    with RoutedOpenAI(route) as srv:
+        Agent(model="m", base_url=srv.base_url, enabled_toolsets=["delegation", "todo"], display=False,
+              stream=False).run("go")
+        sent = next(t["function"] for t in srv.requests[0]["tools"] if t["function"]["name"] == "delegate_task")
+        results = _results(srv.requests[-1])
+    assert "toolsets" not in sent["parameters"]["properties"]
+    assert results[0]["status"] == "completed" and results[0]["summary"] == "child done"

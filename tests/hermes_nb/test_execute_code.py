@@ -120,7 +120,7 @@ def test_execute_code_and_delegate_task_are_not_importable_inside(tools):
               enabled_toolsets=["sums", "code_execution", "delegation"], approval_callback=lambda *a: "once").run("go")
     assert "delegate_task" in [t["function"]["name"] for t in srv.requests[0]["tools"]]  # the model has it
     got = _tool_message(srv.requests[1], "x0")
-    assert got["output"] == "['add', 'shout']\n"  # a script has neither
+    assert got["output"] == "['add', 'json_parse', 'retry', 'shell_quote', 'shout']\n"  # neither tool
     assert got["status"] == "error" and got["error"].startswith("ImportError")
 
 

@@ -475,7 +475,7 @@ def test_the_clarify_tool_asks_in_the_serving_cell_naming_the_client(tools):
                 result = await c.session.call_tool("clarify", {"question": "Which colour?"})
                 return result.content[0].text
 
-        assert json.loads(run(go()))["answer"] == "blue"
+        assert json.loads(run(go()))["user_response"] == "blue"
         [(question, client)] = recorder.asked
         assert question == "Which colour?" and client.startswith("asker")
     finally:

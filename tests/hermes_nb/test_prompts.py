@@ -164,12 +164,12 @@ def test_install_routes_the_clarify_tool_through_the_prompt(monkeypatch: pytest.
     monkeypatch.setattr(prompts, "_clarify_prompt", lambda q, c=None: asked.append((q, c)) or "blue")
     undo = install(None)
     try:
-        assert clarify_tool.clarify("Which colour?", ["red", "blue"])["answer"] == "blue"
+        assert clarify_tool.clarify("Which colour?", ["red", "blue"])["user_response"] == "blue"
     finally:
         undo()
     assert asked == [("Which colour?", ["red", "blue"])]
     monkeypatch.setattr("builtins.input", lambda _prompt: "typed")
-    assert clarify_tool.clarify("Which colour?")["answer"] == "typed"  # undone: back to input()
+    assert clarify_tool.clarify("Which colour?")["user_response"] == "typed"  # undone: back to input()
 
 
 def test_widgets_are_not_available_outside_a_kernel() -> None:
@@ -249,7 +249,7 @@ def test_clarify_from_a_batch_worker_is_answered_by_a_real_click() -> None:
         ks.kc.shell_channel.send(ks.kc.session.msg("comm_msg", click))
         out = ks.collect(running, timeout=60).stdout
     assert "THREADS ['hermes-nb-tool" in out, out  # the handler really ran in a worker thread
-    assert 'ANSWER {"question": "Which colour?", "answer": "blue"}' in out, out
+    assert 'ANSWER {"question": "Which colour?", "choices_offered": ["red", "blue"], "user_response": "blue"}' in out, out
 
 
 def interrupting() -> Callable[[], Any]:

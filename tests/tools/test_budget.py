@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -228,6 +229,13 @@ def test_spilled_result_reads_back_with_read_file(monkeypatch: pytest.MonkeyPatc
     page = registry.dispatch("read_file", {"path": info["path"], "offset": 501, "limit": 500})
     assert "000500 " in page and "000999 " in page and "001000 " not in page
     assert maybe_persist_tool_result(page, "read_file", "rb2") == page
+    # the block's instructions fit read_file's shape: JSON, 'N|line' from the offset, the next offset named
+    shown = json.loads(page)
+    assert shown["content"].startswith("501|000500 ") and shown["content"].split("\n")[-1].startswith("1000|")
+    assert shown["total_lines"] == 1200 and "offset=1001" in shown["hint"]
+    assert "'N|line'" in (block := maybe_persist_tool_result(content, "t", "rb3", threshold=100))
+    tail = json.loads(registry.dispatch("read_file", {"path": parse_spill_block(block)["path"], "offset": -2}))
+    assert tail["content"].split("\n")[0].startswith("1199|") and tail["truncated"] is False
 
 
 def test_config_changes_are_seen_on_the_next_call() -> None:

@@ -24,8 +24,8 @@ def test_installed_callback_answers() -> None:
 
     undo = set_clarify_callback(prompt)
     try:
-        assert ask(question="Which colour?", choices=["red", "blue"]) == {"question": "Which colour?",
-                                                                          "answer": "blue"}
+        assert ask(question="Which colour?", choices=["red", "blue"]) == {
+            "question": "Which colour?", "choices_offered": ["red", "blue"], "user_response": "blue"}
     finally:
         undo()
         undo()  # idempotent
@@ -36,9 +36,9 @@ def test_undo_restores_the_previous_callback() -> None:
     undo_outer = set_clarify_callback(lambda q, c: "outer")
     undo_inner = set_clarify_callback(lambda q, c: "inner")
     try:
-        assert ask(question="q?")["answer"] == "inner"
+        assert ask(question="q?")["user_response"] == "inner"
         undo_inner()
-        assert ask(question="q?")["answer"] == "outer"
+        assert ask(question="q?")["user_response"] == "outer"
     finally:
         undo_inner()
         undo_outer()
@@ -47,9 +47,9 @@ def test_undo_restores_the_previous_callback() -> None:
 def test_input_fallback(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     answers = iter(["  2 ", "something else"])
     monkeypatch.setattr(builtins, "input", lambda prompt="": next(answers))
-    assert ask(question="Pick one", choices=["a", "b"])["answer"] == "b"  # a number picks the choice
+    assert ask(question="Pick one", choices=["a", "b"])["user_response"] == "b"  # a number picks the choice
     assert "Pick one\n  1. a\n  2. b" in capsys.readouterr().out
-    assert ask(question="Free text?")["answer"] == "something else"
+    assert ask(question="Free text?")["user_response"] == "something else"
 
 
 def test_eof_means_no_one_answered(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,3 +71,32 @@ def test_empty_answer_is_no_answer() -> None:
 def test_registration() -> None:
     entry = registry.get_entry("clarify")
     assert entry.interactive and entry.toolset == "clarify" and entry.emoji and not entry.read_only
+
+
+def test_hermes_result_shape_and_at_most_four_choices() -> None:
+    """Hermes's ``{question, choices_offered, user_response}`` (it was ``{question, answer}``), and at most 4
+    choices: a fifth is refused by the schema (it allowed 6)."""
+    undo = set_clarify_callback(lambda q, c: " b ")
+    try:
+        out = ask(question=" Pick? ", choices=["a", "b", "c", "d"])
+        assert out == {"question": "Pick?", "choices_offered": ["a", "b", "c", "d"], "user_response": "b"}
+        assert ask(question="Open?")["choices_offered"] is None
+        assert "error" in ask(question="Pick?", choices=["a", "b", "c", "d", "e"])
+    finally:
+        undo()
+
+
+def test_a_callback_passed_through_dispatch_answers() -> None:
+    """Hermes's runner passes ``callback=`` through dispatch; it answers instead of the installed prompt."""
+    undo = set_clarify_callback(lambda q, c: "installed")
+    seen: list[tuple[str, object]] = []
+
+    def passed(question: str, choices: list[str] | None) -> str:
+        seen.append((question, choices))
+        return "passed"
+
+    try:
+        out = json.loads(registry.dispatch("clarify", {"question": "Which?", "choices": ["x"]}, callback=passed))
+        assert out["user_response"] == "passed" and seen == [("Which?", ["x"])]
+    finally:
+        undo()

@@ -35,7 +35,7 @@ def test_signature_is_typed_required_first_with_schema_defaults():
         lambda name, args: calls.append((name, args)) or {"ok": True})
     fn = module.lookup
     assert signature_line(fn) == "lookup(query: str, limit: int = 5, tags: list = None, when: str | None = None)"
-    assert fn.__doc__ == "Look it up." and module.__all__ == ["lookup"]
+    assert fn.__doc__ == "Look it up." and module.__all__ == ["json_parse", "shell_quote", "retry", "lookup"]
     assert fn("cats", tags=["a"]) == {"ok": True}
     # only what the script passed: the tool's own defaults apply to the rest
     assert calls == [("lookup", {"query": "cats", "tags": ["a"]})]
@@ -55,7 +55,7 @@ def test_property_names_that_are_not_identifiers_map_back():
 def test_excluded_and_clashing_names_are_left_out():
     module = build_module([_definition("a-b", {}, []), _definition("a_b", {}, []), _definition("execute_code", {}, [])],
                           lambda name, args: name, exclude={"execute_code"})
-    assert module.__all__ == ["a-b".replace("-", "_")]
+    assert module.__all__[3:] == ["a-b".replace("-", "_")]
     assert module.a_b() == "a-b"  # sorted by name: "a-b" comes first and keeps the spelling
     assert not hasattr(module, "execute_code")
 
@@ -65,3 +65,29 @@ def test_hostile_descriptions_and_names_are_data_not_code():
     module = build_module([_definition("x", {"a": {"type": "string", "description": hostile}}, [], hostile)],
                           lambda name, args: args)
     assert module.x.__doc__ == hostile and module.x(a="1") == {"a": "1"}
+
+
+def test_hermes_helpers_json_parse_shell_quote_retry() -> None:
+    """Hermes's ``hermes_tools`` gives scripts json_parse, shell_quote and retry (hermes_nb's had none)."""
+    module = build_module([], lambda name, args: None)
+    assert module.json_parse('{"a": "x\ty"}') == {"a": "x\ty"}  # a raw tab inside a string: strict json refuses
+    assert module.shell_quote("it's; rm -rf /") == "'it'\"'\"'s; rm -rf /'"
+    tries: list[int] = []
+
+    def flaky() -> str:
+        tries.append(1)
+        if len(tries) < 3:
+            raise ConnectionError("transient")
+        return "ok"
+
+    assert module.retry(flaky, max_attempts=3, delay=0) == "ok" and len(tries) == 3
+    with pytest.raises(ConnectionError):
+        module.retry(lambda: (_ for _ in ()).throw(ConnectionError("always")), max_attempts=2, delay=0)
+
+
+def test_a_tool_spelled_like_a_helper_leaves_the_helper_in_place() -> None:
+    defs = [{"type": "function", "function": {"name": "retry", "parameters": {"type": "object"}}}]
+    module = build_module(defs, lambda name, args: "tool")
+    from hermes_nb.tools.code_execution.helpers import retry
+
+    assert module.retry is retry

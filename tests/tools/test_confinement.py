@@ -55,7 +55,7 @@ def test_search_files_does_not_follow_a_symlinked_file_out(ws: Path, outside: Pa
     (ws / "mine.txt").write_text("my secret is safe\n")
     (ws / "leak.txt").symlink_to(outside / "secret.txt")
     out = call("search_files", pattern="secret")
-    assert "mine.txt:1: my secret is safe" in out
+    assert '{"path": "mine.txt", "line": 1, "content": "my secret is safe"}' in out
     assert "the secret" not in out and "leak.txt" not in out
 
 
@@ -68,7 +68,7 @@ def test_search_files_does_not_follow_a_symlinked_folder_out(ws: Path, outside: 
 
 def test_search_files_still_follows_links_when_reads_are_not_strict(ws: Path, outside: Path) -> None:
     (ws / "leak.txt").symlink_to(outside / "secret.txt")
-    assert "leak.txt:1: the secret" in call("search_files", pattern="secret")
+    assert '{"path": "leak.txt", "line": 1, "content": "the secret"}' in call("search_files", pattern="secret")
 
 
 @pytest.mark.usefixtures("strict")

@@ -34,32 +34,62 @@ def error(result: str) -> str:
     return data["error"]
 
 
-def test_read_numbered_with_header_and_footer(ws: Path) -> None:
+def test_read_returns_hermes_json_with_numbered_lines(ws: Path) -> None:
+    """Hermes's shape: ``N|line`` content, total_lines, file_size, truncated, is_binary, is_image, and a hint
+    naming the next offset (it was a text header, tab-numbered lines and a footer)."""
     (ws / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
-    out = call("read_file", path="f.txt", limit=3)
-    lines = out.splitlines()
-    assert lines[0] == "File: f.txt (10 lines total; showing lines 1-3)"
-    assert lines[1:4] == ["     1\tline 1", "     2\tline 2", "     3\tline 3"]
-    assert lines[4] == "[7 more lines. To read more, call read_file with offset=4]"
+    out = json.loads(call("read_file", path="f.txt", limit=3))
+    assert out == {"content": "1|line 1\n2|line 2\n3|line 3", "total_lines": 10, "file_size": 71,
+                   "truncated": True, "is_binary": False, "is_image": False,
+                   "hint": "Use offset=4 to continue reading (showing 1-3 of 10 lines)"}
 
 
 def test_read_offset_to_end(ws: Path) -> None:
     (ws / "f.txt").write_text("a\nb\nc\n")
-    out = call("read_file", path="f.txt", offset=2)
-    assert out.splitlines() == ["File: f.txt (3 lines total; showing lines 2-3)", "     2\tb", "     3\tc",
-                                "[end of file: 3 lines]"]
+    out = json.loads(call("read_file", path="f.txt", offset=2))
+    assert out["content"] == "2|b\n3|c" and out["truncated"] is False and "hint" not in out
     assert "past the end" in error(call("read_file", path="f.txt", offset=9))
-    assert "'offset' must be >= 1" in error(call("read_file", path="f.txt", offset=0))
+    assert "offset 0 names no line" in error(call("read_file", path="f.txt", offset=0))
+
+
+@pytest.mark.parametrize(("offset", "limit", "content"), [
+    (-2, 500, "9|line 9\n10|line 10"),  # the last two lines
+    (-3, 1, "8|line 8"),  # the tail's first line only
+    (-50, 2, "1|line 1\n2|line 2"),  # a tail longer than the file starts at line 1
+])
+def test_a_negative_offset_reads_the_tail(ws: Path, offset: int, limit: int, content: str) -> None:
+    """Hermes v0.23.5: ``offset=-N`` starts N lines before the end (it was refused: 'must be >= 1')."""
+    (ws / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    out = json.loads(call("read_file", path="f.txt", offset=offset, limit=limit))
+    assert out["content"] == content and out["total_lines"] == 10
+
+
+def test_a_folder_given_to_read_file_is_listed(ws: Path) -> None:
+    """Hermes v0.23.5 lists a directory (it was 'is a directory'); folders end in '/'."""
+    (ws / "d" / "sub").mkdir(parents=True)
+    (ws / "d" / "b.txt").write_text("x")
+    (ws / "d" / "a.py").write_text("x")
+    out = json.loads(call("read_file", path="d"))
+    assert out["entries"] == ["a.py", "b.txt", "sub/"] and out["total_entries"] == 3 and out["is_directory"]
+
+
+def test_read_cuts_a_huge_page_on_a_line_boundary_with_next_offset(ws: Path) -> None:
+    (ws / "wide.txt").write_text(("x" * 1500 + "\n") * 200)
+    out = json.loads(call("read_file", path="wide.txt", limit=200))
+    shown = out["content"].split("\n")
+    assert out["truncated"] and out["truncated_by"] == "bytes" and out["next_offset"] == len(shown) + 1
+    assert len(out["content"]) <= 100_000 and all(line.endswith("x") for line in shown)
 
 
 def test_read_errors_a_model_can_act_on(ws: Path) -> None:
     assert "file not found: nope.txt" in error(call("read_file", path="nope.txt"))
-    (ws / "d").mkdir()
-    assert "is a directory" in error(call("read_file", path="d"))
     (ws / "b.bin").write_bytes(b"\x00\x01\x02")
     assert "binary" in error(call("read_file", path="b.bin"))
     (ws / "empty.txt").write_text("")
-    assert "0 lines" in call("read_file", path="empty.txt")
+    assert json.loads(call("read_file", path="empty.txt"))["total_lines"] == 0
+    (ws / "pic.png").write_bytes(b"\x89PNG\r\n")
+    image = json.loads(call("read_file", path="pic.png"))
+    assert image["is_image"] and image["is_binary"] and image["content"] == ""
 
 
 def test_read_file_registration_flags() -> None:
@@ -72,7 +102,10 @@ def test_read_file_registration_flags() -> None:
 
 def test_write_creates_parents(ws: Path) -> None:
     result = json.loads(call("write_file", path="a/b/c.txt", content="hi\nthere"))
-    assert result == {"path": "a/b/c.txt", "bytes_written": 8, "lines": 2}
+    real = str(ws / "a/b/c.txt")
+    assert result == {"path": "a/b/c.txt", "bytes_written": 8, "lines": 2, "dirs_created": True,
+                      "resolved_path": real, "files_modified": [real]}  # Hermes's keys beside ours
+    assert json.loads(call("write_file", path="a/b/d.txt", content="x"))["dirs_created"] is False
     assert (ws / "a/b/c.txt").read_text() == "hi\nthere"
 
 
@@ -91,6 +124,10 @@ def test_patch_unique_missing_and_replace_all(ws: Path) -> None:
     assert "empty" in error(call("patch", path="p.py", old_string="", new_string="q"))
 
 
+def search(**args: object) -> dict:
+    return json.loads(call("search_files", **args))
+
+
 def test_search_with_glob_and_skips(ws: Path) -> None:
     (ws / "src").mkdir()
     (ws / "src/a.py").write_text("import os\ndef hello():\n    pass\n")
@@ -98,18 +135,59 @@ def test_search_with_glob_and_skips(ws: Path) -> None:
     (ws / "node_modules").mkdir()
     (ws / "node_modules/c.py").write_text("def hello():\n")
     (ws / "bin.py").write_bytes(b"def hello\x00")
-    assert call("search_files", pattern=r"def \w+\(", file_glob="*.py") == "src/a.py:2: def hello():"
-    both = call("search_files", pattern="hello", path="src")
-    assert both.splitlines() == ["src/a.py:2: def hello():", "src/b.txt:1: def hello in text"]
-    assert call("search_files", pattern="nothing-here").startswith("No matches")
+    assert search(pattern=r"def \w+\(", file_glob="*.py") == {
+        "total_count": 1, "matches": [{"path": "src/a.py", "line": 2, "content": "def hello():"}], "complete": True}
+    both = search(pattern="hello", path="src")
+    assert [(m["path"], m["line"]) for m in both["matches"]] == [("src/a.py", 2), ("src/b.txt", 1)]
+    assert search(pattern="nothing-here") == {"total_count": 0, "complete": True}
     assert "not a valid Python regular expression" in error(call("search_files", pattern="("))
 
 
-def test_search_caps_results(ws: Path) -> None:
-    (ws / "many.txt").write_text("hit\n" * 500)
-    lines = call("search_files", pattern="hit").splitlines()
-    assert len(lines) == 201
-    assert lines[-1].startswith("[results capped at 200 matches")
+def test_search_pages_with_offset_and_limit_and_says_when_complete(ws: Path) -> None:
+    """Hermes's pagination (it was a fixed cap of 200 lines): total_count, truncated, a hint with the next
+    offset, and v0.23.5's ``complete`` once the pages seen are the whole answer."""
+    (ws / "many.txt").write_text("hit\n" * 120)
+    first = search(pattern="hit")
+    assert first["total_count"] == 120 and len(first["matches"]) == 50 and first["truncated"]
+    assert first["complete"] is False and "offset=50" in first["hint"]
+    last = search(pattern="hit", offset=100, limit=50)
+    assert [m["line"] for m in last["matches"]] == list(range(101, 121)) and last["complete"] is True
+
+
+def test_search_output_modes_context_and_file_target(ws: Path) -> None:
+    (ws / "a.py").write_text("one\nneedle\nthree\nneedle\n")
+    (ws / "b.py").write_text("needle\n")
+    (ws / "c.txt").write_text("nothing\n")
+    assert search(pattern="needle", output_mode="count")["counts"] == {"a.py": 2, "b.py": 1}
+    assert search(pattern="needle", output_mode="count")["total_count"] == 3
+    assert search(pattern="needle", output_mode="files_only")["files"] == ["a.py", "b.py"]
+    around = search(pattern="needle", path="a.py", context=1)["matches"]
+    assert [m["line"] for m in around] == [1, 2, 3, 4]
+    os.utime(ws / "a.py", (1, 1))  # oldest: files come newest first
+    found = search(pattern="*.py", target="files")
+    assert found["files"] == ["b.py", "a.py"] and found["total_count"] == 2
+    assert search(pattern="c.t", target="files")["files"] == ["c.txt"]  # a bare name matches anywhere in the name
+    assert "'target' must be one of" in error(call("search_files", pattern="x", target="dirs"))
+
+
+@pytest.mark.parametrize(("content", "refused", "reason"), [
+    ("1|import os\n2|x = 1\n3|print(x)\n", True, "read_file's display pasted back"),
+    ("  10|a\n  11|b\n", True, "an indented gutter from a later page"),
+    ("1|a\n2|b\nplain line\n", True, "a stray line among many numbered ones (2 of 3 is past 60%)"),
+    ("1|value\n", False, "a lone literal '1|value' line"),
+    ("1|a\n5|b\n", False, "numbers that do not run consecutively"),
+    ("| a | b |\n| 1 | 2 |\n", False, "a markdown table"),
+    ("x = 1\ny = 2\n", False, "ordinary code"),
+    ("1|a\nfoo\nbar\nbaz\n2|b\n", False, "numbered lines a minority"),
+])
+def test_write_file_refuses_pasted_line_numbered_text(ws: Path, content: str, refused: bool, reason: str) -> None:
+    """Hermes refuses read_file's ``N|line`` display as file content (hermes_nb wrote it, corrupting the file)."""
+    result = call("write_file", path="out.py", content=content)
+    if refused:
+        assert "line-numbered" in error(result), reason
+        assert not (ws / "out.py").exists(), reason
+    else:
+        assert (ws / "out.py").read_text() == content, reason
 
 
 def test_write_outside_via_dotdot_refused(ws: Path) -> None:
@@ -165,9 +243,9 @@ def test_the_home_is_never_read_by_the_file_tools(ws: Path, hermes_home: Path, m
     shutil.copytree(hermes_home, inner)
     monkeypatch.setenv("HERMES_NB_HOME", str(inner))
     assert "inside the hermes_nb home" in error(call("read_file", path=f"home/{name}"))
-    assert call("search_files", pattern="s3cr3t").startswith("No matches")
+    assert search(pattern="s3cr3t")["total_count"] == 0
     (ws / "mine.txt").write_text("s3cr3t of mine\n")
-    assert call("search_files", pattern="s3cr3t") == "mine.txt:1: s3cr3t of mine"
+    assert search(pattern="s3cr3t")["matches"] == [{"path": "mine.txt", "line": 1, "content": "s3cr3t of mine"}]
 
 
 def test_workspace_root_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> None:
@@ -343,7 +421,7 @@ def test_a_named_pipe_is_refused_without_blocking(ws: Path, tmp_path: Path) -> N
         assert "not a regular file" in error(call("read_file", path=path)), path
     assert "not a regular file" in error(call("patch", path="pipe", old_string="a", new_string="b"))
     assert error(call("write_file", path="pipe", content="x"))  # ENXIO: no reader, so it is not opened
-    assert call("search_files", pattern="needle") == "notes.txt:1: needle"
+    assert search(pattern="needle")["matches"] == [{"path": "notes.txt", "line": 1, "content": "needle"}]
     assert stat.S_ISFIFO(os.lstat(ws / "pipe").st_mode)
 
 
@@ -362,3 +440,33 @@ def test_the_hidden_list_holds_whatever_the_case(ws: Path, monkeypatch: pytest.M
     (ws / ".SSH").mkdir()
     (ws / ".SSH" / "id_ed25519").write_text("key\n")  # on macOS this is ~/.ssh/id_ed25519
     assert "hidden from the model" in error(call("read_file", path=str(ws / ".SSH" / "id_ed25519")))
+
+
+@pytest.mark.parametrize(("entry", "reason"), [
+    ("home/", "the hermes_nb home inside the workspace (serving token, approvals)"),
+    (".ssh/", "a dot-entry of the person's home, which the workspace is"),
+    (".aws/", "another credential folder of the home"),
+    (".git-credentials", "a dot-file of the home"),
+    ("link-out/", "a symlink to a folder outside the workspace under strict reads"),
+])
+def test_a_folder_listing_never_names_what_reads_refuse(ws: Path, hermes_home: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch, entry: str,
+                                                        reason: str) -> None:
+    """read_file on a folder (Hermes v0.23.5) lists each entry only if reading it would be allowed: a hostile
+    model must not learn the names of hidden things by listing their folder."""
+    monkeypatch.setenv("HOME", str(ws))
+    home = ws / "home"
+    shutil.copytree(hermes_home, home)
+    (home / "config.yaml").write_text(yaml.safe_dump({"workspace_strict_reads": True}))
+    monkeypatch.setenv("HERMES_NB_HOME", str(home))
+    (ws / ".ssh").mkdir()
+    (ws / ".ssh" / "id_ed25519").write_text("key\n")
+    (ws / ".aws").mkdir()
+    (ws / ".git-credentials").write_text("https://u:p@host\n")
+    (tmp_path / "elsewhere").mkdir()
+    (ws / "link-out").symlink_to(tmp_path / "elsewhere")
+    (ws / "notes.txt").write_text("mine\n")
+    name = entry.rstrip("/")
+    assert name in os.listdir(ws), reason  # the entry is there: only the check keeps it out
+    listed = json.loads(call("read_file", path="."))["entries"]
+    assert "notes.txt" in listed and entry not in listed and name not in listed, (reason, listed)

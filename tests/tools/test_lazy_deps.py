@@ -130,3 +130,76 @@ def test_a_tool_never_installs_by_itself(monkeypatch):
     registry.register(name="needs", toolset="lazy", schema=SCHEMA, handler=lambda a: "ran",
                       requires_packages=["hnb-no-such-package"])
     assert registry.dispatch("needs", {}) == "ran"  # called anyway: it runs as it is, nothing is installed
+
+
+# -- Hermes's API by feature name -------------------------------------------------------------------------
+
+@pytest.fixture
+def feature(monkeypatch):
+    monkeypatch.setitem(lazy_deps.LAZY_DEPS, "search.hnb", ("hnb-no-such-package==1.0",))
+    return "search.hnb"
+
+
+def test_hermes_feature_api_is_served_beside_ours(feature, hermes_home):
+    """``ensure``, ``is_available``, ``FeatureUnavailable``, ``LAZY_DEPS``, ``feature_install_command`` (the
+    module had another API: a Hermes plugin's ``from tools.lazy_deps import ensure`` failed)."""
+    assert lazy_deps.is_available(feature) is False and lazy_deps.is_available("nope.nothing") is False
+    assert lazy_deps.is_available("tool.packaging") is False
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"lazy_features": {"tool.packaging": ["packaging"]}}))
+    assert lazy_deps.is_available("tool.packaging") is True  # listed in config.yaml, and installed
+    lazy_deps.ensure("tool.packaging")  # nothing missing: returns, nothing asked
+    command = lazy_deps.feature_install_command(feature)
+    assert command is not None and command.endswith(" hnb-no-such-package==1.0")
+    assert lazy_deps.feature_install_command("nope.nothing") is None
+    with pytest.raises(lazy_deps.FeatureUnavailable, match="not in LAZY_DEPS") as info:
+        lazy_deps.ensure("nope.nothing")
+    assert info.value.feature == "nope.nothing" and info.value.missing == ()
+
+
+def test_a_plugins_ensure_goes_through_the_approval_and_install_flow(feature, monkeypatch):
+    """Denied or nobody to ask: nothing runs; approved: our command runs (the same gate as %tools install)."""
+    _no_subprocess(monkeypatch)
+    with pytest.raises(lazy_deps.FeatureUnavailable, match="no one is available") as nobody:
+        lazy_deps.ensure(feature)
+    assert nobody.value.missing == ("hnb-no-such-package==1.0",)
+    asked = []
+    with pytest.raises(lazy_deps.FeatureUnavailable, match="BLOCKED"):
+        lazy_deps.ensure(feature, approver=lambda subject, key, description: asked.append(description) or "deny")
+    assert asked and "lazy_deps.ensure" in asked[0] and "search.hnb" in asked[0]
+
+    import subprocess
+
+    ran = []
+
+    class FakeInstall:
+        def __init__(self, command, **kwargs):
+            ran.append(command)
+            self.stdout, self.returncode = iter(["pretend install\n"]), 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(subprocess, "Popen", FakeInstall)
+    with pytest.raises(lazy_deps.FeatureUnavailable, match="still missing"):  # the fake installed nothing
+        lazy_deps.ensure(feature, approver=lambda *a: "once")
+    assert ran == [lazy_deps.install_command(["hnb-no-such-package==1.0"])]
+
+
+def test_ensure_refuses_a_feature_whose_spec_is_a_url(monkeypatch):
+    _no_subprocess(monkeypatch)
+    monkeypatch.setitem(lazy_deps.LAZY_DEPS, "evil", ("x @ https://example.invalid/x.whl",))
+    with pytest.raises(lazy_deps.FeatureUnavailable, match="URL or a path"):
+        lazy_deps.ensure("evil", approver=lambda *a: "once")
+
+
+def test_a_hermes_plugin_imports_ensure_from_tools_lazy_deps():
+    from hermes_nb.tools.sources.hermes_imports import hermes_name
+
+    assert hermes_name("tools.lazy_deps") == "hermes_nb.tools.lazy_deps"
+    import importlib
+
+    module = importlib.import_module(hermes_name("tools.lazy_deps"))
+    assert module.ensure is lazy_deps.ensure and issubclass(module.FeatureUnavailable, RuntimeError)

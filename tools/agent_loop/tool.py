@@ -118,16 +118,31 @@ registry.register(
 
 SESSION_SEARCH_SCHEMA = {
     "description": (
-        "Search what was said in past agent runs of this notebook (scope='all': of every notebook): "
-        "full-text search over their messages. Use it for 'what did we find about X', 'where did we leave "
-        "Y'. Multi-word queries need all words; use OR for any, quotes for a phrase, word* for a prefix. "
-        "Without a query, lists the latest runs."),
+        "Search what was said in past agent runs of this notebook (scope='all': of every notebook), or "
+        "scroll inside one. Four shapes, by the arguments given: 1) query: full-text search; each result has "
+        "session_id, title, when, snippet, match_message_id, the messages around the match (the anchor "
+        "flagged), bookend_start / bookend_end (how the run began and ended), messages_before / "
+        "messages_after. Multi-word queries need all words; use OR for any, quotes for a phrase, word* for a "
+        "prefix. 2) session_id + around_message_id: a window of messages around that message (window each "
+        "side); pass the first or last id back to scroll. 3) session_id alone: the run's messages (first 20 "
+        "and last 10 when longer). 4) no arguments: the latest runs."),
     "parameters": {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "Words or an FTS5 expression to find; omit to browse."},
             "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3,
-                      "description": "How many runs to return (default 3)."},
+                      "description": "How many runs to return (default 3, max 10)."},
+            "sort": {"type": "string", "enum": ["newest", "oldest"],
+                     "description": "Search only: order the runs found by time instead of relevance."},
+            "session_id": {"type": "string", "description": "A run to read, or to scroll inside with "
+                                                            "around_message_id."},
+            "around_message_id": {"type": "integer", "description": "The message to centre the window on."},
+            "window": {"type": "integer", "default": 5,
+                       "description": "Messages each side of around_message_id (1-20, default 5)."},
+            "role_filter": {"type": "string", "description": "Comma-separated roles to search (default "
+                                                             "'user,assistant'; add 'tool' for tool output)."},
+            "profile": {"type": "string", "description": "Hermes's profile of another database; hermes_nb has "
+                                                         "none, so leave it out."},
             "scope": {"type": "string", "enum": ["current", "all"], "default": "current",
                       "description": "'current' (default): this notebook's runs; 'all': every notebook's."},
         },
@@ -154,34 +169,35 @@ MAX_DEPTH = 2
 _TASK_FIELDS: dict[str, Any] = {
     "goal": {"type": "string", "description": "What this sub-agent should accomplish, self-contained."},
     "context": {"type": "string", "description": "Background it needs: paths, errors, constraints."},
-    "toolsets": {"type": "array", "items": {"type": "string"},
-                 "description": "Toolsets for this task (a subset of yours; default: yours)."},
     "output_schema": {"type": "object", "description": "JSON schema its final answer must match (optional)."},
     "role": {"type": "string", "enum": ["leaf", "orchestrator"]},
 }
 _TASK: dict[str, Any] = {"type": "object", "properties": _TASK_FIELDS, "required": ["goal"]}
 
+#: As in Hermes 0.19.0, ``toolsets`` and ``max_iterations`` are not in the schema the model sees: the person
+#: sets them (``delegate(run, {"toolsets": [...], "max_iterations": n}, ...)`` or a dispatch from Python still
+#: passes them, checked: a subset of the parent's toolsets, at most 50 turns).
 DELEGATE_SCHEMA = {
     "description": (
         "Hand work to sub-agents that run in their own fresh conversations, and get back one summary per "
-        "task (final text, tool calls made, tokens, why it stopped). Give 'goal' (+ 'context', 'toolsets') "
-        "for one task, or 'tasks' for several that run at once (at most 3 at a time). Sub-agents know "
-        "nothing of this conversation: put everything they need in 'goal' and 'context'. Give "
-        "'output_schema' when you need a structured answer. Sub-agents cannot ask the person questions, "
-        "write memory, or delegate further (unless role='orchestrator')."),
+        "task (final text, tool calls made, tokens, why it stopped). Give 'goal' (+ 'context') for one task, "
+        "or 'tasks' for several that run at once (at most 3 at a time). Sub-agents know nothing of this "
+        "conversation: put everything they need in 'goal' and 'context'. Give 'output_schema' when you need "
+        "a structured answer. Sub-agents cannot ask the person questions, write memory, or delegate further "
+        "(unless role='orchestrator')."),
     "parameters": {
         "type": "object",
         "properties": {
             "goal": _TASK_FIELDS["goal"],
             "context": _TASK_FIELDS["context"],
-            "toolsets": _TASK_FIELDS["toolsets"],
             "tasks": {"type": "array", "items": _TASK, "maxItems": 10,
-                      "description": "Several tasks to run at once; when given, goal/context/toolsets are ignored."},
+                      "description": "Several tasks to run at once; when given, goal/context are ignored."},
             "output_schema": _TASK_FIELDS["output_schema"],
             "role": {"type": "string", "enum": ["leaf", "orchestrator"],
                      "description": "'leaf' (default) cannot delegate; 'orchestrator' may, one level further."},
-            "max_iterations": {"type": "integer", "minimum": 1, "maximum": 50,
-                               "description": "Model turns each sub-agent may take (default 10)."},
+            "background": {"type": "boolean",
+                           "description": "Accepted for Hermes compatibility: the sub-agents' answers come back "
+                                          "in this turn, under this call's card, either way."},
         },
         "required": [],
     },

@@ -87,9 +87,13 @@ def build_module(definitions: Iterable[Mapping[str, Any]], call: Callable[[str, 
                  exclude: Iterable[str] = ()) -> types.ModuleType:
     """A new ``hermes_tools`` module with one function per definition (``{"type": "function", "function":
     {...}}``) whose name is not in ``exclude``; two tools spelled alike keep the first (sorted by name)."""
+    from hermes_nb.tools.code_execution.helpers import HELPERS
+
     module = types.ModuleType(MODULE_NAME, "The tools of this agent run, as functions (see help(f)).")
     skip = set(exclude)
-    exported: list[str] = []
+    for helper, fn in HELPERS.items():  # Hermes's json_parse, shell_quote, retry: first, so they keep their names
+        setattr(module, helper, fn)
+    exported: list[str] = list(HELPERS)
     for definition in sorted(definitions, key=lambda d: str(d.get("function", {}).get("name", ""))):
         function = definition.get("function") or {}
         name = function.get("name")
