@@ -21,7 +21,7 @@ class Selection(HasTraits):
 
     def select(self, names: Iterable[str] | None) -> None:
         """Enable exactly these toolsets (``None`` or ``["all"]`` selects every toolset)."""
-        names = None if names is None else list(dict.fromkeys(names))
+        names = None if names is None else list(dict.fromkeys([names] if isinstance(names, str) else names))
         self.chosen = True
         if names is None or any(n in ("all", "*") for n in names):
             self.mode, self.enabled = "all", []

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from hermes_nb.agent.arguments import check_prompt, toolset_list
 from hermes_nb.agent.code_host import install_code_host
 from hermes_nb.agent.cost import RunCost, run_cost
 from hermes_nb.agent.events import (
@@ -150,8 +151,8 @@ class Agent:
             from hermes_nb.agent.replay import RecordingModel
 
             self.model = RecordingModel(self.model, record)
-        self.enabled_toolsets = enabled_toolsets
-        self.disabled_toolsets = disabled_toolsets
+        self.enabled_toolsets = toolset_list(enabled_toolsets, "enabled_toolsets")  # one line here, not at run()
+        self.disabled_toolsets = toolset_list(disabled_toolsets, "disabled_toolsets")
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.display = display
@@ -181,7 +182,7 @@ class Agent:
         """Run until the model answers without tool calls; safe in a cell and in plain Python."""
         if async_bridge.in_loop_thread():
             raise BridgeError("Agent.run() was called on the hermes_nb background loop; await agent.arun() instead")
-        self._check_config()
+        self._check_config(prompt)
         events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
@@ -208,7 +209,7 @@ class Agent:
 
     async def arun(self, prompt: str) -> AgentResult:
         """``run`` for top-level ``await`` in a cell (or any event loop)."""
-        self._check_config()
+        self._check_config(prompt)
         events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
@@ -240,12 +241,13 @@ class Agent:
         if not async_bridge.in_loop_thread():
             raise BridgeError("Agent.run_on_loop() runs on the hermes_nb background loop; "
                               "call agent.run() or await agent.arun() instead")
-        self._check_config()
+        self._check_config(prompt)
         return await self._core(prompt, lambda event: None)
 
     # -- plumbing between the calling thread and the core -----------------------------------------
 
-    def _check_config(self) -> None:
+    def _check_config(self, prompt: Any) -> None:
+        check_prompt(prompt)
         check = getattr(self.model, "check_config", None)
         if check is not None:
             check()
