@@ -153,3 +153,34 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     """``hermes_nb.`` + Tab shows the public API (the lazy names too), not this module's imports."""
     return sorted(__all__)
+
+
+#: Every magic the load adds, by kind (``_SUMMARY`` names them for the person).
+_MAGICS = {"line": ("tools", "toolsets", "agent", "memory", "sessions", "mcp", "hermes", "plugins"),
+           "cell": ("tool", "agent")}
+
+
+def _load_on_first_magic() -> None:
+    """After a kernel restart a cell's ``from hermes_nb import ...`` often runs before the ``%load_ext`` cell:
+    ``%tools`` was then "Line magic function `%tools` not found". Imported into a shell that has not loaded the
+    extension, hermes_nb declares its magics lazily (IPython's ``register_lazy``), so the first one loads the
+    extension (its summary line says so) and runs."""
+    import sys
+
+    getipython = sys.modules.get("IPython.core.getipython")
+    ip = getipython.get_ipython() if getipython is not None else None
+    manager = getattr(ip, "magics_manager", None)
+    if manager is None or _state.undos or not hasattr(manager, "register_lazy"):
+        return
+    getattr(manager, "_loaded_lazy", set()).discard(__name__)  # a load after an unload is a load again
+    for kind, names in _MAGICS.items():
+        for name in names:
+            if name in manager.magics[kind]:
+                continue
+            try:
+                manager.register_lazy(name, __name__, kind)
+            except TypeError:  # IPython 8's register_lazy(name, fully_qualified_name)
+                manager.register_lazy(name, __name__)
+
+
+_load_on_first_magic()

@@ -95,13 +95,16 @@ class ToolMagics(Magics):
         loop = _kernel_loop() if _state.nest_asyncio_enabled else None
         entry = register_function(fn, options, reg=registry, namespace=shell.user_ns, kernel_loop=loop)
         _drop_replaced(cell_info.cell_id, entry.name)
+        _state.cell_functions[fname] = (entry.name, fn)  # a plain cell redefining it hears the tool did not change
         # no return value: nothing lands in `_` or Out for a definition cell
         from IPython.display import display
 
         from hermes_nb.tools.schema.lint import lint_function
 
         warnings = lint_function(fn, description=entry.description or "", name=entry.name)
-        display(tool_card(entry, expand_schema=self.expand_schemas, warnings=warnings))
+        # the kernel never hears of a deleted cell: say how a tool leaves (issue 35)
+        leaving = (f"deleting this cell keeps the tool; %tools rm {entry.name} removes it",)
+        display(tool_card(entry, expand_schema=self.expand_schemas, warnings=warnings, extra=leaving))
         if entry.requires_packages:
             _offer_install([entry.name])
         return None
@@ -138,6 +141,9 @@ class ToolMagics(Magics):
         if command == "rm":
             _entry(rest, "rm")
             registry.deregister(rest)
+            for fname, (tool, _fn) in list(_state.cell_functions.items()):
+                if tool == rest:
+                    del _state.cell_functions[fname]
             print(f"removed tool {rest}")
             return None
         if command == "doctor":
@@ -345,8 +351,13 @@ def _call(name: str, args: dict[str, Any], max_chars: int, default_timeout: floa
     limit = seconds(entry.metadata.get("timeout") if entry is not None else None) or default_timeout
     call_id = f"nb_{os.urandom(6).hex()}"  # not uuid: importing it costs ~13 ms of %load_ext
     call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
-    with Countdown(name, limit):
-        result = run_tool_batch([call], registry=registry, timeout=limit)[0]
+    from hermes_nb.tools.batch.records import BatchInterrupted
+
+    try:
+        with Countdown(name, limit):
+            result = run_tool_batch([call], registry=registry, timeout=limit)[0]
+    except BatchInterrupted:
+        raise KeyboardInterrupt from None  # ■ on one call is the person's interrupt, as before
     content = _budget(result.content, name, call_id)
     from hermes_nb.display.asides import take
 

@@ -95,6 +95,11 @@ class HtmlView(NullView):
         super().__init__(prompt, model)
         # raw bundle: HTML for the notebook, the text transcript for converters and text front ends
         self.handle_ = display(self._bundle(), raw=True, display_id=True)
+        from hermes_nb import _state
+        from hermes_nb.display import running
+
+        # a restart before the end leaves "⏳ running" in the saved notebook: the next load says so
+        self._marker = running.begin(str(self.handle_.display_id), prompt=prompt, cell=_state.cell[0])
         self._dirty = False
         self._last = 0.0
         self.updates = 0
@@ -117,6 +122,12 @@ class HtmlView(NullView):
     def abort(self, message: str) -> None:
         super().abort(message)
         self._update()
+        self._ended()
+
+    def _ended(self) -> None:
+        from hermes_nb.display import running
+
+        running.end(self._marker)
 
     def _bundle(self) -> dict[str, str]:
         return {"text/html": transcript_html(self.transcript), "text/plain": transcript_text(self.transcript)}
@@ -125,6 +136,7 @@ class HtmlView(NullView):
         super().finish(result)
         self.transcript.shown_live = True
         self._update()
+        self._ended()
 
 
 class TextView(NullView):
