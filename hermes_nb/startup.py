@@ -34,11 +34,14 @@ def cells(ip: Any) -> Callable[[], None]:
     """Follow the cells ``ip`` runs (``magics.cells`` reads it: ``%%tool``'s line numbers, the tools a cell
     owns); the hook is here, so that the load imports nothing for it."""
 
-    from hermes_nb.display.running import restart_lines
 
-    for line in restart_lines():  # runs a restart cut off: their cards still say "⏳ running" (issue 35)
-        print(line)
+    def restarted() -> None:  # runs a restart cut off: their cards still say "⏳ running" (issue 35)
+        from hermes_nb.display.running import restart_lines
 
+        for line in restart_lines():
+            print(line)
+
+    unhook_restarted = _after_cell(ip, restarted)  # under the loading cell, without slowing the load
     def pre_run_cell(info: Any) -> None:
         cell_id = getattr(info, "cell_id", None)
         if not getattr(info, "store_history", True) and cell_id is None:
@@ -65,6 +68,7 @@ def cells(ip: Any) -> Callable[[], None]:
     ip.events.register("post_run_cell", post_run_cell)
 
     def undo() -> None:
+        unhook_restarted()
         for event, callback in (("pre_run_cell", pre_run_cell), ("post_run_cell", post_run_cell)):
             try:
                 ip.events.unregister(event, callback)

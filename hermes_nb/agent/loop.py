@@ -332,8 +332,9 @@ class Agent:
         except (asyncio.CancelledError, KeyboardInterrupt):
             reason, text = "interrupted", "Interrupted by the user."
             records += self._answer_pending(pending, finished, iterations, emit)
-            emit(Notice(message="Interrupted: every tool call has an answer in the history; "
-                               "the next run continues the conversation.", level="warning"))
+            emit(Notice(message="Interrupted: every tool call has an answer in the history; the next run (re-running "
+                               "this cell too) continues the conversation; %agent reset or agent.reset() starts "
+                               "fresh.", level="warning"))
         except ModelError as exc:
             reason, error, text = "error", str(exc), f"Model error: {exc}"
             emit(Notice(message=text, level="error"))

@@ -116,7 +116,7 @@ def test_the_load_after_a_restart_names_the_run_it_cut_off(hermes_home: Path, ca
     (folder / f"{pid}-abc.json").write_text(json.dumps({"pid": pid, "cell": 7, "prompt": "Add 2 and 3",
                                                         "started": "10:02"}))
     shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "hermes_nb")
+    shell.run_cell("%load_ext hermes_nb")  # said when the loading cell ends
     try:
         out = capsys.readouterr().out
         assert "the kernel restarted during the agent run in cell [7]" in out and "re-run that cell" in out
@@ -155,6 +155,12 @@ def test_tools_before_the_load_loads_the_extension_when_hermes_nb_was_imported()
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
+    if hermes_nb._state.undos:  # an earlier test's shell kept it loaded
+        shell.run_line_magic("unload_ext", "hermes_nb")
+    for kind, names in hermes_nb._MAGICS.items():  # a fresh kernel: none of ours (stand-ins other tests left too)
+        for name in names:
+            shell.magics_manager.magics[kind].pop(name, None)
+            shell.magics_manager.lazy_magics.pop(name, None)
     assert shell.find_line_magic("tools") is None  # after a restart, before the %load_ext cell
     hermes_nb._load_on_first_magic()  # what `from hermes_nb import Agent` in a cell does on import
     try:

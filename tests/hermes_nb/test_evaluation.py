@@ -130,7 +130,7 @@ def test_a_case_whose_run_failed_passes_nothing(tools: None) -> None:
 def test_template_mistakes_are_said_at_once() -> None:
     with pytest.raises(TypeError, match="unknown agent template key 'modle'"):
         hermes_nb.evaluate([{"prompt": "x"}], agent={"modle": "x"})
-    with pytest.raises(ValueError, match="case 0: 'prompt'"):
+    with pytest.raises(ValueError, match="case 0 has no prompt"):
         hermes_nb.evaluate([{"expected_tools": []}], agent={})
 
 
