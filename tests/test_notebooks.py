@@ -119,6 +119,10 @@ def _check_agent_state(nb: Any) -> None:
     assert '✓ session_search' in second and '"mode": "discover"' in second
     (lead,) = [o["data"]["text/html"] for o in _cell(nb, "lead.run(").outputs if "text/html" in o.get("data", {})]
     assert lead.count('class="hermes-nb-child"') == 2 and "emperors breed through the winter" in lead
+    assert "(with 2 sub-agent runs)" in lead  # issue 35: the total includes the sub-agents
+    cost = _text(_cell(nb, "priced_as(compared"))
+    assert "tokens: 1800 · the lead's own: 600 · its sub-agents': [600, 600]" in cost, cost
+    assert "as gpt-4o-mini: $" in cost and "for the recorded usage" in cost, cost
     assert "Studies Adélie penguins on Ross Island" in _text(_cell(nb, "%memory"))
 
 

@@ -105,6 +105,7 @@ class AgentResult:
     turns: tuple[Turn, ...] = field(default=(), repr=False)  # what the model saw, turn by turn (.request)
     cost: RunCost | None = None  # per run, per turn, per tool call (hermes_nb.agent.cost)
     todos: tuple[dict[str, str], ...] = ()  # the agent's plan after the run (the todo tool's list)
+    children: tuple[AgentResult, ...] = field(default=(), repr=False)  # its sub-agents' runs (in usage and cost)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from hermes_nb.display import live
@@ -274,7 +275,8 @@ class Agent:
 
     def _finish(self, result: AgentResult, events: queue.Queue[AgentEvent], view: View) -> AgentResult:
         _drain(events, view)
-        result = replace(result, transcript=view.transcript, cost=run_cost(result.turns, self.model))
+        result = replace(result, transcript=view.transcript, cost=run_cost(
+            result.turns, self.model, [c.cost for c in result.children if c.cost is not None]))
         view.finish(result)
         return result
 
@@ -343,9 +345,12 @@ class Agent:
             undo()
             run.end(self.messages)
             self._task = None
+        for child in run.children:  # a run's tokens include its sub-agents' (issue 35: 600 shown, 1 800 used)
+            add_usage(usage, child.usage)
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
-                           model=shown, turns=tuple(turns), todos=tuple(self.todo_store.read()))
+                           model=shown, turns=tuple(turns), todos=tuple(self.todo_store.read()),
+                           children=tuple(run.children))
 
     async def _complete(self, sent: list[dict[str, Any]], tools: Assembly, emit: Emit) -> Any:
         """One model turn sent ``sent`` (the history with the turn's tool listing); text that cannot be sent

@@ -101,10 +101,12 @@ def transcript_text(t: Transcript) -> str:
 
 
 def _turn_price(t: Transcript, turn: Any) -> Any:
-    """The turn's price once the run finished (None while it runs)."""
+    """The turn's price once the run finished (None while it runs); an unknown one without its reason, which
+    the footer says once (it was on every turn line, 9 times in one transcript)."""
     if t.cost is None or not 0 < turn.iteration <= len(t.cost.turns):
         return None
-    return t.cost.turns[turn.iteration - 1]
+    price = t.cost.turns[turn.iteration - 1]
+    return "unknown price" if price.usd is None else price
 
 
 def _icon(level: str) -> str:
@@ -240,6 +242,9 @@ def usage_text(u: Mapping[str, Any], cost: Any = None) -> str:
     else:
         text = (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
                 f"{u.get('total_tokens', 0)}") + (f" ({unreported} turn(s) not reported)" if unreported else "")
+    children = len(getattr(cost, "children", ()) or ())
+    if children:
+        text += f" (with {children} sub-agent run{'s' if children > 1 else ''})"
     return text if cost is None else f"{text} · {cost.total} ({cost.source})"
 
 

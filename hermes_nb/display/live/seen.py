@@ -43,6 +43,7 @@ def _summary(turn: Any, new: int, price: Any) -> str:
     parts = [f"👁 what the model saw · turn {turn.iteration}",
              f"{turn.request.count} messages" + (f" ({new} new)" if new < turn.request.count else ""),
              f"{len(turn.request.tools)} tools offered",
+             "placeholder usage (a scripted recording)" if getattr(turn, "placeholder", False) else
              f"{usage.get('prompt_tokens', 0)} + {usage.get('completion_tokens', 0)} tokens"]
     if price is not None:
         parts.append(str(price))

@@ -78,6 +78,7 @@ class NullView:
 
     def finish(self, result: RunResult) -> None:
         set_cost(self.transcript, getattr(result, "cost", None))
+        self.transcript.usage = result.usage  # the run's, its sub-agents' included
         self.transcript.done = True
 
     def abort(self, message: str) -> None:
