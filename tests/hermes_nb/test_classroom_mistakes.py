@@ -151,8 +151,9 @@ def test_toolsets_help_shows_the_usage(ip: Any, capsys: pytest.CaptureFixture[st
 
 
 def test_tools_before_the_load_loads_the_extension_when_hermes_nb_was_imported() -> None:
-    import hermes_nb
     from IPython.core.interactiveshell import InteractiveShell
+
+    import hermes_nb
 
     shell = InteractiveShell.instance()
     if hermes_nb._state.undos:  # an earlier test's shell kept it loaded
@@ -260,7 +261,7 @@ def test_a_wrong_replay_path_is_one_line(tmp_path: Path, content: str | None, sa
     path = tmp_path / "cassette.json"
     if content is not None:
         path.write_text(content)
-    with pytest.raises(Exception) as info:  # noqa: PT011 - the class is what the line shows
+    with pytest.raises(Exception) as info:
         Agent(model=f"replay:{path}")
     assert said in one_line(info.value)
 
@@ -277,7 +278,7 @@ def test_evaluate_on_bad_cases_is_one_line(tmp_path: Path, name: str | None, tex
     if name is not None:
         (tmp_path / name).write_text(text)
     target = str(tmp_path / (name or "none*.yaml"))
-    with pytest.raises(ValueError) as info:  # noqa: PT011 - a ValueError still, for old callers
+    with pytest.raises(ValueError) as info:
         evaluate(target, agent=object())
     assert said in one_line(info.value)
 
