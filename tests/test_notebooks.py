@@ -71,6 +71,13 @@ def _check_safe_scheduling(nb: Any) -> None:
     (shown,) = [o for o in timeline.outputs if o.get("output_type") == "execute_result"]
     assert "var(--jp-" in shown["data"]["text/html"]  # bars in the theme's colours
     assert "4 fetches (one parallel segment): 4 calls" in shown["data"]["text/plain"]
+    # issue 35: each segment says why, on an axis with a legend; no raw BatchSegment(...) reprs
+    html = shown["data"]["text/html"]
+    assert "segment 0: read-only → shared time" in html and "same file notes.txt → one at a time" in html
+    assert "runs alone" in html and " ms</span>" in html  # the legend and the axis's end
+    plan = _text(_cell(nb, "explain(batch)"))
+    assert "BatchSegment(" not in plan and "segment 0: fetch_doc, fetch_doc, fetch_doc, fetch_doc · read-only" in plan
+    assert "segment 1: read_note · same file notes.txt → one at a time" in plan, plan
     from hermes_nb.tools.safety import sandbox
 
     if sandbox.status().mechanism.startswith("bubblewrap"):  # the tour's sandbox cell shows what it hides
