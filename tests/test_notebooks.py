@@ -109,6 +109,11 @@ def _check_test_and_evaluate(nb: Any) -> None:
     assert nested.count("<b>convert_temperature</b>") == 4 and nested.count("<b>word_count</b>") == 2
     assert "Replay drift" not in html and "212 °F" in html
     assert "'status': 'success'" in _text(_cell(nb, "json.loads(run.tool_calls[0].content)"))
+    evaluated = _text(_cell(nb, "result = hermes_nb.evaluate(cases"))
+    assert "replayed from" in evaluated and "eval-04 (recorded turns, no model called)" in evaluated, evaluated
+    assert '✗ sent convert_temperature(value=50, to="F")' in evaluated  # the arguments behind a failed check
+    # the script's turns were recorded against a scripted server: its usage is a placeholder, not a count
+    assert "placeholder usage (a scripted recording)" in html and "10 + 5 tokens" not in html
 
 
 def _check_agent_state(nb: Any) -> None:

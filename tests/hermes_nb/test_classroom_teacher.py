@@ -1,0 +1,39 @@
+"""What a teacher could not show (issue 35, items 3-7), each as a class meets it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes_nb.evaluation.cases import CallMade, Outcome, as_cases
+from hermes_nb.evaluation.result import build_result
+
+
+def _outcome(index: int, calls: tuple[CallMade, ...]) -> Outcome:
+    return Outcome(index=index, fingerprint="f", text="ok", calls=calls, tokens=10, seconds=0.1, api_calls=1,
+                   stopped_reason="done", cost_usd=None, cost_note="local model")
+
+
+# -- item 6: evaluation says "replayed", and a failed argument check shows what was sent ------------------------
+
+def test_a_failed_argument_check_shows_the_arguments_sent() -> None:
+    cases = as_cases([{"prompt": "50 F in C?", "expected_tools": ["convert"], "expected_args": {"convert": {"to": "C"}}},
+                      {"prompt": "words?", "expected_tools": ["count"], "expected_args": {"count": {"text": "a b"}}},
+                      {"prompt": "ok", "expected_tools": ["convert"], "expected_args": {"convert": {"to": "C"}}}])
+    outcomes = {0: _outcome(0, (CallMade(name="convert", arguments={"value": 50, "to": "F"}),)),
+                1: _outcome(1, ()),
+                2: _outcome(2, (CallMade(name="convert", arguments={"value": 1, "to": "C"}),))}
+    result = build_result(cases, outcomes, seconds=0.3)
+    assert [r.args_sent for r in result.rows] == ['convert(value=50, to="F")', "no count call", ""]
+    text = str(result)
+    assert '✗ sent convert(value=50, to="F")' in text and "✗ sent no count call" in text
+    assert "replayed" not in text
+
+
+def test_a_replayed_evaluation_says_so_and_the_price_reason_once() -> None:
+    cases = as_cases([{"prompt": "hi", "expected_tools": []}, {"prompt": "bye", "expected_tools": []}])
+    result = build_result(cases, {0: _outcome(0, ()), 1: _outcome(1, ())}, seconds=0.1, replayed="cassettes/eval")
+    text = str(result)
+    assert "replayed from cassettes/eval (recorded turns, no model called)" in text.splitlines()[0]
+    assert text.count("(local model)") == 1  # in the summary line; each row says "unknown"
+    html: Any = result._repr_mimebundle_()["text/html"]
+    assert "replayed from cassettes/eval" in html
