@@ -92,6 +92,7 @@ def _check_mcp_and_plugins(nb: Any) -> None:
     clean_up = nb.cells[-2]
     assert "CLEAN-UP" in clean_up.source
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in clean_up.outputs)
+    assert "Button(" not in _text(clean_up) and "🧹 Clean up: a button" in _text(clean_up)  # untrusted: a sentence
     offered = _text(_cell(nb, "turn = assemble_tool_definitions("))  # tool search: the bridge, not the schemas
     assert "'tool_search'" in offered and "'mcp__time__" not in offered.split("\n")[0] and "Deferred tools (2)" in offered
     assert "mcp__time__convert_time -> {" in _text(_cell(nb, "with use_catalog(turn.catalog)"))
@@ -132,6 +133,7 @@ def _check_agent_state(nb: Any) -> None:
     (lead,) = [o["data"]["text/html"] for o in _cell(nb, "lead.run(").outputs if "text/html" in o.get("data", {})]
     assert lead.count('class="hermes-nb-child"') == 2 and "emperors breed through the winter" in lead
     assert "(with 2 sub-agent runs)" in lead  # issue 35: the total includes the sub-agents
+    assert "🤖 agent · replay:cassettes/state-delegate.call_delegate.0.json" in lead  # a sub-agent's header names its own cassette
     cost = _text(_cell(nb, "priced_as(compared"))
     assert "tokens: 1800 · the lead's own: 600 · its sub-agents': [600, 600]" in cost, cost
     assert "as gpt-4o-mini: $" in cost and "for the recorded usage" in cost, cost

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_nb.agent.cost import run_cost
-from hermes_nb.agent.events import ChildEvent
+from hermes_nb.agent.events import ChildEvent, ModelNamed
 from hermes_nb.tools.agent_loop.tool import MAX_CONCURRENT_CHILDREN, MAX_DEPTH
 from hermes_nb.tools.calls.results import tool_error
 
@@ -89,6 +89,8 @@ async def _task(run: Any, index: int, task: dict[str, Any], call_id: str, limit:
 
         def emit(event: Any) -> None:
             run.emit(ChildEvent(tool_call_id=call_id, index=index, label=label, event=event))
+
+        emit(ModelNamed(name=child.model.name))  # its header names its own model (a replay: its own cassette)
 
         begun = time.monotonic()
         from hermes_nb.tools.safety.gate import use_approver

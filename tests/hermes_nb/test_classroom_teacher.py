@@ -37,3 +37,25 @@ def test_a_replayed_evaluation_says_so_and_the_price_reason_once() -> None:
     assert text.count("(local model)") == 1  # in the summary line; each row says "unknown"
     html: Any = result._repr_mimebundle_()["text/html"]
     assert "replayed from cassettes/eval" in html
+
+
+# -- item 7: the smaller items ------------------------------------------------------------------------------------
+
+def test_every_built_in_toolset_has_a_description_and_todo_list_is_not_listed_beside_todo() -> None:
+    from hermes_nb.tools.model_tools import ensure_discovered
+    from hermes_nb.tools.toolsets import get_all_toolsets, resolve_toolset, validate_toolset
+
+    ensure_discovered()
+    listed = get_all_toolsets()
+    for name in ("todo", "memory", "session_search", "delegation", "tool_search", "file", "terminal"):
+        assert listed[name]["description"], name  # six had none in the picker
+    assert "todo" in listed and "todo_list" not in listed  # Hermes main's name for todo: a class saw both
+    assert validate_toolset("todo_list") and resolve_toolset("todo_list") == ["todo_list"]  # still works by name
+
+
+def test_the_demos_terminal_text_keeps_a_markdown_table_as_rows() -> None:
+    from scripts.demo import _prose
+
+    lines = _prose("| tool | cost |\n|---|---|\n| area | $0.01 |\n| volume | $0.02 |")
+    assert lines[-3:] == ["| tool | cost |", "| area | $0.01 |", "| volume | $0.02 |"]  # was one run-on line
+
