@@ -59,3 +59,30 @@ def test_the_demos_terminal_text_keeps_a_markdown_table_as_rows() -> None:
     lines = _prose("| tool | cost |\n|---|---|\n| area | $0.01 |\n| volume | $0.02 |")
     assert lines[-3:] == ["| tool | cost |", "| area | $0.01 |", "| volume | $0.02 |"]  # was one run-on line
 
+
+
+# -- item 4: "what the model saw" in full -------------------------------------------------------------------------
+
+def _turn(messages: list[dict[str, Any]]) -> Any:
+    from hermes_nb.agent.models import ModelTurn
+    from hermes_nb.agent.turns import new_turn
+
+    return new_turn(1, messages, [], ModelTurn(content="ok", tool_calls=(), usage={}), object())
+
+
+def test_a_long_message_the_model_saw_opens_whole_and_arguments_read_as_letters() -> None:
+    import json
+
+    from hermes_nb.display.live.seen import MESSAGE_CHARS, seen_html
+
+    lines = [f"row {i}: " + "x" * 70 for i in range(22)] + ["row 22: the total is 500"]
+    long = "\n".join(lines)
+    assert len(long) > MESSAGE_CHARS and "500" not in long[:MESSAGE_CHARS]
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "greet", "arguments": json.dumps({"who": "Andrée"})}}  # "Andr\u00e9e" as sent
+    html = seen_html(_turn([{"role": "user", "content": "hi"},
+                            {"role": "assistant", "content": None, "tool_calls": [call]},
+                            {"role": "tool", "tool_call_id": "c1", "content": long}]), None)
+    assert "the total is 500" in html  # the rest is one click away (it was cut at 1,500 chars)
+    assert "show the other" in html and "<details" in html
+    assert "Andrée" in html and "\\u00e9" not in html

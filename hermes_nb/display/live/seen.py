@@ -8,6 +8,7 @@ untrusted keeps them.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hermes_nb.display import colours
@@ -18,18 +19,33 @@ __all__ = ["seen_html", "seen_text"]
 MESSAGE_CHARS = 1_500
 
 
+def _arguments(text: Any) -> str:
+    """A call's arguments as the model wrote them, with ``\\u00e9`` escapes shown as the letters they are."""
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False) if isinstance(text, str) else str(text)
+    except ValueError:
+        return str(text)  # not JSON: as sent
+
+
 def _content(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, list):  # content parts
         text = " ".join(str(p.get("text", f"[{p.get('type', 'part')}]")) for p in content if isinstance(p, dict))
     else:
         text = "" if content is None else str(content)
-    calls = [f"→ {c.get('function', {}).get('name', '')}({c.get('function', {}).get('arguments', '')})"
+    calls = [f"→ {c.get('function', {}).get('name', '')}({_arguments(c.get('function', {}).get('arguments', ''))})"
              for c in message.get("tool_calls") or ()]
-    text = "\n".join([t for t in [text, *calls] if t])
-    if len(text) > MESSAGE_CHARS:
-        text = text[:MESSAGE_CHARS] + f"… ({len(text):,} chars in all)"
-    return text
+    return "\n".join([t for t in [text, *calls] if t])
+
+
+def _content_html(message: dict[str, Any]) -> str:
+    """The whole message: its first ``MESSAGE_CHARS`` shown, the rest one click away (it was cut, no way to open)."""
+    text = _content(message)
+    if len(text) <= MESSAGE_CHARS:
+        return escape_html(text)
+    return (f'{escape_html(text[:MESSAGE_CHARS])}<details style="display:inline"><summary style="display:inline;'
+            f'cursor:pointer;color:{colours.MUTED}">… show the other {len(text) - MESSAGE_CHARS:,} chars</summary>'
+            f'{escape_html(text[MESSAGE_CHARS:])}</details>')
 
 
 def _label(message: dict[str, Any]) -> str:
@@ -60,7 +76,7 @@ def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
                     f'{previous.iteration}</div>')
     for message in messages[start:]:
         rows.append(f'<div style="margin:2px 0"><b>{escape_html(_label(message))}</b> '
-                    f'<span style="white-space:pre-wrap">{escape_html(_content(message))}</span></div>')
+                    f'<span style="white-space:pre-wrap">{_content_html(message)}</span></div>')
     names = ", ".join(turn.request.tool_names) or "none"
     rows.append(f'<div style="color:{colours.MUTED}">tools offered: {escape_html(names)}</div>')
     return (f'<details class="hermes-nb-seen" style="margin:2px 0;font-size:12px">'
