@@ -14,6 +14,7 @@ from hermes_nb import _moved, _state
 
 __all__ = [
     "Agent",
+    "compare",
     "enable_nest_asyncio",
     "evaluate",
     "load_ipython_extension",
@@ -135,6 +136,10 @@ def __getattr__(name: str) -> Any:
         return reg
     if name == "toolsets":
         return importlib.import_module("hermes_nb.selection")
+    if name == "compare":  # two toolset selections side by side (issue 35)
+        from hermes_nb.evaluation.compare import compare
+
+        return compare
     if name == "evaluate":  # issue 13
         from hermes_nb.evaluation import evaluate
 

@@ -113,6 +113,9 @@ def _check_test_and_evaluate(nb: Any) -> None:
     evaluated = _text(_cell(nb, "result = hermes_nb.evaluate(cases"))
     assert "replayed from" in evaluated and "eval-04 (recorded turns, no model called)" in evaluated, evaluated
     assert '✗ sent convert_temperature(value=50, to="F")' in evaluated  # the arguments behind a failed check
+    compared = _text(_cell(nb, "hermes_nb.compare("))  # issue 35: two selections side by side
+    for row in ("tools offered              3", "  word_count               59", "errors                     0"):
+        assert row in compared, compared
     # the script's turns were recorded against a scripted server: its usage is a placeholder, not a count
     assert "placeholder usage (a scripted recording)" in html and "10 + 5 tokens" not in html
 

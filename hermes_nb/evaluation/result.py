@@ -36,6 +36,7 @@ class EvalRow:
     name: str = ""  # the case's id in its file (a Hermes task's id, a pydantic_evals case name)
     #: when the argument check failed: the calls of the checked tools, with the arguments they were sent
     args_sent: str = ""
+    api_calls: int = 0  # model turns the case took
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -208,7 +209,8 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
                             error=error, text=outcome.text, stopped_reason=outcome.stopped_reason,
                             resumed=case.index in resumed, cost_usd=outcome.cost_usd,
                             cost=_cost_text(outcome.cost_usd, outcome.cost_note), name=case.name,
-                            args_sent=_sent(case, outcome) if scores["args_ok"] is False else ""))
+                            args_sent=_sent(case, outcome) if scores["args_ok"] is False else "",
+                            api_calls=outcome.api_calls))
         if outcome.cost_usd is None:
             unknown_why.append(outcome.cost_note)
         if case.expected_tools is None:
@@ -223,6 +225,7 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
         "check_accuracy": _mean([r.check_ok for r in rows if r.check_ok is not None]),
         "errors": sum(1 for r in rows if r.error),
         "tokens": sum(r.tokens for r in rows),
+        "api_calls": sum(r.api_calls for r in rows),
         **_cost_summary(rows, unknown_why),
         "seconds": seconds,
         "resumed": len(resumed & {r.index for r in rows}),

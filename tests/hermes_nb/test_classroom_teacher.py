@@ -86,3 +86,43 @@ def test_a_long_message_the_model_saw_opens_whole_and_arguments_read_as_letters(
     assert "the total is 500" in html  # the rest is one click away (it was cut at 1,500 chars)
     assert "show the other" in html and "<details" in html
     assert "Andrée" in html and "\\u00e9" not in html
+
+
+# -- item 3: compare(...) of two toolset selections ----------------------------------------------------------------
+
+def test_compare_puts_two_selections_side_by_side() -> None:
+    import hermes_nb
+    from hermes_nb.tools.registry import registry
+    from tests.support.fake_openai import FakeOpenAI, Reply
+
+    schema = {"description": "Add two numbers and say the sum in words.", "parameters": {"type": "object",
+              "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}
+    registry.register("add", "t35math", schema, lambda a, **k: "3", read_only=True)
+    registry.register("shout", "t35text", {"description": "Upper.", "parameters": {"type": "object",
+                      "properties": {"s": {"type": "string"}}}}, lambda a, **k: "HI", read_only=True)
+    with FakeOpenAI([Reply(content="hello")] * 4) as srv:
+        comparison = hermes_nb.compare(["t35math"], ["t35math", "t35text"], cases=[
+            {"prompt": "hi", "expected_tools": []}, {"prompt": "bye", "expected_tools": []}],
+            agent={"model": "m", "base_url": srv.base_url, "api_key": "k"}, display=False)
+    a, b = comparison.sides
+    assert a.tools == ("add",) and b.tools == ("add", "shout")
+    assert a.schema_tokens["add"] == b.schema_tokens["add"] > b.schema_tokens["shout"] > 0
+    rows = {r[0]: r[1:] for r in comparison.rows()}
+    assert rows["tools offered"] == ("1", "2") and rows["  shout"] == ("–", str(b.schema_tokens["shout"]))
+    assert rows["model turns"] == ("2", "2") and rows["selection accuracy"] == ("100%", "100%")
+    assert rows["tokens"] == ("30", "30")  # the scripted server's usage, 15 a turn
+    text = str(comparison)
+    assert text.splitlines()[0].split() == ["t35math", "t35math,", "t35text"]
+    assert "<table" in comparison._repr_mimebundle_()["text/html"]
+
+
+def test_compare_says_what_a_selection_is() -> None:
+    import pytest
+
+    import hermes_nb
+    from hermes_nb.tools.errors import UnknownToolsetError
+
+    with pytest.raises(UnknownToolsetError, match="unknown toolset 'geometry'"):
+        hermes_nb.compare(["geometry"], None)
+    with pytest.raises(TypeError, match="a list of toolset names"):
+        hermes_nb.compare([1], None)
