@@ -127,6 +127,7 @@ def _check_agent_state(nb: Any) -> None:
     assert "Replay drift" not in every and "different tool results" not in every
     (plan,) = [o["data"]["text/html"] for o in _cell(nb, "planner.run(").outputs if "text/html" in o.get("data", {})]
     assert plan.count('class="hermes-nb-checklist"') == 1 and "3/3 done" in plan and "updated 3×" in plan
+    assert "how the plan changed (3 states)" in plan and "written: " in plan  # issue 35: saved, the whole story
     second = _text(_cell(nb, "start_new_kernel"))
     pids = {line.split(":")[0]: line.split(":")[1].strip() for line in second.splitlines()
             if line.startswith(("this kernel:", "second kernel:"))}

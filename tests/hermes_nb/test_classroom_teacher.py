@@ -126,3 +126,22 @@ def test_compare_says_what_a_selection_is() -> None:
         hermes_nb.compare(["geometry"], None)
     with pytest.raises(TypeError, match="a list of toolset names"):
         hermes_nb.compare([1], None)
+
+
+# -- item 5: the plan's history in a saved notebook ---------------------------------------------------------------
+
+def test_a_saved_transcript_keeps_every_state_of_the_plan() -> None:
+    from hermes_nb.agent.events import TodoUpdated
+    from hermes_nb.display.live import Transcript, transcript_html, transcript_text
+
+    t = Transcript(prompt="plan it", model="m")
+    states = [({"id": "1", "content": "count", "status": "in_progress"}, {"id": "2", "content": "plot", "status": "pending"}),
+              ({"id": "1", "content": "count", "status": "completed"}, {"id": "2", "content": "plot", "status": "in_progress"}),
+              ({"id": "1", "content": "count", "status": "completed"}, {"id": "2", "content": "plot", "status": "completed"})]
+    for n, todos in enumerate(states):
+        t.handle(TodoUpdated(tool_call_id=f"t{n}", todos=todos))
+    html, text = transcript_html(t), transcript_text(t)
+    assert html.count('class="hermes-nb-checklist"') == 1 and "updated 3×" in html  # one checklist, as live
+    assert "how the plan changed (3 states)" in html
+    assert "written: ▶ count · ☐ plot" in html and "update 1: ☑ count · ▶ plot" in html  # was: the last state only
+    assert "update 2: ☑ count · ☑ plot" in text

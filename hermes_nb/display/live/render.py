@@ -65,7 +65,7 @@ def transcript_html(t: Transcript) -> str:
         elif kind == "timeline":
             parts.append(timeline_html(item[1]))
         elif kind == "checklist":
-            parts.append(checklist_html(item[1].todos, updates=item[1].updates))
+            parts.append(checklist_html(item[1].todos, updates=item[1].updates, history=item[1].history))
         else:
             parts.append(note_html((item[1], item[2])))
     if not t.done and not any(c.state in ("queued", "running") for c in t.cards.values()):
@@ -90,7 +90,7 @@ def transcript_text(t: Transcript) -> str:
         elif item[0] == "tool":
             lines.append(card_text(item[1]))
         elif item[0] == "checklist":
-            lines.append(checklist_text(item[1].todos))
+            lines.append(checklist_text(item[1].todos, history=item[1].history))
         elif item[0] == "timeline":
             lines.append(timeline_text(item[1]))
         else:

@@ -59,6 +59,8 @@ class Checklist:
 
     todos: tuple[dict[str, str], ...]
     updates: int = 1
+    #: every state the plan had, in order (the first is the plan as written): a saved notebook keeps its story
+    history: list[tuple[dict[str, str], ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -162,7 +164,7 @@ class Transcript:
         card = self.cards.pop(event.tool_call_id, None)
         at = next((i for i, item in enumerate(self.items) if item[0] == "tool" and item[1] is card), None)
         if self.checklist is None:
-            self.checklist = Checklist(todos=event.todos)
+            self.checklist = Checklist(todos=event.todos, history=[event.todos])
             if at is None:
                 self.items.append(["checklist", self.checklist])
             else:
@@ -170,6 +172,7 @@ class Transcript:
             return
         self.checklist.todos = event.todos
         self.checklist.updates += 1
+        self.checklist.history.append(event.todos)
         if at is not None:
             del self.items[at]
 
