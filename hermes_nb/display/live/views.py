@@ -100,7 +100,8 @@ class HtmlView(NullView):
         from hermes_nb.display import running
 
         # a restart before the end leaves "⏳ running" in the saved notebook: the next load says so
-        self._marker = running.begin(str(self.handle_.display_id), prompt=prompt, cell=_state.cell[0])
+        marker_id = getattr(self.handle_, "display_id", None) or f"view-{id(self):x}"
+        self._marker = running.begin(str(marker_id), prompt=prompt, cell=_state.cell[0])
         self._dirty = False
         self._last = 0.0
         self.updates = 0
