@@ -55,6 +55,7 @@ def load_ipython_extension(ip: Any) -> None:
     from hermes_nb.tools.sources.hermes_imports import install_fallback
 
     _state.shell = ip
+    _forget_lazy_load(ip)  # loaded now: after an %unload_ext, a magic must not load it again
     _state.undos.append(_forget_configurables(ip))
     _state.undos.append(install_fallback())  # a cell's `import tools.registry`, when no `tools` exists
     try:
@@ -186,6 +187,19 @@ def _load_on_first_magic() -> None:
                 manager.register_lazy(name, __name__, kind)
             except TypeError:  # IPython 8's register_lazy(name, fully_qualified_name)
                 manager.register_lazy(name, __name__)
+
+
+def _forget_lazy_load(ip: Any) -> None:
+    """Drop the lazy declarations ``_load_on_first_magic`` made (the load's own magics replace them)."""
+    manager = getattr(ip, "magics_manager", None)
+    lazy = getattr(manager, "lazy_magics", None)
+    if not isinstance(lazy, dict):
+        return
+    for name in [n for n, spec in lazy.items() if spec == __name__]:
+        del lazy[name]
+        for table in manager.magics.values():
+            if getattr(table.get(name), "spec", None) == __name__:
+                del table[name]
 
 
 _load_on_first_magic()

@@ -330,3 +330,17 @@ def test_the_countdown_is_shown_and_updated_while_the_tool_runs(monkeypatch: pyt
     with Countdown("area", 60, display=True, every=0.01):
         assert ticked.wait(10)
     assert seen[0].startswith("⏳ area running: times out in 60 s") and seen[-1] == ""  # cleared at the end
+
+
+def test_after_an_unload_a_magic_does_not_load_the_extension_again() -> None:
+    import hermes_nb
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    if hermes_nb._state.undos:
+        shell.run_line_magic("unload_ext", "hermes_nb")
+    hermes_nb._load_on_first_magic()  # imported, then loaded by %load_ext: the lazy declarations go
+    shell.run_line_magic("load_ext", "hermes_nb")
+    shell.run_line_magic("unload_ext", "hermes_nb")
+    assert "hermes_nb" not in shell.magics_manager.lazy_magics.values()
+    assert not hermes_nb._state.undos
