@@ -333,8 +333,9 @@ def test_the_countdown_is_shown_and_updated_while_the_tool_runs(monkeypatch: pyt
 
 
 def test_after_an_unload_a_magic_does_not_load_the_extension_again() -> None:
-    import hermes_nb
     from IPython.core.interactiveshell import InteractiveShell
+
+    import hermes_nb
 
     shell = InteractiveShell.instance()
     if hermes_nb._state.undos:
