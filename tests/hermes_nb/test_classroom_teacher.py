@@ -145,3 +145,47 @@ def test_a_saved_transcript_keeps_every_state_of_the_plan() -> None:
     assert "how the plan changed (3 states)" in html
     assert "written: ▶ count · ☐ plot" in html and "update 1: ☑ count · ▶ plot" in html  # was: the last state only
     assert "update 2: ☑ count · ☑ plot" in text
+
+
+# -- "Also": while a question's buttons wait, the transcript says it waits for you ----------------------------------
+
+def test_while_a_question_waits_the_transcript_says_waiting_for_you(monkeypatch: Any) -> None:
+    import threading
+    import time
+
+    from hermes_nb.agent.events import ToolCallQueued
+    from hermes_nb.display.live.views import HtmlView
+    from hermes_nb.tools import interaction
+
+    drawn: list[str] = []
+
+    class Handle:
+        display_id = "d1"
+
+        def update(self, bundle: dict[str, str], **kw: Any) -> None:
+            drawn.append(bundle["text/html"])
+
+    monkeypatch.setattr("IPython.display.display", lambda *a, **kw: Handle())
+    monkeypatch.setattr("hermes_nb.display.live.views._clock", lambda: 0.0)  # always inside the throttle window
+    view = HtmlView("run the script", "m")
+    view.tick()
+    view.handle(ToolCallQueued(index=0, id="c1", name="execute_code", arguments='{"code": "print(1)"}'))
+    asked, answered = threading.Event(), threading.Event()
+
+    def question() -> None:  # what an approval prompt is: run on the main thread, blocking until answered
+        asked.set()
+        answered.wait(10)
+
+    with interaction.main_thread_waiting():
+        worker = threading.Thread(target=lambda: interaction.run_on_main(question))
+        worker.start()
+        deadline = time.monotonic() + 10
+        while not interaction.asking():  # the worker has queued its question
+            assert time.monotonic() < deadline
+        view.tick()  # the loop's drain before it services the question: drawn now, though throttled
+        assert "waiting for you: answer the question below" in drawn[-1] and "waiting for the model" not in drawn[-1]
+        answered.set()
+        interaction.service()
+        worker.join(10)
+    view.tick()
+    assert "waiting for you" not in view._bundle()["text/html"]

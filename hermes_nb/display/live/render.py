@@ -68,7 +68,9 @@ def transcript_html(t: Transcript) -> str:
             parts.append(checklist_html(item[1].todos, updates=item[1].updates, history=item[1].history))
         else:
             parts.append(note_html((item[1], item[2])))
-    if not t.done and not any(c.state in ("queued", "running") for c in t.cards.values()):
+    if not t.done and t.asking:  # it said "waiting for the model" while the buttons waited (issue 35)
+        parts.append(f'<div style="color:{colours.WARN}">⏳ waiting for you: answer the question below</div>')
+    elif not t.done and not any(c.state in ("queued", "running") for c in t.cards.values()):
         # a running call's card already says "⏳ running…"; the footer speaks only between calls
         parts.append(f'<div style="color:{_GREY}">⏳ waiting for the model…</div>')
     if t.usage:

@@ -78,6 +78,7 @@ class Transcript:
     shown_live: bool = False
     done: bool = False
     cost: Any = None  # the run's cost (hermes_nb.agent.cost.RunCost), set when it finishes
+    asking: bool = False  # a question (an approval's buttons) waits for the person: the footer says so
 
     def handle(self, event: AgentEvent) -> None:
         """Apply one agent event."""

@@ -111,8 +111,13 @@ class HtmlView(NullView):
         self._dirty = True
 
     def tick(self) -> None:
+        from hermes_nb.tools import interaction
+
         now = _clock()
-        if self._dirty and now - self._last >= 1 / MAX_UPDATES_PER_S:
+        asking = interaction.asking()  # a question takes the main thread next: draw what is true now, unthrottled
+        if asking != self.transcript.asking:
+            self.transcript.asking, self._dirty = asking, True
+        if self._dirty and (asking or now - self._last >= 1 / MAX_UPDATES_PER_S):
             self._update()
             self._last = now
 
