@@ -14,6 +14,7 @@ from hermes_nb import _moved, _state
 
 __all__ = [
     "Agent",
+    "compare",
     "enable_nest_asyncio",
     "evaluate",
     "load_ipython_extension",
@@ -54,6 +55,7 @@ def load_ipython_extension(ip: Any) -> None:
     from hermes_nb.tools.sources.hermes_imports import install_fallback
 
     _state.shell = ip
+    _forget_lazy_load(ip)  # loaded now: after an %unload_ext, a magic must not load it again
     _state.undos.append(_forget_configurables(ip))
     _state.undos.append(install_fallback())  # a cell's `import tools.registry`, when no `tools` exists
     try:
@@ -135,6 +137,10 @@ def __getattr__(name: str) -> Any:
         return reg
     if name == "toolsets":
         return importlib.import_module("hermes_nb.selection")
+    if name == "compare":  # two toolset selections side by side (issue 35)
+        from hermes_nb.evaluation.compare import compare
+
+        return compare
     if name == "evaluate":  # issue 13
         from hermes_nb.evaluation import evaluate
 
@@ -153,3 +159,47 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     """``hermes_nb.`` + Tab shows the public API (the lazy names too), not this module's imports."""
     return sorted(__all__)
+
+
+#: Every magic the load adds, by kind (``_SUMMARY`` names them for the person).
+_MAGICS = {"line": ("tools", "toolsets", "agent", "memory", "sessions", "mcp", "hermes", "plugins"),
+           "cell": ("tool", "agent")}
+
+
+def _load_on_first_magic() -> None:
+    """After a kernel restart a cell's ``from hermes_nb import ...`` often runs before the ``%load_ext`` cell:
+    ``%tools`` was then "Line magic function `%tools` not found". Imported into a shell that has not loaded the
+    extension, hermes_nb declares its magics lazily (IPython's ``register_lazy``), so the first one loads the
+    extension (its summary line says so) and runs."""
+    import sys
+
+    getipython = sys.modules.get("IPython.core.getipython")
+    ip = getipython.get_ipython() if getipython is not None else None
+    manager = getattr(ip, "magics_manager", None)
+    if manager is None or _state.undos or not hasattr(manager, "register_lazy"):
+        return
+    getattr(manager, "_loaded_lazy", set()).discard(__name__)  # a load after an unload is a load again
+    for kind, names in _MAGICS.items():
+        for name in names:
+            if name in manager.magics[kind]:
+                continue
+            try:
+                manager.register_lazy(name, __name__, kind)
+            except TypeError:  # IPython 8's register_lazy(name, fully_qualified_name)
+                manager.register_lazy(name, __name__)
+
+
+def _forget_lazy_load(ip: Any) -> None:
+    """Drop the lazy declarations ``_load_on_first_magic`` made (the load's own magics replace them)."""
+    manager = getattr(ip, "magics_manager", None)
+    lazy = getattr(manager, "lazy_magics", None)
+    if not isinstance(lazy, dict):
+        return
+    for name in [n for n, spec in lazy.items() if spec == __name__]:
+        del lazy[name]
+        for table in getattr(manager, "magics", {}).values():
+            if getattr(table.get(name), "spec", None) == __name__:
+                del table[name]
+
+
+_load_on_first_magic()

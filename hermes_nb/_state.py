@@ -24,3 +24,7 @@ nest_asyncio_enabled: bool = False
 #: The outermost notebook cell running now, as ``(prompt number, front end's cell id)`` (``None`` each when
 #: unknown): recorded by ``hermes_nb.startup.cells``'s ``pre_run_cell`` hook, read by ``magics.cells``.
 cell: tuple[int | None, str | None] = (None, None)
+
+#: The functions ``%%tool`` cells registered, by their name in the namespace: ``(tool name, the function)``; a plain
+#: cell that redefines one is told the tool did not change (``hermes_nb.startup.cells``'s ``post_run_cell``).
+cell_functions: dict[str, tuple[str, Any]] = {}

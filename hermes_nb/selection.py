@@ -44,8 +44,9 @@ class Selection(HasTraits):
                                     "read at load lists them in the picker, unticked).")
 
     def select(self, names: Iterable[str] | None) -> None:
-        """Enable exactly these toolsets (``None`` or ``["all"]``: every toolset; ``["default"]``: the default)."""
-        names = None if names is None else list(dict.fromkeys(names))
+        """Enable exactly these toolsets (``None`` or ``["all"]``: every toolset; ``["default"]``: the default; one
+        name as a string is that one toolset)."""
+        names = None if names is None else list(dict.fromkeys([names] if isinstance(names, str) else names))
         if names is None or any(n in _ALL for n in names):
             self.mode, self.enabled = "all", []
             return

@@ -34,6 +34,14 @@ def cells(ip: Any) -> Callable[[], None]:
     """Follow the cells ``ip`` runs (``magics.cells`` reads it: ``%%tool``'s line numbers, the tools a cell
     owns); the hook is here, so that the load imports nothing for it."""
 
+
+    def restarted() -> None:  # runs a restart cut off: their cards still say "⏳ running" (issue 35)
+        from hermes_nb.display.running import restart_lines
+
+        for line in restart_lines():
+            print(line)
+
+    unhook_restarted = _after_cell(ip, restarted)  # under the loading cell, without slowing the load
     def pre_run_cell(info: Any) -> None:
         cell_id = getattr(info, "cell_id", None)
         if not getattr(info, "store_history", True) and cell_id is None:
@@ -42,13 +50,31 @@ def cells(ip: Any) -> Callable[[], None]:
         count = int(getattr(ip, "execution_count", 0) or 0)
         _state.cell = (count - 1 if info.store_history else count, cell_id)
 
+    def post_run_cell(result: Any) -> None:
+        info = getattr(result, "info", None)
+        if not _state.cell_functions or info is None or (not info.store_history and info.cell_id is None):
+            return  # no %%tool function to watch, or a nested run
+        if (info.raw_cell or "").lstrip().startswith("%%tool"):
+            return  # the cell re-registers what it defines
+        for name, (tool, registered) in list(_state.cell_functions.items()):
+            now = ip.user_ns.get(name)
+            if callable(now) and now is not registered:
+                # a plain cell redefined it: the tool still runs the %%tool cell's version (issue 35)
+                print(f"note: {name} is redefined here, but the tool {tool} still runs the %%tool cell's version; "
+                      f"put %%tool on this cell (or re-run that one) to update it")
+                _state.cell_functions[name] = (tool, now)  # said once per redefinition
+
     ip.events.register("pre_run_cell", pre_run_cell)
+    ip.events.register("post_run_cell", post_run_cell)
 
     def undo() -> None:
-        try:
-            ip.events.unregister("pre_run_cell", pre_run_cell)
-        except ValueError:  # already gone
-            pass
+        unhook_restarted()
+        for event, callback in (("pre_run_cell", pre_run_cell), ("post_run_cell", post_run_cell)):
+            try:
+                ip.events.unregister(event, callback)
+            except ValueError:  # already gone
+                pass
+        _state.cell_functions.clear()
 
     return undo
 

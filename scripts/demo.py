@@ -92,6 +92,9 @@ def _prose(source: str) -> list[str]:
                 continue
         lines.append("")
         items = [i for i in block.splitlines() if i.strip()]
+        if all(i.lstrip().startswith("|") for i in items):  # a table: its rows as written (was one run-on line)
+            lines += [i.strip() for i in items if set(i.strip()) - set("|-: ")]
+            continue
         if all(i.lstrip()[:2] in ("- ", "* ") or i.lstrip()[:1].isdigit() or i.startswith("  ") for i in items):
             for item in _list_items(items):
                 marker = item.split(" ", 1)[0]

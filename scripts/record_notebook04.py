@@ -121,6 +121,10 @@ def record_execute_code(shell: Any) -> None:
             enabled_toolsets=["units", "text", "code_execution"])
         result = hermes_nb_agent.run("Convert -40, 0, 37 and 100 °C to Fahrenheit, and count the words of "
                                      "'tools in cells' and 'a script that calls tools in a loop'.")
+    # the scripted server's usage is its stand-in (10 + 5 tokens a turn): say so, or it reads as a real count
+    data = json.loads(SCRIPT_CASSETTE.read_text(encoding="utf-8"))
+    data["usage"] = "placeholder"
+    SCRIPT_CASSETTE.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(result.tool_calls[0].content)
     print(f"wrote {SCRIPT_CASSETTE}")
 

@@ -71,6 +71,13 @@ def _check_safe_scheduling(nb: Any) -> None:
     (shown,) = [o for o in timeline.outputs if o.get("output_type") == "execute_result"]
     assert "var(--jp-" in shown["data"]["text/html"]  # bars in the theme's colours
     assert "4 fetches (one parallel segment): 4 calls" in shown["data"]["text/plain"]
+    # issue 35: each segment says why, on an axis with a legend; no raw BatchSegment(...) reprs
+    html = shown["data"]["text/html"]
+    assert "segment 0: read-only → shared time" in html and "same file notes.txt → one at a time" in html
+    assert "runs alone" in html and " ms</span>" in html  # the legend and the axis's end
+    plan = _text(_cell(nb, "explain(batch)"))
+    assert "BatchSegment(" not in plan and "segment 0: fetch_doc, fetch_doc, fetch_doc, fetch_doc · read-only" in plan
+    assert "segment 1: read_note · same file notes.txt → one at a time" in plan, plan
     from hermes_nb.tools.safety import sandbox
 
     if sandbox.status().mechanism.startswith("bubblewrap"):  # the tour's sandbox cell shows what it hides
@@ -85,6 +92,7 @@ def _check_mcp_and_plugins(nb: Any) -> None:
     clean_up = nb.cells[-2]
     assert "CLEAN-UP" in clean_up.source
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in clean_up.outputs)
+    assert "Button(" not in _text(clean_up) and "🧹 Clean up: a button" in _text(clean_up)  # untrusted: a sentence
     offered = _text(_cell(nb, "turn = assemble_tool_definitions("))  # tool search: the bridge, not the schemas
     assert "'tool_search'" in offered and "'mcp__time__" not in offered.split("\n")[0] and "Deferred tools (2)" in offered
     assert "mcp__time__convert_time -> {" in _text(_cell(nb, "with use_catalog(turn.catalog)"))
@@ -102,6 +110,14 @@ def _check_test_and_evaluate(nb: Any) -> None:
     assert nested.count("<b>convert_temperature</b>") == 4 and nested.count("<b>word_count</b>") == 2
     assert "Replay drift" not in html and "212 °F" in html
     assert "'status': 'success'" in _text(_cell(nb, "json.loads(run.tool_calls[0].content)"))
+    evaluated = _text(_cell(nb, "result = hermes_nb.evaluate(cases"))
+    assert "replayed from" in evaluated and "eval-04 (recorded turns, no model called)" in evaluated, evaluated
+    assert '✗ sent convert_temperature(value=50, to="F")' in evaluated  # the arguments behind a failed check
+    compared = _text(_cell(nb, "hermes_nb.compare("))  # issue 35: two selections side by side
+    for row in ("tools offered              3", "  word_count               59", "errors                     0"):
+        assert row in compared, compared
+    # the script's turns were recorded against a scripted server: its usage is a placeholder, not a count
+    assert "placeholder usage (a scripted recording)" in html and "10 + 5 tokens" not in html
 
 
 def _check_agent_state(nb: Any) -> None:
@@ -111,6 +127,7 @@ def _check_agent_state(nb: Any) -> None:
     assert "Replay drift" not in every and "different tool results" not in every
     (plan,) = [o["data"]["text/html"] for o in _cell(nb, "planner.run(").outputs if "text/html" in o.get("data", {})]
     assert plan.count('class="hermes-nb-checklist"') == 1 and "3/3 done" in plan and "updated 3×" in plan
+    assert "how the plan changed (3 states)" in plan and "written: " in plan  # issue 35: saved, the whole story
     second = _text(_cell(nb, "start_new_kernel"))
     pids = {line.split(":")[0]: line.split(":")[1].strip() for line in second.splitlines()
             if line.startswith(("this kernel:", "second kernel:"))}
@@ -119,6 +136,11 @@ def _check_agent_state(nb: Any) -> None:
     assert '✓ session_search' in second and '"mode": "discover"' in second
     (lead,) = [o["data"]["text/html"] for o in _cell(nb, "lead.run(").outputs if "text/html" in o.get("data", {})]
     assert lead.count('class="hermes-nb-child"') == 2 and "emperors breed through the winter" in lead
+    assert "(with 2 sub-agent runs)" in lead  # issue 35: the total includes the sub-agents
+    assert "🤖 agent · replay:cassettes/state-delegate.call_delegate.0.json" in lead  # a sub-agent's header names its own cassette
+    cost = _text(_cell(nb, "priced_as(compared"))
+    assert "tokens: 1800 · the lead's own: 600 · its sub-agents': [600, 600]" in cost, cost
+    assert "as gpt-4o-mini: $" in cost and "for the recorded usage" in cost, cost
     assert "Studies Adélie penguins on Ross Island" in _text(_cell(nb, "%memory"))
 
 

@@ -34,7 +34,7 @@ class ToolArgumentError(HermesNbError, ValueError):
     """Arguments do not satisfy a tool's schema; the message tells the model what to fix."""
 
 
-class UnknownToolsetError(HermesNbError, ValueError):
+class UnknownToolsetError(OneLineError, ValueError):
     """A toolset name that no table entry or registered tool knows."""
 
 

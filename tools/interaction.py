@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-__all__ = ["CallbackStack", "Interrupted", "main_thread_waiting", "post", "run_on_main", "service"]
+__all__ = ["CallbackStack", "Interrupted", "asking", "main_thread_waiting", "post", "run_on_main", "service"]
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -30,6 +30,13 @@ _waiting = 0
 _lock = threading.Lock()
 _interrupted = False  # set by ■ during a question; cleared when the main thread stops waiting
 _held: list[_Request] = []  # interrupted questions, answered when the main thread stops waiting
+_asking = 0  # questions (run_on_main) waiting for or being answered on the main thread
+
+
+def asking() -> bool:
+    """Whether a question for the person is waiting for the main thread or being answered there (a live view
+    draws "waiting for you" then, not "waiting for the model")."""
+    return _asking > 0
 
 
 class Interrupted(KeyboardInterrupt):
@@ -136,19 +143,30 @@ def post(fn: Callable[..., Any], *args: Any) -> None:
 
 def run_on_main(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call ``fn`` on the main thread if it is blocked waiting for us; otherwise call it here."""
+    global _asking
     if _on_main() or _waiting == 0:
         return fn(*args, **kwargs)
     request = _Request(fn, args, kwargs)
-    _requests.put(request)
+    with _lock:
+        _asking += 1
+    try:
+        _requests.put(request)
+        _wait_for(request)
+    finally:
+        with _lock:
+            _asking -= 1
+    if request.error is not None:
+        raise request.error
+    return request.result
+
+
+def _wait_for(request: _Request) -> None:
     while not request.done.wait(0.05):
         if _waiting == 0 and request.claim():  # the main thread stopped waiting: run it here
             if _interrupted:  # ...because ■ stopped the run this question belonged to: not asked
                 request.error = Interrupted("the person interrupted the run (■) before this question")
                 break
             request.run()
-    if request.error is not None:
-        raise request.error
-    return request.result
 
 
 class CallbackStack(Generic[C]):

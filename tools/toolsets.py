@@ -85,6 +85,32 @@ TOOLSETS: dict[str, ToolsetSpec] = {
         "tools": [],
         "includes": ["file", "terminal", "code", "clarify"],
     },
+    # the agent-loop tools (tools/agent_loop): their toolsets get a line in the picker like the others
+    "todo": {
+        "description": "The agent's plan for the run: one checklist it writes and updates",
+        "tools": ["todo"],
+        "includes": [],
+    },
+    "memory": {
+        "description": "Notes the agent keeps across runs (MEMORY.md, USER.md), in the next run's system prompt",
+        "tools": ["memory"],
+        "includes": [],
+    },
+    "session_search": {
+        "description": "Search past runs, this notebook's and other kernels' (full text)",
+        "tools": ["session_search"],
+        "includes": [],
+    },
+    "delegation": {
+        "description": "Hand tasks to sub-agents that run at the same time, each with a subset of the tools",
+        "tools": ["delegate_task"],
+        "includes": [],
+    },
+    "tool_search": {
+        "description": "Find and call tools kept out of the prompt (deferred), by searching their descriptions",
+        "tools": ["tool_search", "tool_describe", "tool_call"],
+        "includes": [],
+    },
 }
 
 _ALL = {"all", "*"}
@@ -98,9 +124,16 @@ def _registry() -> Any:
 
 
 def get_all_toolsets() -> dict[str, ToolsetSpec]:
-    """The static table plus every toolset that exists only in the registry (notebook, plugin, MCP)."""
+    """The static table plus every toolset that exists only in the registry (notebook, plugin, MCP); a toolset
+    holding only Hermes main's new names of tools another toolset has (``todo_list`` for ``todo``) is left out of
+    the listing (a class saw both), though it still works by name."""
+    from hermes_nb.tools.sources.hermes_names import TOOL_RENAMES
+
     out: dict[str, ToolsetSpec] = {k: _copy(v) for k, v in TOOLSETS.items()}
-    for name, tools in _registry().get_toolsets().items():
+    reg = _registry()
+    for name, tools in reg.get_toolsets().items():
+        if name not in out and tools and all(reg.get_entry(TOOL_RENAMES.get(t, "")) is not None for t in tools):
+            continue
         spec = out.setdefault(name, {"description": "", "tools": [], "includes": []})
         spec["tools"] = sorted(set(spec["tools"]) | set(tools))
     return out

@@ -21,11 +21,12 @@ import json
 import re
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.agent.events import ChildEvent
+from hermes_nb.agent.cost import run_cost
+from hermes_nb.agent.events import ChildEvent, ModelNamed
 from hermes_nb.tools.agent_loop.tool import MAX_CONCURRENT_CHILDREN, MAX_DEPTH
 from hermes_nb.tools.calls.results import tool_error
 
@@ -112,6 +113,8 @@ async def _task(run: Any, index: int, task: dict[str, Any], call_id: str, limit:
         def emit(event: Any) -> None:
             run.emit(ChildEvent(tool_call_id=call_id, index=index, label=label, event=event))
 
+        emit(ModelNamed(name=child.model.name))  # its header names its own model (a replay: its own cassette)
+
         begun = time.monotonic()
         from hermes_nb.tools.safety.gate import use_approver
 
@@ -126,6 +129,8 @@ async def _task(run: Any, index: int, task: dict[str, Any], call_id: str, limit:
                     results.append(result)
                     error = _schema_error(schema, result.text)
                 valid = error is None
+    run.children.extend(replace(r, cost=run_cost(r.turns, child.model, [c.cost for c in r.children if c.cost]))
+                        for r in results)  # the parent's total includes what its sub-agents used
     entry = _entry(index, status=_status(result), summary=result.text,
                    api_calls=sum(r.iterations for r in results),
                    duration_seconds=round(time.monotonic() - begun, 2), model=result.model,

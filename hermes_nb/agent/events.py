@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from hermes_nb.agent.turns import Turn
@@ -40,6 +40,8 @@ class ToolRecord(Protocol):
     def started(self) -> float: ...
     @property
     def ended(self) -> float: ...
+    @property
+    def changes(self) -> tuple[Any, ...]: ...  # the files it changed (tools.safety.lander.ChangedFile)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from hermes_nb.agent.arguments import check_prompt, toolset_list
 from hermes_nb.agent.code_host import install_code_host
 from hermes_nb.agent.cost import run_cost
 from hermes_nb.agent.events import (
@@ -115,8 +116,8 @@ class Agent:
             from hermes_nb.models.replay import RecordingModel
 
             self.model = RecordingModel(self.model, record)
-        self.enabled_toolsets = enabled_toolsets
-        self.disabled_toolsets = disabled_toolsets
+        self.enabled_toolsets = toolset_list(enabled_toolsets, "enabled_toolsets")  # one line here, not at run()
+        self.disabled_toolsets = toolset_list(disabled_toolsets, "disabled_toolsets")
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.display = display
@@ -147,7 +148,7 @@ class Agent:
         """Run until the model answers without tool calls; safe in a cell and in plain Python."""
         if async_bridge.in_loop_thread():
             raise BridgeError("Agent.run() was called on the hermes_nb background loop; await agent.arun() instead")
-        self._check_config()
+        self._check_config(prompt)
         events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
@@ -174,7 +175,7 @@ class Agent:
 
     async def arun(self, prompt: str) -> AgentResult:
         """``run`` for top-level ``await`` in a cell (or any event loop)."""
-        self._check_config()
+        self._check_config(prompt)
         events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
@@ -206,12 +207,13 @@ class Agent:
         if not async_bridge.in_loop_thread():
             raise BridgeError("Agent.run_on_loop() runs on the hermes_nb background loop; "
                               "call agent.run() or await agent.arun() instead")
-        self._check_config()
+        self._check_config(prompt)
         return await self._core(prompt, lambda event: None)
 
     # -- plumbing between the calling thread and the core -----------------------------------------
 
-    def _check_config(self) -> None:
+    def _check_config(self, prompt: Any) -> None:
+        check_prompt(prompt)
         check = getattr(self.model, "check_config", None)
         if check is not None:
             check()
@@ -238,7 +240,8 @@ class Agent:
 
     def _finish(self, result: AgentResult, events: queue.Queue[AgentEvent], view: View) -> AgentResult:
         _drain(events, view)
-        result = replace(result, transcript=view.transcript, cost=run_cost(result.turns, self.model))
+        result = replace(result, transcript=view.transcript, cost=run_cost(
+            result.turns, self.model, [c.cost for c in result.children if c.cost is not None]))
         view.finish(result)
         return result
 
@@ -310,8 +313,9 @@ class Agent:
         except (asyncio.CancelledError, KeyboardInterrupt):
             reason, text = "interrupted", "Interrupted by the user."
             records += self._answer_pending(pending, finished, iterations, emit)
-            emit(Notice(message="Interrupted: every tool call has an answer in the history; "
-                               "the next run continues the conversation.", level="warning"))
+            emit(Notice(message="Interrupted: every tool call has an answer in the history; the next run (re-running "
+                               "this cell too) continues the conversation; %agent reset or agent.reset() starts "
+                               "fresh.", level="warning"))
             if not pending and len(turns) < iterations:  # cut inside a model turn: its tokens are unknown
                 add_usage(usage, unreported_usage())
             kept_line = cut_answer(self.messages, "".join(partial), "interrupted by the user")
@@ -329,9 +333,12 @@ class Agent:
             undo()
             run.end(self.messages)
             self._task = None
+        for child in run.children:  # a run's tokens include its sub-agents' (issue 35: 600 shown, 1 800 used)
+            add_usage(usage, child.usage)
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
-                           model=shown, turns=tuple(turns), todos=tuple(self.todo_store.read()))
+                           model=shown, turns=tuple(turns), todos=tuple(self.todo_store.read()),
+                           children=tuple(run.children))
 
     async def _complete(self, sent: list[dict[str, Any]], tools: Assembly, emit: Emit) -> Any:
         """One model turn sent ``sent`` (the history with the turn's tool listing); text that cannot be sent

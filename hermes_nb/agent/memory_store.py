@@ -142,6 +142,10 @@ class MemoryStore:
                     return {"success": False, "error": where + step, "current_entries": _shown(entries)}
                 new, message = step
                 messages.append(message)
+            too_long = max((len(e) for e in new if e not in entries), default=0)
+            if too_long > self.limit(target):  # "is full (0/2,200 chars)" about an empty file misled
+                return {"success": False, "error": f"The entry is {too_long:,} chars; {_FILES[target]} holds at "
+                        f"most {self.limit(target):,}. Shorten it.", "current_entries": entries}
             if len(DELIMITER.join(new)) > self.limit(target):
                 return self._full(target, entries, f"The {'change' if len(operations) == 1 else 'operations'} "
                                                    "would exceed the limit.")

@@ -48,6 +48,8 @@ class Run:
     stored: int = 0  # messages of agent.messages already stored
     store_failed: bool = False
     undo: Callable[[], None] = field(default=lambda: None, repr=False)
+    #: the results of the sub-agents this run delegated to (their usage and cost count in the run's total)
+    children: list[Any] = field(default_factory=list, repr=False)
 
     def store(self, messages: list[dict[str, Any]]) -> None:
         """Store the messages added since the last call (the first failure is said once; then no more tries)."""

@@ -78,6 +78,8 @@ class Turn:
     #: a replay's own record of this turn's request (``messages``, ``definitions``, ``tools``): the context
     #: the recording was made in, to show a class beside what was sent now
     recorded_request: Mapping[str, Any] | None = None
+    #: the recorded usage is a scripted server's stand-in (a cassette's ``"usage": "placeholder"``), not a count
+    placeholder: bool = False
 
     @property
     def usage(self) -> Any:
@@ -95,6 +97,8 @@ def new_turn(iteration: int, messages: Sequence[dict[str, Any]], tools: Sequence
     ``previous``: the run's turn before it, whose request this one shares what it can with."""
     recorded = recorded_usage(model)
     request = make_request(messages, tools, previous.request if previous is not None else None)
+    cassette = getattr(model, "cassette", None) if recorded else None
     return Turn(iteration=iteration, request=request,
                 response=response, model=str(getattr(model, "name", "")), recorded=recorded,
-                recorded_request=getattr(model, "recorded_request", None) if recorded else None)
+                recorded_request=getattr(model, "recorded_request", None) if recorded else None,
+                placeholder=isinstance(cassette, Mapping) and cassette.get("usage") == "placeholder")

@@ -41,8 +41,27 @@ def _nested(items: Sequence[Mapping[str, str]]) -> list[tuple[Mapping[str, str],
     return out
 
 
-def checklist_html(items: Sequence[Mapping[str, str]], *, updates: int = 1) -> str:
-    """The plan as a list with a status mark per item (``updates``: how many times the model changed it)."""
+def _state_line(items: Sequence[Mapping[str, str]]) -> str:
+    """One state of the plan on one line: ``☑ count · ▶ plot · ☐ write up``."""
+    return " · ".join(f"{_MARKS.get(i.get('status', ''), '☐')} {i.get('content', '')}" for i, _ in _nested(items))
+
+
+def _history_html(history: Sequence[Sequence[Mapping[str, str]]]) -> str:
+    """Every state the plan had, folded under it: live the checklist changes in place, and a saved notebook
+    would keep only its last state ("updated 3×") without this."""
+    if len(history) < 2:
+        return ""
+    steps = "".join(f'<li>{escape_html("written" if n == 0 else f"update {n}")}: '
+                    f'{escape_html(_state_line(state))}</li>' for n, state in enumerate(history))
+    return (f'<details class="hermes-nb-plan-history" style="color:{colours.MUTED};font-size:12px">'
+            f'<summary>how the plan changed ({len(history)} states)</summary>'
+            f'<ol style="margin:2px 0;padding-left:1.6em">{steps}</ol></details>')
+
+
+def checklist_html(items: Sequence[Mapping[str, str]], *, updates: int = 1,
+                   history: Sequence[Sequence[Mapping[str, str]]] = ()) -> str:
+    """The plan as a list with a status mark per item (``updates``: how many times the model changed it;
+    ``history``: each state it had, folded underneath)."""
     rows = []
     for item, depth in _nested(items):
         status = item.get("status", "pending")
@@ -57,12 +76,16 @@ def checklist_html(items: Sequence[Mapping[str, str]], *, updates: int = 1) -> s
     changed = f" · updated {updates}×" if updates > 1 else ""
     return (f'<div class="hermes-nb-checklist" style="border:1px solid {colours.BORDER};border-radius:4px;'
             f'padding:4px 8px;margin:4px 0"><div style="color:{colours.MUTED}">📋 plan · {_counts(items)}{changed}'
-            f'</div><ul style="margin:2px 0;padding-left:4px">{"".join(rows)}</ul></div>')
+            f'</div><ul style="margin:2px 0;padding-left:4px">{"".join(rows)}</ul>{_history_html(history)}</div>')
 
 
-def checklist_text(items: Sequence[Mapping[str, str]]) -> str:
-    """The plan as indented lines."""
+def checklist_text(items: Sequence[Mapping[str, str]], *, history: Sequence[Sequence[Mapping[str, str]]] = ()) -> str:
+    """The plan as indented lines, then (when it changed) each state it had, one line each."""
     lines = [f"  📋 plan · {_counts(items)}"]
     lines += [f"    {'  ' * depth}{_MARKS.get(i.get('status', ''), '☐')} {i.get('content', '')}"
               for i, depth in _nested(items)]
+    if len(history) > 1:
+        lines.append("    how the plan changed:")
+        lines += [f"      {'written' if n == 0 else f'update {n}'}: {_state_line(state)}"
+                  for n, state in enumerate(history)]
     return "\n".join(lines)

@@ -1,8 +1,11 @@
 """A batch timeline in one line: ``timeline(results)`` draws each call as a bar from its start to its end.
 
-Several batches share one time scale (``timeline(parallel, serial)``), so their bars compare. The value
-shows itself: HTML bars in JupyterLab (colours from ``hermes_nb.display.colours``, so both themes read), text
-bars anywhere else (a terminal, ``print``, a saved notebook without HTML).
+Several batches share one time scale (``timeline(parallel, serial)``), so their bars compare, on one axis (0 to
+the longest batch, in ms). Each segment is labelled with why its calls shared time or ran alone
+(``hermes_nb.display.segments``: "read-only → shared time", "same file notes.txt → one at a time"), and a legend
+says what the bars' colours mean. The value shows itself: HTML bars in JupyterLab (colours from
+``hermes_nb.display.colours``, so both themes read), text bars anywhere else (a terminal, ``print``, a saved
+notebook without HTML).
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ class Timeline:
     def _repr_html_(self) -> str:
         blocks = [_batch_html(title, results, self.span) for title, results in self.batches]
         legend = (f'<div style="color:{colours.MUTED};font-size:11px;margin-top:2px">'
-                  f'{_swatch(colours.ACCENT)} parallel segment {_swatch(colours.MUTED)} alone '
-                  f'{_swatch(colours.ERROR_MARK)} error or timeout</div>')
+                  f'{_swatch(colours.ACCENT)} shares time (a parallel segment) {_swatch(colours.MUTED)} runs alone '
+                  f'{_swatch(colours.ERROR_MARK)} error or timeout · bars start and end when the call did</div>')
         return f'<div style="display:flex;flex-wrap:wrap;gap:24px">{"".join(blocks)}</div>{legend}'
 
     def __str__(self) -> str:
-        return "\n".join(_batch_text(title, results, self.span) for title, results in self.batches)
+        legend = "legend: █ shares time (a parallel segment)  ▒ runs alone  ! error or timeout"
+        return "\n".join([*(_batch_text(title, results, self.span) for title, results in self.batches), legend])
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
@@ -86,14 +90,41 @@ def _swatch(colour: str) -> str:
     return f'<span style="display:inline-block;width:10px;height:10px;{colours.solid("background", colour)}"></span>'
 
 
+def _reasons(results: tuple[ToolCallResult, ...]) -> dict[int, str]:
+    """Why each segment (by number) of a batch's results ran as it did."""
+    from hermes_nb.display.segments import segment_reasons
+    from hermes_nb.tools.registry import registry
+
+    ordered = sorted(results, key=lambda r: r.index)
+    numbers = sorted({r.segment for r in ordered})
+    shape = [(any(r.parallel for r in ordered if r.segment == n),
+              tuple(i for i, r in enumerate(ordered) if r.segment == n)) for n in numbers]
+    said = segment_reasons([(r.name, r.arguments) for r in ordered], shape, registry=registry)
+    return dict(zip(numbers, said, strict=True))
+
+
+def _axis_html(span: float) -> str:
+    return (f'<div style="display:flex;gap:6px;color:{colours.MUTED};font-size:11px">'
+            f'<span style="width:9em"></span><span style="width:3.5em"></span>'
+            f'<div style="width:240px;display:flex;justify-content:space-between;'
+            f'{colours.solid("border-top", "1px solid " + colours.BORDER)}">'
+            f'<span>0</span><span>{span * 500:.0f}</span><span>{span * 1000:.0f} ms</span></div></div>')
+
+
 def _batch_html(title: str, results: tuple[ToolCallResult, ...], span: float) -> str:
     e = escape_html
     head = (f'<div style="color:{colours.TEXT}"><b>{e(title)}</b> '
             f'<span style="color:{colours.MUTED}">{len(results)} calls, {_elapsed(results) * 1000:.0f} ms in all'
             f'</span></div>')
     t0 = min((r.started for r in results), default=0.0)
+    reasons = _reasons(results)
     rows = []
+    labelled: set[int] = set()
     for r in results:
+        if r.segment not in labelled:
+            labelled.add(r.segment)
+            rows.append(f'<div style="color:{colours.MUTED};font-size:11px;margin-top:3px">segment {r.segment}: '
+                        f'{e(reasons.get(r.segment, ""))}</div>')
         left, width = 100 * (r.started - t0) / span, max(100 * r.duration / span, 0.5)
         outcome = _outcome(r)
         rows.append(
@@ -107,13 +138,18 @@ def _batch_html(title: str, results: tuple[ToolCallResult, ...], span: float) ->
             f'<span style="font-size:11px">{r.duration * 1000:.0f} ms'
             + (f' <span style="color:{colours.ERROR}">{outcome}</span>' if outcome else "")
             + '</span></div>')
-    return f'<div>{head}{"".join(rows)}</div>'
+    return f'<div>{head}{"".join(rows)}{_axis_html(span)}</div>'
 
 
 def _batch_text(title: str, results: tuple[ToolCallResult, ...], span: float) -> str:
     lines = [f"{title}: {len(results)} calls, {_elapsed(results) * 1000:.0f} ms in all"]
     t0 = min((r.started for r in results), default=0.0)
+    reasons = _reasons(results)
+    labelled: set[int] = set()
     for r in results:
+        if r.segment not in labelled:
+            labelled.add(r.segment)
+            lines.append(f"  segment {r.segment}: {reasons.get(r.segment, '')}")
         left = round(TEXT_WIDTH * (r.started - t0) / span)
         width = max(1, round(TEXT_WIDTH * r.duration / span))
         left = min(left, TEXT_WIDTH - 1)
@@ -123,4 +159,6 @@ def _batch_text(title: str, results: tuple[ToolCallResult, ...], span: float) ->
         outcome = _outcome(r)
         lines.append(f"  {r.name[:14]:14} seg {r.segment} |{bar}| {r.duration * 1000:5.0f} ms"
                      + (f" {outcome}" if outcome else ""))
+    end = f"{span * 1000:.0f} ms"
+    lines.append(f"  {'':14} {'':5} 0{' ' * (TEXT_WIDTH - len(end))}{end}")
     return "\n".join(lines)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_nb.evaluation.expect import Expect, OneOf
+from hermes_nb.evaluation.formats import CaseError
 
 __all__ = ["Case", "CallMade", "Outcome", "as_cases", "score"]
 
@@ -109,16 +110,16 @@ def as_cases(cases: Any) -> list[Case]:
     out = []
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
-            raise ValueError(f"case {i}: expected a dict with 'prompt', got {type(row).__name__}")
+            raise CaseError(f"case {i}: expected a dict with 'prompt', got {type(row).__name__}")
         prompt = row.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError(f"case {i}: 'prompt' must be a non-empty string")
+            raise CaseError(f"evaluate: case {i} has no prompt; give each case a 'prompt' (the text the agent is asked)")
         check = _missing_to_none(row.get("check"))
         if check is not None and not callable(check):
-            raise ValueError(f"case {i}: 'check' must be a callable on the final text")
+            raise CaseError(f"case {i}: 'check' must be a callable on the final text")
         args = dict(_missing_to_none(row.get("expected_args")) or {})
         if not all(isinstance(v, Mapping) for v in args.values()):
-            raise ValueError(f"case {i}: 'expected_args' must be {{tool: {{arg: value}}}}")
+            raise CaseError(f"case {i}: 'expected_args' must be {{tool: {{arg: value}}}}")
         possible = _possible_answers(_missing_to_none(row.get("possible_answers")), i)
         for tool, wanted in possible.items():
             args[tool] = {**args.get(tool, {}), **wanted}
@@ -129,7 +130,7 @@ def as_cases(cases: Any) -> list[Case]:
             expected = ()
         expects = tuple(_missing_to_none(row.get("expects")) or ())
         if not all(isinstance(e, Expect) for e in expects):
-            raise ValueError(f"case {i}: 'expects' must be Expect records (hermes_nb.evaluation.expect)")
+            raise CaseError(f"case {i}: 'expects' must be Expect records (hermes_nb.evaluation.expect)")
         out.append(Case(index=i, prompt=prompt, expected_tools=None if expected is None else _names(expected, i),
                         expected_args={str(k): dict(v) for k, v in args.items()}, check=check, expects=expects,
                         name=str(row.get("name") or "")))
@@ -144,7 +145,7 @@ def _possible_answers(value: Any, i: int) -> dict[str, dict[str, OneOf]]:
     out: dict[str, dict[str, OneOf]] = {}
     for item in items:
         if not isinstance(item, Mapping) or not all(isinstance(a, Mapping) for a in item.values()):
-            raise ValueError(f"case {i}: 'possible_answers' must be {{tool: {{arg: [acceptable values]}}}}")
+            raise CaseError(f"case {i}: 'possible_answers' must be {{tool: {{arg: [acceptable values]}}}}")
         for tool, arguments in item.items():
             out[str(tool)] = {
                 str(arg): OneOf(values=tuple(v for v in (vals if isinstance(vals, list) else [vals]) if v != ""),
@@ -168,9 +169,9 @@ def _names(value: Any, i: int) -> tuple[str, ...]:
     try:
         names = tuple(value)  # a list, a tuple, a numpy array from a DataFrame cell
     except TypeError:
-        raise ValueError(f"case {i}: 'expected_tools' must be a list of tool names") from None
+        raise CaseError(f"case {i}: 'expected_tools' must be a list of tool names") from None
     if not all(isinstance(n, str) for n in names):
-        raise ValueError(f"case {i}: 'expected_tools' must be a list of tool names")
+        raise CaseError(f"case {i}: 'expected_tools' must be a list of tool names")
     return names
 
 

@@ -10,6 +10,7 @@ calling again with the same ``out_dir`` runs only the rest.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,10 @@ def evaluate(cases: Any, agent: Any = None, concurrency: int = 8,
         interrupted = run_remote(todo, template, executor, finished, paths)
     else:
         interrupted = run_local(todo, template, concurrency, finished, paths)
+    model = template.get("model") if isinstance(template, Mapping) else None
+    replayed = str(paths[1]) if paths is not None and paths[0] == "replay" else (
+        model.removeprefix("replay:") if isinstance(model, str) and model.startswith("replay:") else None)
     result = build_result(case_list, outcomes, seconds=time.monotonic() - started, resumed=resumed,
-                          interrupted=interrupted)
+                          interrupted=interrupted, replayed=replayed)
     progress.close(summary=result._summary_text())
     return result

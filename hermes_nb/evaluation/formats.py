@@ -15,13 +15,19 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from hermes_nb.evaluation.expect import Expect
+from hermes_nb.tools.errors import OneLineError
 
-__all__ = ["case_dicts", "ignored"]
+__all__ = ["CaseError", "case_dicts", "ignored"]
+
+
+class CaseError(OneLineError, ValueError):
+    """Cases that cannot be read (a file, a glob, a case without a prompt): one line naming the case or file,
+    not a traceback of the YAML parser (issue 35)."""
 
 #: What the last load could not map (an evaluator we do not score, a judged criterion), for one line.
 _ignored: list[str] = []
@@ -46,7 +52,7 @@ def _from_paths(pattern: str | Path) -> list[dict[str, Any]]:
     text = str(pattern)
     paths = sorted(glob.glob(text)) if any(ch in text for ch in "*?[") else [text]
     if not paths:
-        raise ValueError(f"evaluate: no case file matches {text!r}")
+        raise CaseError(f"evaluate: no case file matches {text!r}; check the folder and the pattern (relative to {Path.cwd()})")
     out: list[dict[str, Any]] = []
     for path in map(Path, paths):
         out += _from_data(_load(path), where=str(path))
@@ -57,15 +63,23 @@ def _load(path: Path) -> Any:
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValueError(f"evaluate: cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        if path.suffix == ".json":
-            return json.loads(raw)
+        raise CaseError(f"evaluate: cannot read {path}: {exc.strerror or exc}") from None
+    parse: Callable[[str], Any]
+    errors: tuple[type[Exception], ...]
+    if path.suffix == ".json":
+        parse, errors = json.loads, (ValueError,)
+    else:
         import yaml
 
-        return yaml.safe_load(raw)
-    except ValueError as exc:  # yaml's errors are ValueErrors too
-        raise ValueError(f"evaluate: {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+        parse, errors = yaml.safe_load, (ValueError, yaml.YAMLError)
+    try:
+        return parse(raw)
+    except errors as exc:
+        mark = getattr(exc, "problem_mark", None)  # yaml's: where, and what, in one line
+        why = (f"line {mark.line + 1}, column {mark.column + 1}: {getattr(exc, 'problem', exc)}" if mark is not None
+               else exc)
+        raise CaseError(f"evaluate: {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'} ({why}); "
+                        f"fix the file") from None
 
 
 def _from_data(data: Any, *, where: str) -> list[dict[str, Any]]:
@@ -75,7 +89,7 @@ def _from_data(data: Any, *, where: str) -> list[dict[str, Any]]:
         return [_hermes_task(data, where)]
     if isinstance(data, Mapping) and isinstance(data.get("cases"), list):
         return _from_dataset(data, where=where)
-    raise ValueError(f"evaluate: {where} is neither a Hermes eval task (schema_version, instruction), a "
+    raise CaseError(f"evaluate: {where} is neither a Hermes eval task (schema_version, instruction), a "
                      "pydantic_evals dataset (cases: ...) nor a list of cases")
 
 
@@ -87,7 +101,7 @@ _HERMES_CHECKS = {"tool_called": "name", "tool_succeeded": "name", "final_respon
 
 def _hermes_task(task: Mapping[str, Any], where: str) -> dict[str, Any]:
     if task.get("schema_version") != 1:
-        raise ValueError(f"evaluate: {where}: Hermes eval task schema_version {task.get('schema_version')!r} "
+        raise CaseError(f"evaluate: {where}: Hermes eval task schema_version {task.get('schema_version')!r} "
                          "is not 1")
     expects: list[Expect] = []
     allowed = (task.get("environment") or {}).get("allowed_tools")
@@ -145,7 +159,7 @@ def _prompt(inputs: Any, where: str) -> str:
         texts = [v for v in inputs.values() if isinstance(v, str)]
         if len(texts) == 1:
             return texts[0]
-    raise ValueError(f"evaluate: {where}: inputs must be the prompt text or a mapping with 'prompt'")
+    raise CaseError(f"evaluate: {where}: inputs must be the prompt text or a mapping with 'prompt'")
 
 
 def _split(evaluator: Any) -> tuple[str, Any]:

@@ -34,6 +34,9 @@ class EvalRow:
     cost_usd: float | None = None  # None: unknown price (``cost`` says why)
     cost: str = ""
     name: str = ""  # the case's id in its file (a Hermes task's id, a pydantic_evals case name)
+    #: when the argument check failed: the calls of the checked tools, with the arguments they were sent
+    args_sent: str = ""
+    api_calls: int = 0  # model turns the case took
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -115,6 +118,8 @@ class EvalResult:
         line = (f"{s['cases']} cases: selection {_pct(s['selection_accuracy'])}, args {_pct(s['args_accuracy'])}"
                 f", check {_pct(s['check_accuracy'])}, {s['errors']} errors, {s['tokens']} tokens, "
                 f"{s['cost']}, {s['seconds']:.1f}s")
+        if s.get("replayed"):
+            line += f" — replayed from {s['replayed']} (recorded turns, no model called)"
         if s.get("resumed"):
             line += f" ({s['resumed']} resumed from out_dir)"
         if s.get("interrupted"):
@@ -148,8 +153,10 @@ _HEADERS = ("#", "prompt", "expected", "called", "selection", "args", "check", "
 def _cells(r: EvalRow) -> tuple[str, ...]:
     expected = "–" if r.expected_tools is None else ", ".join(r.expected_tools) or "(none)"
     return (str(r.index), _short(r.prompt, 60), expected,
-            ", ".join(r.tools_called) or "(none)", _mark(r.selection_ok), _mark(r.args_ok), _mark(r.check_ok),
-            str(r.tokens), r.cost, f"{r.seconds:.2f}", _short(r.error or "", 80))
+            ", ".join(r.tools_called) or "(none)", _mark(r.selection_ok),
+            _mark(r.args_ok) + (f" sent {r.args_sent}" if r.args_sent else ""), _mark(r.check_ok),
+            str(r.tokens), r.cost if r.cost_usd is not None else "unknown", f"{r.seconds:.2f}",
+            _short(r.error or "", 80))  # an unknown price's reason: once, in the summary line
 
 
 def _mark(value: bool | None) -> str:
@@ -164,9 +171,27 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _sent(case: Case, outcome: Outcome) -> str:
+    """The checked tools' calls as they were sent, ``area(width=3, height=2)``, or what was missing."""
+    import json
+
+    parts = []
+    for tool in case.expected_args:
+        calls = [c for c in outcome.calls if c.name == tool]
+        if not calls:
+            parts.append(f"no {tool} call")
+        for c in calls:
+            args = c.arguments
+            shown = (", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+                     if isinstance(args, dict) else json.dumps(args, ensure_ascii=False))
+            parts.append(f"{tool}({shown})")
+    return _short("; ".join(parts), 120)
+
+
 def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds: float,
-                 resumed: set[int] | None = None, interrupted: bool = False) -> EvalResult:
-    """Score every finished case and summarise (cases not finished, after an interrupt, are left out)."""
+                 resumed: set[int] | None = None, interrupted: bool = False, replayed: str | None = None) -> EvalResult:
+    """Score every finished case and summarise (cases not finished, after an interrupt, are left out);
+    ``replayed``: the cassettes the cases were replayed from, said in the summary."""
     resumed = resumed or set()
     rows = []
     per_tool_hits: dict[str, list[bool]] = {}
@@ -183,7 +208,9 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
                             check_ok=scores["check_ok"], tokens=outcome.tokens, seconds=outcome.seconds,
                             error=error, text=outcome.text, stopped_reason=outcome.stopped_reason,
                             resumed=case.index in resumed, cost_usd=outcome.cost_usd,
-                            cost=_cost_text(outcome.cost_usd, outcome.cost_note), name=case.name))
+                            cost=_cost_text(outcome.cost_usd, outcome.cost_note), name=case.name,
+                            args_sent=_sent(case, outcome) if scores["args_ok"] is False else "",
+                            api_calls=outcome.api_calls))
         if outcome.cost_usd is None:
             unknown_why.append(outcome.cost_note)
         if case.expected_tools is None:
@@ -198,10 +225,12 @@ def build_result(cases: Sequence[Case], outcomes: dict[int, Outcome], *, seconds
         "check_accuracy": _mean([r.check_ok for r in rows if r.check_ok is not None]),
         "errors": sum(1 for r in rows if r.error),
         "tokens": sum(r.tokens for r in rows),
+        "api_calls": sum(r.api_calls for r in rows),
         **_cost_summary(rows, unknown_why),
         "seconds": seconds,
         "resumed": len(resumed & {r.index for r in rows}),
         "interrupted": interrupted,
+        "replayed": replayed,
         "per_tool_accuracy": {t: v["accuracy"] for t, v in per_tool.items()},
     }
     return EvalResult(rows=tuple(rows), summary=summary, per_tool=per_tool)

@@ -125,6 +125,12 @@ class MCPMagics(Magics):
 
         wait_for_mcp_start()
         head, dashes, tail = f" {line} ".partition(" -- ")
+        words = head.split()
+        if not dashes and len(words) > 2 and words[0] == "add" and not words[1].startswith("-") \
+                and not words[2].startswith("-"):
+            # `%mcp add time mcp-server-time` was "unrecognized arguments: mcp-server-time"
+            raise UsageError(f"%mcp add: put the server's command after --: %mcp add {words[1]} -- "
+                             f"{' '.join(words[2:])}")
         args = parse_line(self.mcp, head.strip(), "%mcp")
         try:
             command = shlex.split(tail) if dashes else []

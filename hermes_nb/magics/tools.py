@@ -8,7 +8,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Bool, Int, Unicode
+from traitlets import Bool, Float, Int, Unicode
 
 from hermes_nb import _state
 from hermes_nb.call_args import parse_call_args
@@ -29,6 +29,8 @@ class ToolMagics(Magics):
     default_toolset = Unicode("notebook", help="Toolset of %%tool cells without --toolset.").tag(config=True)
     expand_schemas = Bool(False, help="Show tool cards with the JSON schema expanded.").tag(config=True)
     result_max_chars = Int(DEFAULT_MAX_CHARS, help="Longest result text shown in the notebook.").tag(config=True)
+    call_timeout = Float(60.0, help="Seconds %tools call waits for a tool without a timeout of its own "
+                                    "(its registry metadata['timeout'] wins).").tag(config=True)
 
     @magic_arguments(name="%tool")  # usage line: %%tool (IPython adds one "%")
     @argument("--name", help="The function to turn into a tool (required when the cell defines several).")
@@ -93,13 +95,16 @@ class ToolMagics(Magics):
         loop = _kernel_loop() if _state.nest_asyncio_enabled else None
         entry = register_function(fn, options, reg=registry, namespace=shell.user_ns, kernel_loop=loop)
         _drop_replaced(cell_info.cell_id, entry.name)
+        _state.cell_functions[fname] = (entry.name, fn)  # a plain cell redefining it hears the tool did not change
         # no return value: nothing lands in `_` or Out for a definition cell
         from IPython.display import display
 
         from hermes_nb.tools.schema.lint import lint_function
 
-        warnings = lint_function(fn, description=entry.description or "")
-        display(tool_card(entry, expand_schema=self.expand_schemas, warnings=warnings))
+        warnings = lint_function(fn, description=entry.description or "", name=entry.name)
+        # the kernel never hears of a deleted cell: say how a tool leaves (issue 35)
+        leaving = (f"deleting this cell keeps the tool; %tools rm {entry.name} removes it",)
+        display(tool_card(entry, expand_schema=self.expand_schemas, warnings=warnings, extra=leaving))
         if entry.requires_packages:
             _offer_install([entry.name])
         return None
@@ -132,10 +137,13 @@ class ToolMagics(Magics):
         if command == "call":
             name, _, argtext = rest.partition(" ")
             _entry(name, "call")
-            return _call(name, parse_call_args(argtext), self.result_max_chars)
+            return _call(name, parse_call_args(argtext), self.result_max_chars, self.call_timeout)
         if command == "rm":
             _entry(rest, "rm")
             registry.deregister(rest)
+            for fname, (tool, _fn) in list(_state.cell_functions.items()):
+                if tool == rest:
+                    del _state.cell_functions[fname]
             print(f"removed tool {rest}")
             return None
         if command == "doctor":
@@ -183,6 +191,14 @@ class ToolMagics(Magics):
         Example: %toolsets geometry file   (then %toolsets alone shows the picker with those ticked)
         """
         names = line.replace(",", " ").split()
+        if names and names[0] in ("-h", "--help"):  # was "unknown toolset '--help'"
+            import inspect
+
+            print("%toolsets [NAME ...]\n\n" + (inspect.getdoc(ToolMagics.toolsets) or ""))
+            return None
+        if any(n.startswith("-") for n in names):
+            raise UsageError("%toolsets takes toolset names and no options; %toolsets? shows its help, "
+                             "%toolsets alone the picker")
         if names:
             from hermes_nb.selection import select
             from hermes_nb.tools.errors import UnknownToolsetError
@@ -322,16 +338,34 @@ def _stuck_rows() -> list[tuple[str, ...]]:
             for s in stuck]
 
 
-def _call(name: str, args: dict[str, Any], max_chars: int) -> Any:
-    """The same path the agent takes: dispatch, then the budget layer."""
-    registry.before_batch()  # what a batch runs first (MCP's pending refreshes), through the registry's hook
+def _call(name: str, args: dict[str, Any], max_chars: int, default_timeout: float = 60.0) -> Any:
+    """The same path the agent takes: a batch of one call (gate, timeout, worker), then the budget layer.
+
+    The tool's own ``metadata["timeout"]``, else ``default_timeout``, bounds the call; a countdown shows
+    it. A tool the model is never offered (unavailable) still runs here, said in one line."""
+    from hermes_nb.display.countdown import Countdown
+    from hermes_nb.tools.batch.scheduling import run_tool_batch
+    from hermes_nb.tools.batch.state import seconds
+
+    entry = registry.get_entry(name)
+    status = registry.availability(name)
+    if not status.available:
+        print(f"note: {name} is unavailable ({status.reason}): it runs here, but the model is never offered it")
+    limit = seconds(entry.metadata.get("timeout") if entry is not None else None) or default_timeout
     call_id = f"nb_{os.urandom(6).hex()}"  # not uuid: importing it costs ~13 ms of %load_ext
-    outcome = registry.execute(name, args)  # the record: its is_error colours the card, no parsing
-    content = _budget(outcome.content, name, call_id)
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+    from hermes_nb.tools.batch.records import BatchInterrupted
+
+    try:
+        with Countdown(name, limit):
+            result = run_tool_batch([call], registry=registry, timeout=limit)[0]
+    except BatchInterrupted:
+        raise KeyboardInterrupt from None  # ■ on one call is the person's interrupt, as before
+    content = _budget(result.content, name, call_id)
     from hermes_nb.display.asides import take
 
     return render_result(content, name=name, call_id=call_id, max_chars=max_chars, aside=take(name),
-                         is_error=outcome.is_error)
+                         is_error=result.is_error)
 
 
 def _budget(content: str, name: str, call_id: str) -> str:

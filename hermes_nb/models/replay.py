@@ -43,11 +43,15 @@ from hermes_nb.models import (
     usage_from,
 )
 from hermes_nb.models.conversation_drift import conversation_note, request_record, short, tool_names
-from hermes_nb.tools.errors import HermesNbError, OneLineError
+from hermes_nb.tools.errors import OneLineError
 
 __all__ = ["Cassette", "RecordingModel", "ReplayDriftError", "ReplayModel", "load_cassette"]
 
 CASSETTE_VERSION = 1
+
+
+class CassetteError(OneLineError, ValueError):
+    """A cassette that is missing or malformed: one line with the path (it was the last of 40)."""
 
 
 class ReplayDriftError(OneLineError, RuntimeError):
@@ -96,16 +100,17 @@ class Cassette(TypedDict):
 
 
 def load_cassette(path: str | os.PathLike[str]) -> Cassette:
-    """Read and check a cassette file; ``HermesNbError`` with the path when it is missing or malformed."""
+    """Read and check a cassette file; a ``CassetteError`` with the path when it is missing or malformed."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise HermesNbError(f"replay cassette not found: {p.resolve()}") from None
-    except ValueError as exc:
-        raise HermesNbError(f"replay cassette {p} is not valid JSON: {exc}") from None
+        raise CassetteError(f"replay cassette not found: {p.resolve()}; check the path "
+                           f"(Agent(record=PATH) records one)") from None
+    except ValueError as exc:  # the traceback would hide this line at the bottom of 40 (issue 35)
+        raise CassetteError(f"replay cassette {p} is not valid JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("version") != CASSETTE_VERSION or not isinstance(data.get("turns"), list):
-        raise HermesNbError(f"replay cassette {p} is not a version-{CASSETTE_VERSION} cassette")
+        raise CassetteError(f"replay cassette {p} is not a version-{CASSETTE_VERSION} cassette")
     return data  # type: ignore[return-value]
 
 

@@ -177,6 +177,9 @@ def test_interrupt_mid_batch_answers_every_call_and_next_run_works(tools):
             result = agent.run("go")
             timer.join()
         assert result.stopped_reason == "interrupted"
+        # issue 35's decision: a re-run continues the conversation, and the transcript says how to start fresh
+        assert "continues the conversation; %agent reset or agent.reset() starts fresh" in transcript_text(
+            result.transcript)
         again = agent.run("try again")
     assert again.stopped_reason == "done" and again.text == "fresh start"
     request = srv.requests[-1]

@@ -54,7 +54,9 @@ def test_the_two_wheels_share_no_installed_path(venv):
     assert ours and theirs
     assert not ours & theirs
     in_site_packages = {p.split("/")[0] for p in ours if not p.startswith("../")}
-    assert in_site_packages == {"hermes_nb", "hermes_nb-0.1.0.dist-info"}  # no top-level name but our own
+    # no top-level name but our own: the package, and `hermes-nb.py` (the distribution's name, for the one line
+    # `%load_ext hermes-nb` gets; issue 35)
+    assert in_site_packages == {"hermes_nb", "hermes-nb.py", "hermes_nb-0.1.0.dist-info"}
     scripts = {p.rsplit("/", 1)[-1] for p in ours if p.startswith("../")}
     assert scripts == {"hermes-nb-mcp-proxy"}  # and one console script, named for us
     check = run_in(venv, [_uv(), "pip", "check", "--python", str(python_of(venv))])

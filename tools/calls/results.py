@@ -129,12 +129,35 @@ def settle_result(result: Any) -> tuple[str, bool]:
         raise
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else _text(exc)
+        where = _non_finite(result) if isinstance(exc, ValueError) else None
+        if where is not None:
+            path, number = where
+            return tool_error(f"Tool returned a {type(result).__name__} with {number} at {path or 'the top'}, which "
+                              f"JSON cannot carry; return None or a string there"), True
     except BaseException as exc:  # the value's own code raised while being serialised
         reason = f"serialising it raised {type(exc).__name__}: {_text(exc)}"
     return tool_error(
         f"Tool returned a {type(result).__name__}, which is not JSON-serialisable ({reason}); "
         f"return a str or JSON data"
     ), True
+
+
+def _non_finite(value: Any, path: str = "", depth: int = 0) -> tuple[str, str] | None:
+    """Where the first NaN or infinity sits in dicts and lists (``['a'][2]``) and how it prints, or None."""
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        return path, repr(value)
+    if depth > 50:
+        return None
+    items: Any = ()
+    if type(value) is dict:
+        items = ((f"[{k!r}]", v) for k, v in value.items())
+    elif type(value) in (list, tuple):
+        items = ((f"[{i}]", v) for i, v in enumerate(value))
+    for key, item in items:
+        found = _non_finite(item, path + key, depth + 1)
+        if found is not None:
+            return found
+    return None
 
 
 def _text(value: Any) -> str:

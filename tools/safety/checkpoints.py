@@ -24,6 +24,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from hermes_nb.tools.safety import ledger
 from hermes_nb.tools.safety.changes import Change, ChangeKind, sha256
@@ -105,6 +106,7 @@ def _saved(change: Change) -> Saved:
 
 
 def _entry(change: Change, *, call_id: str, tool: str, workspace: str, when: float) -> ledger.Entry:
+    kind: Literal["file", "link", "dir"]
     if change.link_after is not None:
         kind, digest, target = "link", None, change.link_after
     elif change.is_dir:

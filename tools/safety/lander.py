@@ -151,13 +151,14 @@ def land(changes: Sequence[Change], *, workspace: Path, tool: str, ask: Asker, c
     else:
         with _Folders(workspace) as folders:
             for change in _apply_order(landing):
+                failed: str | None
                 if any(p in not_landed for p in map(str, Path(change.path).parents)):
-                    why = "its folder was not landed"
-                elif (why := _apply(change, workspace, folders)) is None:
+                    failed = "its folder was not landed"
+                elif (failed := _apply(change, workspace, folders)) is None:
                     landed.append(change)
                     continue
-                kept.append((change, why, _keep(change, workspace, kept_folder(call_id), in_place=False)))
-                notes.append(_note(change, why, kept[-1][2], workspace))
+                kept.append((change, failed, _keep(change, workspace, kept_folder(call_id), in_place=False)))
+                notes.append(_note(change, failed, kept[-1][2], workspace))
                 not_landed.add(change.path)
             landed = _without_emptied(landed, not_landed, folders)
     if landed:

@@ -220,7 +220,7 @@ class Box:
             finally:  # now, not in a thread an exiting kernel may cut short: in /dev/shm they would hold memory
                 self._layers.remove()
                 self._layers = None
-            changes, special, in_place = found.changes, found.special, False
+            changes, special, in_place = list(found.changes), list(found.special), False
             how = "The sandboxed command (writing through an overlay)"
         elif self._snapshot is not None:
             changes, special = self._snapshot.changes()

@@ -7,8 +7,11 @@ without a type (the model may send anything). ``lint_function`` says each of the
 
 from __future__ import annotations
 
+import ast
 import difflib
 import inspect
+import re
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -37,8 +40,38 @@ def variadic_parameters(fn: Callable[..., Any]) -> list[str]:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def lint_function(fn: Callable[..., Any], *, description: str) -> tuple[str, ...]:
-    """Warnings about the tool ``fn`` becomes, given the description the model will get."""
+#: What OpenAI-compatible endpoints accept as a function or property name; others reject the whole request.
+NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+#: Defaults made once at ``def`` time and changed in place by a call: the next call sees the change.
+_MUTABLE_DEFAULTS = (list, dict, set, bytearray)
+
+
+def _returns_nothing(fn: Callable[..., Any]) -> bool:
+    """True when ``fn``'s own body has no ``return VALUE`` and no ``yield`` (so every call returns None);
+    False when its source cannot be read (nothing to say then)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    todo: list[ast.AST] = list(node.body)
+    while todo:
+        item = todo.pop()
+        if isinstance(item, ast.Return) and item.value is not None:
+            return False
+        if isinstance(item, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # a nested function's return is its own
+        todo.extend(ast.iter_child_nodes(item))
+    return True
+
+
+def lint_function(fn: Callable[..., Any], *, description: str, name: str | None = None) -> tuple[str, ...]:
+    """Warnings about the tool ``fn`` becomes (named ``name``), given the description the model will get."""
     target = inspect.unwrap(fn)
     params = [p for p in inspect.signature(target).parameters.values()
               if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
@@ -54,4 +87,15 @@ def lint_function(fn: Callable[..., Any], *, description: str) -> tuple[str, ...
     if untyped:
         out.append(f"no type for {', '.join(untyped)}: the model may send any JSON value; "
                    f"annotate (e.g. `x: int`)")
+    for bad in [n for n in [name or target.__name__, *names] if not NAME_PATTERN.fullmatch(n)]:
+        what = "parameter" if bad in names and bad != (name or target.__name__) else "tool"
+        out.append(f"{what} name {bad!r} is not letters, digits, _ or - (at most 64): model endpoints reject "
+                   f"the request; rename it" + (" (or --as NAME)" if what == "tool" else ""))
+    for p in params:
+        if isinstance(p.default, _MUTABLE_DEFAULTS):
+            out.append(f"{p.name} defaults to {p.default!r}, one object shared by every call (what a call adds "
+                       f"stays for the next); default to None and make a new one inside")
+    wants = inspect.signature(target).return_annotation
+    if wants is not None and wants is not type(None) and wants != "None" and _returns_nothing(target):
+        out.append("no return statement: every call sends the model null; return the result")
     return tuple(out)

@@ -66,10 +66,12 @@ def transcript_html(t: Transcript) -> str:
         elif kind == "timeline":
             parts.append(timeline_html(item[1]))
         elif kind == "checklist":
-            parts.append(checklist_html(item[1].todos, updates=item[1].updates))
+            parts.append(checklist_html(item[1].todos, updates=item[1].updates, history=item[1].history))
         else:
             parts.append(note_html((item[1], item[2])))
-    if not t.done and not any(c.state in ("queued", "running") for c in t.cards.values()):
+    if not t.done and t.asking:  # it said "waiting for the model" while the buttons waited (issue 35)
+        parts.append(f'<div style="color:{colours.WARN}">⏳ waiting for you: answer the question below</div>')
+    elif not t.done and not any(c.state in ("queued", "running") for c in t.cards.values()):
         # a running call's card already says "⏳ running…"; the footer speaks only between calls
         parts.append(f'<div style="color:{_GREY}">⏳ waiting for the model…</div>')
     if t.usage:
@@ -91,7 +93,7 @@ def transcript_text(t: Transcript) -> str:
         elif item[0] == "tool":
             lines.append(card_text(item[1]))
         elif item[0] == "checklist":
-            lines.append(checklist_text(item[1].todos))
+            lines.append(checklist_text(item[1].todos, history=item[1].history))
         elif item[0] == "timeline":
             lines.append(timeline_text(item[1]))
         else:
@@ -102,10 +104,12 @@ def transcript_text(t: Transcript) -> str:
 
 
 def _turn_price(t: Transcript, turn: Any) -> Any:
-    """The turn's price once the run finished (None while it runs)."""
+    """The turn's price once the run finished (None while it runs); an unknown one without its reason, which
+    the footer says once (it was on every turn line, 9 times in one transcript)."""
     if t.cost is None or not 0 < turn.iteration <= len(t.cost.turns):
         return None
-    return t.cost.turns[turn.iteration - 1]
+    price = t.cost.turns[turn.iteration - 1]
+    return "unknown price" if price.usd is None else price
 
 
 def _icon(level: str) -> str:
@@ -264,6 +268,9 @@ def usage_text(u: Mapping[str, Any], cost: Any = None) -> str:
     else:
         text = (f"tokens: {u.get('prompt_tokens', 0)} prompt + {u.get('completion_tokens', 0)} completion = "
                 f"{u.get('total_tokens', 0)}") + (f" ({unreported} turn(s) not reported)" if unreported else "")
+    children = len(getattr(cost, "children", ()) or ())
+    if children:
+        text += f" (with {children} sub-agent run{'s' if children > 1 else ''})"
     return text if cost is None else f"{text} · {cost.total} ({cost.source})"
 
 

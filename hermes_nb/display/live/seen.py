@@ -9,6 +9,7 @@ untrusted keeps them.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hermes_nb.display import colours
@@ -19,18 +20,33 @@ __all__ = ["seen_html", "seen_text"]
 MESSAGE_CHARS = 1_500
 
 
+def _arguments(text: Any) -> str:
+    """A call's arguments as the model wrote them, with ``\\u00e9`` escapes shown as the letters they are."""
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False) if isinstance(text, str) else str(text)
+    except ValueError:
+        return str(text)  # not JSON: as sent
+
+
 def _content(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, list):  # content parts
         text = " ".join(str(p.get("text", f"[{p.get('type', 'part')}]")) for p in content if isinstance(p, dict))
     else:
         text = "" if content is None else str(content)
-    calls = [f"→ {c.get('function', {}).get('name', '')}({c.get('function', {}).get('arguments', '')})"
+    calls = [f"→ {c.get('function', {}).get('name', '')}({_arguments(c.get('function', {}).get('arguments', ''))})"
              for c in message.get("tool_calls") or ()]
-    text = "\n".join([t for t in [text, *calls] if t])
-    if len(text) > MESSAGE_CHARS:
-        text = text[:MESSAGE_CHARS] + f"… ({len(text):,} chars in all)"
-    return text
+    return "\n".join([t for t in [text, *calls] if t])
+
+
+def _content_html(message: dict[str, Any]) -> str:
+    """The whole message: its first ``MESSAGE_CHARS`` shown, the rest one click away (it was cut, no way to open)."""
+    text = _content(message)
+    if len(text) <= MESSAGE_CHARS:
+        return escape_html(text)
+    return (f'{escape_html(text[:MESSAGE_CHARS])}<details style="display:inline"><summary style="display:inline;'
+            f'cursor:pointer;color:{colours.MUTED}">… show the other {len(text) - MESSAGE_CHARS:,} chars</summary>'
+            f'{escape_html(text[MESSAGE_CHARS:])}</details>')
 
 
 def _label(message: dict[str, Any]) -> str:
@@ -58,7 +74,8 @@ def _tokens(usage: Any) -> str:
 def _summary(turn: Any, new: int, price: Any) -> str:
     parts = [f"👁 what the model saw · turn {turn.iteration}",
              f"{turn.request.count} messages" + (f" ({new} new)" if new < turn.request.count else ""),
-             f"{len(_offered(turn))} tools offered", _tokens(turn.usage)]
+             f"{len(_offered(turn))} tools offered",
+             "placeholder usage (a scripted recording)" if getattr(turn, "placeholder", False) else _tokens(turn.usage)]
     if price is not None:
         parts.append(str(price))
     return " · ".join(parts)
@@ -81,7 +98,7 @@ def seen_html(turn: Any, previous: Any, price: Any = None, *, memory: Any = None
                     f'{previous.iteration}</div>')
     for message in messages[start:]:
         rows.append(f'<div style="margin:2px 0"><b>{escape_html(_label(message))}</b> '
-                    f'<span style="white-space:pre-wrap">{escape_html(_content(message))}</span></div>')
+                    f'<span style="white-space:pre-wrap">{_content_html(message)}</span></div>')
     if memory is not None and memory.text:
         rows.append(_memory_html(memory))
     names = ", ".join(_offered(turn)) or "none"

@@ -61,6 +61,8 @@ class Checklist:
 
     todos: tuple[dict[str, str], ...]
     updates: int = 1
+    #: every state the plan had, in order (the first is the plan as written): a saved notebook keeps its story
+    history: list[tuple[dict[str, str], ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -79,6 +81,7 @@ class Transcript:
     done: bool = False
     cost: Any = None  # the run's cost (hermes_nb.agent.cost.RunCost), set when it finishes
     memory: MemoryLoaded | None = None  # the memory block the run's system prompt carried
+    asking: bool = False  # a question (an approval's buttons) waits for the person: the footer says so
 
     def handle(self, event: AgentEvent) -> None:
         """Apply one agent event."""
@@ -168,7 +171,7 @@ class Transcript:
         card = self.cards.pop(event.tool_call_id, None)
         at = next((i for i, item in enumerate(self.items) if item[0] == "tool" and item[1] is card), None)
         if self.checklist is None:
-            self.checklist = Checklist(todos=event.todos)
+            self.checklist = Checklist(todos=event.todos, history=[event.todos])
             if at is None:
                 self.items.append(["checklist", self.checklist])
             else:
@@ -176,6 +179,7 @@ class Transcript:
             return
         self.checklist.todos = event.todos
         self.checklist.updates += 1
+        self.checklist.history.append(event.todos)
         if at is not None:
             del self.items[at]
 

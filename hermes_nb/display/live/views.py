@@ -78,6 +78,7 @@ class NullView:
 
     def finish(self, result: RunResult) -> None:
         set_cost(self.transcript, getattr(result, "cost", None))
+        self.transcript.usage = result.usage  # the run's, its sub-agents' included
         self.transcript.done = True
 
     def abort(self, message: str) -> None:
@@ -95,6 +96,12 @@ class HtmlView(NullView):
         super().__init__(prompt, model)
         # raw bundle: HTML for the notebook, the text transcript for converters and text front ends
         self.handle_ = display(self._bundle(), raw=True, display_id=True)
+        from hermes_nb import _state
+        from hermes_nb.display import running
+
+        # a restart before the end leaves "⏳ running" in the saved notebook: the next load says so
+        marker_id = getattr(self.handle_, "display_id", None) or f"view-{id(self):x}"
+        self._marker = running.begin(str(marker_id), prompt=prompt, cell=_state.cell[0])
         self._dirty = False
         self._last = 0.0
         self.updates = 0
@@ -104,8 +111,13 @@ class HtmlView(NullView):
         self._dirty = True
 
     def tick(self) -> None:
+        from hermes_nb.tools import interaction
+
         now = _clock()
-        if self._dirty and now - self._last >= 1 / MAX_UPDATES_PER_S:
+        asking = interaction.asking()  # a question takes the main thread next: draw what is true now, unthrottled
+        if asking != self.transcript.asking:
+            self.transcript.asking, self._dirty = asking, True
+        if self._dirty and (asking or now - self._last >= 1 / MAX_UPDATES_PER_S):
             self._update()
             self._last = now
 
@@ -117,6 +129,12 @@ class HtmlView(NullView):
     def abort(self, message: str) -> None:
         super().abort(message)
         self._update()
+        self._ended()
+
+    def _ended(self) -> None:
+        from hermes_nb.display import running
+
+        running.end(self._marker)
 
     def _bundle(self) -> dict[str, str]:
         return {"text/html": transcript_html(self.transcript), "text/plain": transcript_text(self.transcript)}
@@ -125,6 +143,7 @@ class HtmlView(NullView):
         super().finish(result)
         self.transcript.shown_live = True
         self._update()
+        self._ended()
 
 
 class TextView(NullView):
