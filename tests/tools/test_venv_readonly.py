@@ -3,8 +3,9 @@ file tools refuse to write into it (create, modify, through a link, whatever its
 command cannot change it (create, modify, delete, rename into, rename away, link into). Measured before: the model
 wrote ``.venv/pip.conf``, which the next approved ``pip install`` read.
 
-Each table runs twice: with the defence nothing changes; without it (``write_refusal`` off / the sandbox's
-read-only binds off) every row changes the environment, so the row is honest.
+Each table runs twice: with the defence nothing changes; without it (the landing policy answering "lands" for
+every path, and for commands the sandbox's read-only binds off too) every row changes the environment, so the
+row is honest.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 
 import hermes_nb.tools.file_tools  # noqa: F401  (registers the tools)
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.safety import bwrap, protected
+from hermes_nb.tools.safety import bwrap, lander, landing
 from hermes_nb.tools.terminal_tool import run_command
 from tests.support.bubblewrap import require_bwrap
 
@@ -74,6 +75,14 @@ def _write(tool: str, path: str) -> str:
     return call("write_file", path=path, content="[install]\nrequirement = /tmp/evil.txt\n")
 
 
+def _land_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The defence off: the one landing policy lets every path land (the file tools ask it before the call, the
+    lander after)."""
+    lands = lambda *a, **k: landing.Verdict(action="lands", reason="the defence is off")  # noqa: E731
+    monkeypatch.setattr(landing, "judge", lands)
+    monkeypatch.setattr(lander, "judge", lands)
+
+
 def _changed(ws: Path, path: str) -> bool:
     real = ws / path
     return real.exists() and ("evil" in real.read_text())
@@ -82,7 +91,7 @@ def _changed(ws: Path, path: str) -> bool:
 @pytest.mark.parametrize(("tool", "path", "why"), WRITES, ids=[w[1] for w in WRITES])
 def test_the_file_tools_refuse_writes_into_an_environment(ws: Path, tool: str, path: str, why: str) -> None:
     result = _write(tool, path)
-    assert "refusing to write" in result and "virtualenv" in result, (why, result)
+    assert "refusing to write" in result and "environment" in result, (why, result)
     assert len(json.loads(result)["error"].splitlines()) == 1, result  # one line
     assert not _changed(ws, path), why
 
@@ -90,7 +99,7 @@ def test_the_file_tools_refuse_writes_into_an_environment(ws: Path, tool: str, p
 @pytest.mark.parametrize(("tool", "path", "why"), WRITES, ids=[w[1] for w in WRITES])
 def test_without_the_refusal_the_file_tools_write_it(ws: Path, tool: str, path: str, why: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(protected, "write_refusal", lambda real, root: None)
+    _land_everything(monkeypatch)
     _write(tool, path)
     assert _changed(ws, path), why
 
@@ -138,5 +147,6 @@ def test_without_the_read_only_binds_the_command_changes_it(ws: Path, row: Row,
     argv = bwrap.argv
     monkeypatch.setattr(bwrap, "view_mounts", lambda seen, writable=(): [])
     monkeypatch.setattr(bwrap, "argv", lambda *a, **k: argv(*a, **{**k, "protected": ()}))
+    _land_everything(monkeypatch)
     result = run_command(row.command, timeout=30)
     assert row.effect(ws), (row.why, result)

@@ -15,7 +15,7 @@ not see), a command reads files only there, so the home outside the workspace an
 reach here too; folders can still be listed (Landlock's listing right holds for a whole tree, so it is not
 bounded), and a file made later at the top of a carved folder (the workspace, when it holds the home) is not
 readable until the next call. A path inside the workspace cannot be excluded from a writable folder, so the
-write-deny list holds only through ``tools.safety.watch`` (what a command changed there is set aside after it).
+landing policy holds through a full-depth scan after the command (``tools.safety.scan``; refused paths are moved out).
 
 Pure ctypes system calls, so a pip-installed library needs nothing else. A fresh thread per call restricts
 itself and spawns the command (``Confinement``), so the child is confined from its first instruction
