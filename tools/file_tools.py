@@ -165,7 +165,7 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
     it all. ``ask`` as for ``write_file``."""
     from hermes_nb.tools.safety.gate import current_approver
     from hermes_nb.tools.safety.lander import approver_asker, land
-    from hermes_nb.tools.safety.landing import Landscape, judge
+    from hermes_nb.tools.safety.landing import Landscape
     from hermes_nb.tools.workspace import WorkspaceError
 
     root = workspace_root()
@@ -173,15 +173,8 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
     asker = ask if ask is not None else approver_asker(current_approver(), how="patch")
     touched = {c.path for c in changes}
     scene = Landscape.here(root, exists=lambda p: str(p) in touched or os.path.lexists(p))
-    for change in changes:
-        verdict = judge(Path(change.path), scene, is_dir=change.is_dir)
-        shown = display_path(Path(change.path))
-        if verdict.action == "refused" or (verdict.action == "asks" and change.kind != "deleted"
-                                           and not asker(change, verdict)):
-            raise WorkspaceError(f"refusing the patch: {shown}: {verdict.reason}"
-                                 + ("" if verdict.action == "refused" else "; not approved")
-                                 + ". Nothing was changed; ask the person to make this change.")
-    result = land(changes, workspace=root, tool="patch", ask=_gate_said_yes, landscape=scene)
+    _judged(changes, scene, asker)
+    result = land(changes, workspace=root, tool="patch", ask=asker, landscape=scene)
     if len(result.landed) != len(changes):  # the files changed under the patch after it was judged
         raise WorkspaceError("the patch landed in part: " + " ".join(result.notes))
     files = [c for c in changes if not c.is_dir]
@@ -196,6 +189,21 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
         "files_deleted": [shown[c.path] for c in files if c.kind == "deleted" and c.path not in moved]}
     out.update((key, names) for key, names in listed.items() if names)
     return out
+
+
+def _judged(changes: list[Any], scene: Any, asker: Any) -> None:
+    """Every change of a patch judged before any lands: one refused, or one "asks" row not approved, refuses
+    the whole patch (``land`` alone would keep that one aside and land the rest: half a patch)."""
+    from hermes_nb.tools.safety.landing import judge
+    from hermes_nb.tools.workspace import WorkspaceError
+
+    for change in sorted(changes, key=lambda c: c.is_dir):  # a file first: the refusal names what was meant
+        verdict = judge(Path(change.path), scene, is_dir=change.is_dir)
+        if verdict.action == "refused" or (verdict.action == "asks" and change.kind != "deleted"
+                                           and not asker(change, verdict)):
+            raise WorkspaceError(f"refusing the patch: {display_path(Path(change.path))}: {verdict.reason}"
+                                 + ("" if verdict.action == "refused" else "; not approved")
+                                 + ". Nothing was changed; ask the person to make this change.")
 
 
 def _planned(real: Path, path: str, data: bytes) -> list[Any]:
@@ -430,13 +438,15 @@ registry.register(
         "parameters": {
             "type": "object",
             "properties": {
-                "mode": {"type": "string", "enum": ["replace", "patch"], "default": "replace",
-                         "description": "'replace': path + old_string + new_string. 'patch': patch only."},
+                # in the order of Hermes's execute_code helper: patch(path, old_string, new_string, replace_all,
+                # mode, patch) (tools.code_execution.module keeps schema order for what has a default)
                 "path": {**_PATH, "description": "mode 'replace': the file to edit, relative to the workspace root."},
                 "old_string": {"type": "string", "description": "mode 'replace': the exact text to replace."},
                 "new_string": {"type": "string", "description": "mode 'replace': the text to put in its place."},
                 "replace_all": {"type": "boolean", "default": False,
                                 "description": "Replace every occurrence instead of requiring exactly one."},
+                "mode": {"type": "string", "enum": ["replace", "patch"], "default": "replace",
+                         "description": "'replace': path + old_string + new_string. 'patch': patch only."},
                 "patch": {"type": "string", "description": (
                     "mode 'patch': a V4A patch:\n*** Begin Patch\n*** Update File: path/to/file\n"
                     "@@ def enclosing():\n context line\n-removed line\n+added line\n*** Add File: new.txt\n"
