@@ -39,7 +39,8 @@ def check(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bo
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
 
 
 def _patch(text: str, **kw: Any) -> Any:
@@ -109,6 +110,9 @@ DOES_NOT_APPLY = [
     ("*** Add File: fine.txt\n+x\n*** Update File: ../outside.txt\n-a\n+b", "climbs", "a path climbing out"),
     ("*** Add File: fine.txt\n+x\n*** Update File: link/x.txt\n-a\n+b", "refusing", "a link leading out"),
     ("*** Add File: fine.txt\n+x\n*** Update File: docs\n-a\n+b", "docs is a folder", "a folder as a file"),
+    ("*** Add File: fine.txt\n+x\n*** Delete File: pipe", "not a regular file", "a fifo (its reader would hang)"),
+    ("*** Add File: fine.txt\n+x\n*** Update File: docs/../../outside/x.txt\n-a\n+b", "climbs",
+     "a climb hidden after a real folder"),
     ("*** Add File: fine.txt\n+x\n*** Update File: app.py\n-    return 1\n+    return 2",
      "must end with '*** End Patch'", "cut off"),
 ]
@@ -122,6 +126,7 @@ def test_a_patch_that_does_not_apply_writes_nothing(ws: Path, tmp_path: Path, bo
     (outside / "x.txt").write_text("a\n")
     (ws / "link").symlink_to(outside)
     (ws / "docs").mkdir()
+    os.mkfifo(ws / "pipe")
     before = _tree(ws)
     text = f"*** Begin Patch\n{body}" if reason == "cut off" else _wrap(body)
     result = _patch(text)
