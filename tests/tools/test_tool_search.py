@@ -90,6 +90,8 @@ WHERE = [
     ({"tools": {"tool_search": {"enabled": "off", "pin": ["a"]}}}, ("off", {"a"}), "Hermes's place"),
     ({"tool_search": {"enabled": "off", "pin": ["a"]}}, ("off", {"a"}), "the old top-level place, an alias"),
     ({"tools": {"tool_search": False}}, ("off", set()), "a bare false in Hermes's place"),
+    ({"tools": {"tool_search": {"enabled": "No"}}}, ("off", set()), "Hermes's spelling 'no'"),
+    ({"tools": {"tool_search": {"enabled": " TRUE "}}}, ("on", set()), "Hermes's spelling 'true', any case"),
     ({"tools": {"tool_search": {"enabled": "on"}}, "tool_search": {"enabled": "off", "pin": ["b"]}},
      ("on", set()), "both given: tools.tool_search wins whole (no key of the old block is merged in)"),
     ({"tools": {"budget": {}}, "tool_search": {"enabled": "off"}}, ("off", set()),

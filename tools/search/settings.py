@@ -82,6 +82,9 @@ def _number(raw: Mapping[str, Any], where: str, key: str, default: float, low: f
     return value
 
 
+_SPELLINGS = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}
+
+
 def _block(config: Mapping[str, Any]) -> tuple[str, Any]:
     """Where the settings are and their raw value: ``tools.tool_search`` (Hermes's place), else the top-level
     ``tool_search`` (the old one)."""
@@ -116,6 +119,8 @@ def parse_settings(config: Mapping[str, Any]) -> SearchSettings:
         raw = {}
     enabled = raw.get("enabled", "auto")
     enabled = {True: "on", False: "off"}.get(enabled, enabled) if isinstance(enabled, bool) else enabled
+    if isinstance(enabled, str):  # Hermes's spellings too: "true"/"yes"/"1" are on, "false"/"no"/"0" off
+        enabled = _SPELLINGS.get(enabled.strip().lower(), enabled.strip().lower())
     if enabled not in ("auto", "on", "off"):
         log.warning("config.yaml %s.enabled must be auto, on or off, got %r; using auto", where, enabled)
         enabled = "auto"
