@@ -99,6 +99,7 @@ def write_file(path: str, content: str, *, ask: Any = None) -> dict[str, Any]:
 def _patched(real: Path, path: str, old_string: str, new_string: str, replace_all: bool) -> tuple[bytes, int]:
     """The file's new content after the replacement, and how many places it replaced."""
     _existing_file(real, path)
+    _seen(str(real))  # a match count (or its error) would tell what a hidden file holds
     if old_string == "":
         raise ValueError("old_string is empty; give the exact text to replace (use write_file to create a file)")
     if old_string == new_string:
@@ -139,6 +140,7 @@ def _v4a_changes(text: str) -> tuple[list[Any], dict[str, str]]:
     def read(real: str) -> tuple[bytes, int] | None:
         if not os.path.lexists(real):
             return None
+        _seen(real)
         shown = display_path(Path(real))
         if os.path.isdir(real):
             raise v4a.PatchError(f"{shown} is a folder; a V4A section names a file")
@@ -155,6 +157,17 @@ def _v4a_changes(text: str) -> tuple[list[Any], dict[str, str]]:
                                                            mode_after=0o755))
     moves = {where(op.path): where(op.move_to) for op in v4a.parse(text) if op.move_to is not None}
     return [*folders.values(), *changes], moves
+
+
+def _seen(real: str) -> None:
+    """A file a patch reads must be one the model may read: its content comes back in the diff (a hidden file
+    inside the workspace, reached through what a home dot-entry leads to, would be read through ``patch``).
+    ``real`` is resolved already: it is judged as it is, not resolved again."""
+    from hermes_nb.tools.safety.hidden import hidden_reason
+    from hermes_nb.tools.workspace import WorkspaceError
+
+    if why := hidden_reason(Path(real), workspace_root()):
+        raise WorkspaceError(f"refusing to read {display_path(Path(real))}: {why}")
 
 
 def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:

@@ -194,3 +194,43 @@ def test_replace_mode_is_todays_patch_and_the_schema_is_hermess(ws: Path) -> Non
     assert params["required"] == ["mode"] and params["properties"]["mode"]["enum"] == ["replace", "patch"]
     assert {"mode", "path", "old_string", "new_string", "replace_all", "patch"} <= set(params["properties"])
     assert os.path.exists(ws / "notes.txt")
+
+
+HIDDEN = [
+    ("*** Delete File: data/config/token.txt", "a delete would return the whole file in its diff"),
+    ("*** Update File: data/config/token.txt\n-SECRET-42\n+x", "an update confirms a guess and shows the rest"),
+    ("*** Update File: data/config/token.txt\n*** Move to: public/token.txt", "a move copies it into sight"),
+    ("", "mode replace: a match count confirms a guess"),
+]
+
+
+@pytest.fixture(params=[True, False], ids=["seen checked", "without the defence"])
+def seen(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    if not request.param:
+        monkeypatch.setattr("hermes_nb.tools.file_tools._seen", lambda real: None)
+    return bool(request.param)
+
+
+@pytest.mark.parametrize(("body", "reason"), HIDDEN, ids=[r[1] for r in HIDDEN])
+def test_a_file_hidden_from_the_model_is_not_read_through_a_patch(ws: Path, tmp_path: Path, seen: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch, body: str,
+                                                                  reason: str) -> None:
+    """The workspace holds the home (``jupyter lab`` started in ``~``), whose ``~/.config`` leads elsewhere in the
+    workspace: what it leads to is hidden from reads (``tools.safety.hidden``), though the landing policy would
+    let a write there land."""
+    home = ws / "home"
+    home.mkdir()
+    (ws / "data" / "config").mkdir(parents=True)
+    (ws / "data" / "config" / "token.txt").write_text("SECRET-42\n")
+    (home / ".config").symlink_to(ws / "data" / "config")
+    monkeypatch.setenv("HOME", str(home))
+    result = _patch(_wrap(body)) if body else json.loads(registry.dispatch("patch", {
+        "mode": "replace", "path": "data/config/token.txt", "old_string": "SECRET-42", "new_string": "x"}))
+    if not seen and not body:
+        assert result.get("replacements") == 1, reason  # the guess confirmed (and the file changed)
+        return
+    if not seen:
+        assert "SECRET-42" in json.dumps(result) or (ws / "public" / "token.txt").exists(), reason
+        return
+    assert "error" in result and "refusing to read" in result["error"] and "SECRET" not in json.dumps(result)
+    assert (ws / "data" / "config" / "token.txt").read_text() == "SECRET-42\n" and not (ws / "public").exists()
