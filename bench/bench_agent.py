@@ -13,7 +13,7 @@ from typing import Any
 
 from bench.common import fmt, per_call, verdict
 from hermes_nb.agent.loop import Agent
-from hermes_nb.agent.models import ModelTurn, ToolCallSpec, Usage
+from hermes_nb.models import ModelTurn, ToolCallSpec, Usage
 from hermes_nb.tools.registry import registry
 
 TARGET = 5e-3  # seconds of loop overhead per tool round trip

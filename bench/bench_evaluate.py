@@ -176,7 +176,7 @@ class _InProcessModel:
         pass
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **kw: Any) -> Any:
-        from hermes_nb.agent.models import ModelTurn, ToolCallSpec, Usage
+        from hermes_nb.models import ModelTurn, ToolCallSpec, Usage
 
         usage = Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15)
         if not any(m.get("role") == "assistant" for m in messages):

@@ -1,5 +1,5 @@
 """Old import paths of modules that moved (issue 20's regrouping) keep working: ``hermes_nb.replay`` is
-``hermes_nb.agent.replay``, ``hermes_nb.tools.plugins`` is ``hermes_nb.tools.sources.plugins``, and so on.
+``hermes_nb.models.replay``, ``hermes_nb.tools.plugins`` is ``hermes_nb.tools.sources.plugins``, and so on.
 
 One finder on ``sys.meta_path`` answers only these names, with the moved module itself (the same object, so
 state and ``monkeypatch`` are shared). The three old modules that became packages (``agent``, ``display``,
@@ -22,6 +22,16 @@ __all__ = ["MOVED", "forward", "install"]
 
 #: old dotted name → where the module lives now
 MOVED: dict[str, str] = {
+    # issue 34: the model seam left the agent for its own package (hermes_nb.models is the seam itself)
+    "hermes_nb.models": "hermes_nb.models",
+    "hermes_nb.models.conversation_drift": "hermes_nb.models.conversation_drift",
+    "hermes_nb.models.grammar": "hermes_nb.models.grammar",
+    "hermes_nb.models.local": "hermes_nb.models.local",
+    "hermes_nb.models.local_prompt": "hermes_nb.models.local_prompt",
+    "hermes_nb.models.model_choice": "hermes_nb.models.model_choice",
+    "hermes_nb.models.replay": "hermes_nb.models.replay",
+    "hermes_nb.models.requests": "hermes_nb.models.requests",
+    "hermes_nb.models.server_errors": "hermes_nb.models.server_errors",
     "hermes_nb.agent_events": "hermes_nb.agent.events",
     "hermes_nb.agent_magics": "hermes_nb.magics.agent",
     "hermes_nb.asides": "hermes_nb.display.asides",
@@ -42,12 +52,11 @@ MOVED: dict[str, str] = {
     "hermes_nb.mcp_serve_app": "hermes_nb.serve.app",
     "hermes_nb.mcp_serve_magic": "hermes_nb.magics.serve",
     "hermes_nb.mcp_serve_panel": "hermes_nb.serve.panel",
-    "hermes_nb.model_choice": "hermes_nb.agent.model_choice",
-    "hermes_nb.models": "hermes_nb.agent.models",
+    "hermes_nb.model_choice": "hermes_nb.models.model_choice",
     "hermes_nb.picker": "hermes_nb.display.picker",
     "hermes_nb.progress": "hermes_nb.display.progress",
     "hermes_nb.prompts": "hermes_nb.display.prompts",
-    "hermes_nb.replay": "hermes_nb.agent.replay",
+    "hermes_nb.replay": "hermes_nb.models.replay",
     "hermes_nb.tool_examples": "hermes_nb.evaluation.examples",
     "hermes_nb.tools.call_hooks": "hermes_nb.tools.calls.call_hooks",
     "hermes_nb.tools.calling": "hermes_nb.tools.calls.calling",

@@ -131,14 +131,14 @@ def live_local_turn() -> int:
     """``scripts.local_turn`` where the runtime is: here, else ``.venv-llama``; its exit code."""
     print("", RULE, "A LIVE TURN OF THE EMBEDDED MODEL (SmolLM2-135M, in-process, no key, no network)", RULE, sep="\n",
           flush=True)
-    if importlib.util.find_spec("llama_cpp") is not None:
+    if importlib.util.find_spec("xllamacpp") is not None:
         from scripts.local_turn import main as turn
 
         return turn()
     python = ROOT / ".venv-llama" / "bin" / "python"
     if not python.exists():
-        print("skipped: no runtime here and no .venv-llama (make llama-venv builds it; or pip install "
-              "'hermes-nb[local]')")
+        print("skipped: no runtime here and no .venv-llama (make llama-venv builds it in seconds; or pip "
+              "install 'hermes-nb[local]')")
         return 1
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run([str(python), "-m", "scripts.local_turn"], cwd=ROOT, env=env).returncode

@@ -51,14 +51,18 @@ def _code_config() -> dict[str, Any]:
 def code_ask(code: str) -> Any:
     """The tool's judge (``tools.safety.gate``): every piece of code asks, unless the config turns it off.
 
-    "session" and "always" hold for this exact code only: approving ``print(1)`` approves nothing else.
+    "session" and "always" hold for this exact code only: approving ``print(1)`` approves nothing else; and only
+    while the files it names (``tools.code_execution.named_files``) hold what they held, as for a command.
     """
     if _code_config().get("require_approval") is False:
         return None
+    from hermes_nb.tools.code_execution.named_files import bound
     from hermes_nb.tools.safety.gate import Ask
+    from hermes_nb.tools.workspace import workspace_root
 
-    return Ask(tool="python", subject=code, key=PATTERN_KEY, description=_DESCRIPTION,
-               scopes=frozenset({"python:" + code}))
+    tied = bound(code, workspace_root())
+    return Ask(tool="python", subject=code, key=PATTERN_KEY, description=_DESCRIPTION + tied.sentence(),
+               scopes=frozenset({"python:" + code + tied.text}), bound=tied.text, lasting=not tied.dynamic)
 
 
 def _request_approval(code: str, callback: Any) -> str | None:

@@ -17,7 +17,11 @@ calls, 50 000 printed chars in the result (more is spilled to a file, like any l
 past its time or stopped by ■ ends at its next tool call or print, or at once when it runs Python.
 
 Safety: the script is arbitrary code in the kernel, not sandboxed. Every script asks the person, showing
-the code, whatever ``code: {require_approval}`` says; "for this session" does not carry to the next script.
+the code, whatever ``code: {require_approval}`` says; "for this session" does not carry to the next script, and
+"always" holds for this code only while every file it names (``tools.code_execution.named_files``: what it
+imports, opens, runs or starts) has the content it had, as a terminal command's does; a script that names what it
+runs only at run time gets a yes for once. Threads a script starts are named in its result (``threads_running``)
+and stopped when the run ends (``tools.code_execution.threads``).
 """
 
 from __future__ import annotations
@@ -83,6 +87,9 @@ class CodeHost:
     # a nested call was queued: (parent call id, call id, tool name, arguments as JSON)
     on_queued: Callable[[str, str, str, str], None] | None = None
     on_event: Callable[[Any], None] | None = None  # a nested call's ``BatchEvent`` (start, end)
+    #: the run's record of the threads its scripts start (``tools.code_execution.threads.Threads``), stopped when
+    #: the run ends; None: nobody stops them
+    threads: Any = None
 
 
 _host: contextvars.ContextVar[CodeHost | None] = contextvars.ContextVar("hermes_nb_code_host", default=None)
@@ -99,10 +106,15 @@ def use_code_host(host: CodeHost | None) -> Iterator[None]:
 
 
 def code_ask(code: str) -> Any:
-    """The judge: every script asks, showing its code (no switch turns this off)."""
+    """The judge: every script asks, showing its code (no switch turns this off); "always" is tied to the
+    files the script names."""
+    from hermes_nb.tools.code_execution.named_files import bound
     from hermes_nb.tools.safety.gate import Ask
+    from hermes_nb.tools.workspace import workspace_root
 
-    return Ask(tool=NAME, subject=code, key=PATTERN_KEY, description=_DESCRIPTION, scopes=frozenset())
+    tied = bound(code, workspace_root())
+    return Ask(tool=NAME, subject=code, key=PATTERN_KEY, description=_DESCRIPTION + tied.sentence(), scopes=frozenset(),
+               bound=tied.text, lasting=not tied.dynamic)
 
 
 # -- one nested call ------------------------------------------------------------------------------
@@ -159,6 +171,7 @@ async def execute_code(args: dict[str, Any], **_: Any) -> dict[str, Any] | str:
     """The handler: run ``args["code"]`` in the run's namespace, in a thread, within the limits."""
     from hermes_nb.tools.code_execution.module import build_module
     from hermes_nb.tools.code_execution.script import Script
+    from hermes_nb.tools.code_execution.threads import Threads
 
     host = _host.get()
     if host is None:
@@ -180,7 +193,8 @@ async def execute_code(args: dict[str, Any], **_: Any) -> dict[str, Any] | str:
         return _nested_call(host, parent, deadline, script, name, call_args)
 
     module = build_module(allowed, lambda name, call_args: script.call_tool(name, call_args))
-    script = Script(session, code, module=module, call=call, max_tool_calls=limits.max_tool_calls)
+    script = Script(session, code, module=module, call=call, max_tool_calls=limits.max_tool_calls,
+                    threads=Threads(parent=host.threads))
     context = contextvars.copy_context()  # the run's approver and host reach the script's tool calls
     ended: concurrent.futures.Future[None] = concurrent.futures.Future()
 
@@ -217,6 +231,14 @@ def _result(script: Any, limits: Limits, parent: str) -> dict[str, Any]:
     elif status == "error":
         result["error"] = script.error
         result["traceback"] = script.traceback
+    started = script.threads.started
+    running = [t.name for t in started if t.is_alive()]
+    if running:  # the card and the model both see them: Python keeps running there after the script ended
+        result["threads_running"] = running
+        result["threads_note"] = ("threads this script started are still running; they are stopped when this run "
+                                  "ends (join them in the script to wait for them)")
+    if len(running) < len(started):
+        result["threads_ended"] = [t.name for t in started if not t.is_alive()]
     return result
 
 

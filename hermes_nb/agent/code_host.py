@@ -3,7 +3,9 @@
 ``install_code_host(agent, emit)`` gives the run (its task, a context variable) a ``CodeHost``
 (``hermes_nb.tools.execute_code_tool``): the tools a script may call are the ones the model is offered this
 turn, a script's tool calls reach the view as cards whose ``parent`` is the script's call, and the scripts of
-one agent share a namespace (``CodeSession``) seeded with the person's ``Agent(code_vars=...)``.
+one agent share a namespace (``CodeSession``) seeded with the person's ``Agent(code_vars=...)``. Threads the
+run's scripts start are stopped when the run ends (``tools.code_execution.threads``); one that cannot be stopped
+is named in a line, as still running.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from hermes_nb.agent.events import Emit, ToolCallQueued, tool_event
+from hermes_nb.agent.events import Emit, Notice, ToolCallQueued, tool_event
 
 __all__ = ["install_code_host"]
 
@@ -51,17 +53,33 @@ def _offered(agent: Agent) -> list[dict[str, Any]]:
 
 def install_code_host(agent: Agent, emit: Emit) -> Callable[[], None]:
     """Serve ``execute_code`` for the run in the calling context; returns the undo."""
+    from hermes_nb.tools.code_execution.threads import Threads, stop, watch
     from hermes_nb.tools.execute_code_tool import CodeHost, use_code_host
 
     def queued(parent: str, call_id: str, name: str, arguments: str) -> None:
         emit(ToolCallQueued(index=0, id=call_id, name=name, arguments=arguments, parent=parent))
 
+    threads = Threads()
+    unwatch = watch()
     host = CodeHost(definitions=lambda: _offered(agent), session=lambda reset: _session(agent, reset),
-                    on_queued=queued, on_event=lambda event: emit(tool_event(event)))
+                    on_queued=queued, on_event=lambda event: emit(tool_event(event)), threads=threads)
     scope = use_code_host(host)
     scope.__enter__()
 
     def undo() -> None:
         scope.__exit__(None, None, None)
+        try:
+            running = threads.running()
+            left = stop(running) if running else []
+            stopped = [t.name for t in running if t not in left]
+            if stopped:
+                emit(Notice(message=f"the run ended: stopped {len(stopped)} thread(s) execute_code started: "
+                                    f"{', '.join(stopped)}", level="info"))
+            if left:
+                emit(Notice(message=f"still running after the run ended: thread(s) {', '.join(t.name for t in left)}, "
+                                    "started by execute_code (each was asked to stop; it is blocked in a call Python "
+                                    "cannot interrupt, or caught the stop)", level="warning"))
+        finally:
+            unwatch()
 
     return undo

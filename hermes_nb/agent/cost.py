@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from hermes_nb.agent.models import is_local_url
 from hermes_nb.agent.turns import Turn
+from hermes_nb.models import is_local_url
 
 __all__ = ["Price", "RunCost", "model_ref", "run_cost"]
 

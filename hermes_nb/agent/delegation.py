@@ -201,7 +201,7 @@ def _make_child(run: Any, index: int, task: dict[str, Any], toolsets: list[str] 
 
 def _child_model(model: Any, key: str) -> Any:
     """The parent's model for a child; a cassette (recording or replaying) gets one sibling file per child."""
-    from hermes_nb.agent.replay import RecordingModel, ReplayModel
+    from hermes_nb.models.replay import RecordingModel, ReplayModel
 
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     if isinstance(model, _Budgeted):  # a grandchild: its parent's own model, not the budget around it
@@ -226,7 +226,7 @@ class _Budgeted:
         return getattr(self.inner, attr)
 
     async def complete(self, messages: list[dict[str, Any]], tools: Any, **kwargs: Any) -> Any:
-        from hermes_nb.agent.models import ModelError
+        from hermes_nb.models import ModelError
 
         if self.used >= self.tokens:
             raise ModelError(f"the sub-agent spent its token budget ({self.used:,} of {self.tokens:,})")

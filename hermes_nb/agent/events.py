@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 if TYPE_CHECKING:
-    from hermes_nb.agent.models import Usage
     from hermes_nb.agent.turns import Turn
+    from hermes_nb.models import Usage
     from hermes_nb.tools.batch.records import BatchEvent, ToolCallResult
 
-__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "ChildEvent", "Emit", "ModelNamed", "Notice", "NoticeLevel",
+__all__ = ["AgentEvent", "ApprovalAnswered", "BatchDone", "ChildEvent", "Emit", "MemoryLoaded", "ModelNamed", "Notice",
+           "NoticeLevel",
            "TextDelta", "TodoUpdated", "ToolCallQueued", "ToolEnded", "ToolRecord", "ToolStarted", "TurnDone",
            "TurnStarted", "UsageUpdate", "tool_event"]
 
-#: How a notice reads: "retry" is a model retry, "approval"/"denied" an approval's answer.
-NoticeLevel = Literal["info", "warning", "error", "retry", "approval", "denied"]
+#: How a notice reads: "retry" is a model retry, "approval"/"denied" an approval's answer, "memory" a memory write.
+NoticeLevel = Literal["info", "warning", "error", "retry", "approval", "denied", "memory"]
 
 
 class ToolRecord(Protocol):
@@ -132,6 +133,14 @@ class Notice:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryLoaded:
+    """The memory block this run's system prompt carries (shown under "what the model saw")."""
+
+    text: str
+    entries: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TodoUpdated:
     """The ``todo`` call ``tool_call_id`` changed the run's plan to ``todos`` (the checklist redraws in place)."""
 
@@ -151,7 +160,7 @@ class ChildEvent:
 
 AgentEvent: TypeAlias = (TurnStarted | TurnDone | TextDelta | UsageUpdate | ModelNamed | ToolCallQueued | ToolStarted
               | ToolEnded | BatchDone
-              | ApprovalAnswered | Notice | TodoUpdated | ChildEvent)
+              | ApprovalAnswered | Notice | TodoUpdated | ChildEvent | MemoryLoaded)
 #: Where the core puts its events (a queue's ``put_nowait``; the evaluation ignores them).
 Emit: TypeAlias = Callable[[AgentEvent], None]
 

@@ -9,10 +9,14 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from hermes_nb.agent.models import ToolCallSpec
+from hermes_nb.agent.events import AgentEvent, Emit, Notice, TextDelta, TurnStarted
+from hermes_nb.models import ToolCallSpec
 from hermes_nb.tools.calls.results import clean_text
 
-__all__ = ["assistant_message", "kept", "repair_history", "sendable", "unique_ids", "with_parts"]
+__all__ = ["CUT", "assistant_message", "cut_answer", "hearing", "kept", "repair_history", "sendable", "unique_ids", "with_parts"]
+
+#: How a history marks an answer that was cut off (the model reads it next turn: what it said was not all).
+CUT = "[cut off: {why}]"
 
 
 def repair_history(messages: list[dict[str, Any]]) -> bool:
@@ -88,3 +92,32 @@ def kept(arguments: str, limit: float) -> str:
         return arguments
     return json.dumps({"omitted": f"{len(arguments):,} chars of arguments, over the limit of {limit:,.0f}; "
                                   "the call was refused"})
+
+
+def cut_answer(messages: list[dict[str, Any]], partial: str, why: str) -> str:
+    """After ■, a failed turn or a server that died mid-stream: the answer so far is kept in the history,
+    marked as cut, so the history is what happened and the person's prompt is never left unanswered (the
+    next run would send two user messages in a row, and the model answer the old one). What the transcript
+    says; "" when the history already ends with an answer."""
+    if not messages or messages[-1].get("role") == "assistant":
+        return ""
+    text = clean_text(partial).rstrip()
+    mark = CUT.format(why=why)
+    messages.append({"role": "assistant", "content": f"{text}\n{mark}" if text else mark})
+    if text:
+        return (f"The partial answer ({len(text):,} characters) is kept in the history, marked as cut; "
+                "nothing was discarded.")
+    return "No answer had come; the history marks the turn as cut, so your next prompt follows an answer."
+
+
+def hearing(emit: Emit, partial: list[str]) -> Emit:
+    """``emit`` that also keeps the text of the model turn under way in ``partial`` (a new turn, or a retry
+    that streams the answer again from its start, empties it)."""
+    def hear(event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            partial.append(event.delta)
+        elif isinstance(event, TurnStarted) or (isinstance(event, Notice) and event.level == "retry"
+                                                 and "retrying in" in event.message):
+            partial.clear()
+        emit(event)
+    return hear

@@ -20,11 +20,11 @@ import json
 import queue
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from hermes_nb.agent.code_host import install_code_host
-from hermes_nb.agent.cost import RunCost, run_cost
+from hermes_nb.agent.cost import run_cost
 from hermes_nb.agent.events import (
     AgentEvent,
     ApprovalAnswered,
@@ -39,22 +39,32 @@ from hermes_nb.agent.events import (
     UsageUpdate,
     tool_event,
 )
-from hermes_nb.agent.history import assistant_message, repair_history, unique_ids, with_parts
-from hermes_nb.agent.model_choice import resolve_model
-from hermes_nb.agent.models import (
-    DEFAULT_TURN_TIMEOUT,
-    Model,
-    ModelError,
-    ToolCallSpec,
-    Usage,
-    add_usage,
-    empty_usage,
-    length_notice,
+from hermes_nb.agent.failures import DEFAULT_REPEATED_FAILURES, repeated_failure
+from hermes_nb.agent.history import (
+    assistant_message,
+    cut_answer,
+    hearing,
+    repair_history,
+    unique_ids,
+    with_parts,
 )
+from hermes_nb.agent.offer_size import oversize_notice
+from hermes_nb.agent.results import INTERRUPTED, AgentResult, ToolCallRecord, record_of
 from hermes_nb.agent.routes import begin as begin_run
 from hermes_nb.agent.todos import TodoStore
 from hermes_nb.agent.tool_search import Assembly, turn_tools, unwrap_calls, with_listing
 from hermes_nb.agent.turns import Turn, new_turn
+from hermes_nb.models import (
+    DEFAULT_TURN_TIMEOUT,
+    Model,
+    ModelError,
+    ToolCallSpec,
+    add_usage,
+    empty_usage,
+    length_notice,
+    unreported_usage,
+)
+from hermes_nb.models.model_choice import resolve_model
 from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.batch.scope import NOTHING, reset_offer, set_offer
 from hermes_nb.tools.calls.results import clean_text
@@ -65,54 +75,6 @@ if TYPE_CHECKING:
     from hermes_nb.display.live import View
 
 __all__ = ["Agent", "AgentResult", "ToolCallRecord"]
-
-StoppedReason = Literal["done", "max_iterations", "interrupted", "error", "length"]
-INTERRUPTED = "interrupted by the user"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallRecord:
-    """One tool call of a run: what the model asked, what it got back (after the budget), and when."""
-
-    id: str
-    name: str
-    arguments: str
-    content: str
-    iteration: int
-    started: float = 0.0
-    ended: float = 0.0
-    duration: float = 0.0
-    is_error: bool = False
-    timed_out: bool = False
-    interrupted: bool = False
-    parallel: bool = False
-    segment: int = 0
-    changes: tuple[Any, ...] = ()  # the files it changed (tools.safety.lander.ChangedFile: path, kind, diff)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentResult:
-    """The outcome of ``Agent.run``; displays as the run's HTML transcript (text in a terminal)."""
-
-    text: str
-    messages: list[dict[str, Any]]
-    tool_calls: list[ToolCallRecord]
-    usage: Usage
-    iterations: int
-    stopped_reason: StoppedReason
-    error: str | None = None
-    model: str = ""
-    transcript: Any = field(default=None, repr=False, compare=False)
-    turns: tuple[Turn, ...] = field(default=(), repr=False)  # what the model saw, turn by turn (.request)
-    cost: RunCost | None = None  # per run, per turn, per tool call (hermes_nb.agent.cost)
-    todos: tuple[dict[str, str], ...] = ()  # the agent's plan after the run (the todo tool's list)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from hermes_nb.display import live
-        return {"text/html": live.result_html(self), "text/plain": live.result_text(self)}
-
-    def __str__(self) -> str:
-        return self.text
 
 
 class Agent:
@@ -143,13 +105,14 @@ class Agent:
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
         code_vars: dict[str, Any] | None = None,
+        max_repeated_failures: int | None = DEFAULT_REPEATED_FAILURES,
     ) -> None:
         self.model: Model = resolve_model(
             model, base_url, api_key, stream=stream, temperature=temperature,
             parallel_tool_calls=parallel_tool_calls, timeout=timeout, max_retries=max_retries,
             turn_timeout=turn_timeout, tool_choice=tool_choice, max_tokens=max_tokens, seed=seed, extra_body=extra_body)
         if record is not None:
-            from hermes_nb.agent.replay import RecordingModel
+            from hermes_nb.models.replay import RecordingModel
 
             self.model = RecordingModel(self.model, record)
         self.enabled_toolsets = enabled_toolsets
@@ -161,6 +124,7 @@ class Agent:
         self.tool_timeout = tool_timeout
         self.max_workers = max_workers
         self.code_vars = code_vars  # what execute_code's scripts see besides their own variables
+        self.max_repeated_failures = max_repeated_failures  # the same failing call this often ends the run
         self.messages: list[dict[str, Any]] = []
         self._task: asyncio.Task[Any] | None = None
         self.todo_store = TodoStore()  # the todo tool's plan: kept across runs, cleared by reset()
@@ -288,12 +252,15 @@ class Agent:
         turns: list[Turn] = []
         usage = empty_usage()
         iterations, text, reason, error = 0, "", "done", None
+        oversize_said = False
         pending: tuple[ToolCallSpec, ...] = ()
         finished: dict[str, Any] = {}
         undo = self._install_approval(emit)
         shown = self.model.name
         undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
         offer = set_offer(NOTHING)  # scope: nothing runs but what a turn offers (each turn sets its own)
+        partial: list[str] = []  # the text of the model turn under way: kept if the turn is cut
+        emit = hearing(emit, partial)
         try:
             while True:
                 run.store(self.messages)  # for session_search: the run so far, turn by turn
@@ -307,6 +274,9 @@ class Agent:
                 emit(TurnStarted(iteration=iterations))
                 await registry.abefore_batch()  # e.g. tools an MCP server changed during the last batch
                 tools = self._definitions()  # tool search: deferred tools behind the bridge, the run's catalog set
+                if not oversize_said and (line := oversize_notice(tools.definitions, self.model)):
+                    oversize_said = True  # once a run, in one line, with the count
+                    emit(Notice(message=line, level="warning"))
                 sent = with_listing(list(self.messages), tools.listing)
                 turn = await self._complete(sent, tools, emit)
                 turns.append(new_turn(iterations, sent, tools.definitions, turn, self.model,
@@ -317,10 +287,12 @@ class Agent:
                 if turn.model and turn.model != shown:  # the server named the model that answered
                     shown = turn.model
                     emit(ModelNamed(name=shown))
-                if turn.finish_reason == "length":  # cut at max_tokens: a half answer or half a call is no answer
+                for said in turn.notices:  # a server that ignored what was asked, noticed by the model seam
+                    emit(Notice(message=said, level="warning"))
+                if turn.finish_reason == "length":  # cut at a limit: a half answer or half a call is no answer
                     self.messages.append(assistant_message(turn.content, ()))
                     reason, text = "length", turn.content
-                    emit(Notice(message=length_notice(self.model), level="warning"))
+                    emit(Notice(message=length_notice(self.model, turn), level="warning"))
                     break
                 calls = unique_ids(turn.tool_calls, self.messages)
                 self.messages.append(assistant_message(turn.content, calls))
@@ -330,14 +302,27 @@ class Agent:
                 pending, finished = calls, {}
                 records += await self._run_batch(pending, finished, iterations, emit)
                 pending = ()
+                stuck = repeated_failure(records, self.max_repeated_failures)
+                if stuck:
+                    reason, text = "repeated_failure", stuck
+                    emit(Notice(message=stuck, level="warning"))
+                    break
         except (asyncio.CancelledError, KeyboardInterrupt):
             reason, text = "interrupted", "Interrupted by the user."
             records += self._answer_pending(pending, finished, iterations, emit)
             emit(Notice(message="Interrupted: every tool call has an answer in the history; "
                                "the next run continues the conversation.", level="warning"))
+            if not pending and len(turns) < iterations:  # cut inside a model turn: its tokens are unknown
+                add_usage(usage, unreported_usage())
+            kept_line = cut_answer(self.messages, "".join(partial), "interrupted by the user")
+            if kept_line:
+                emit(Notice(message=kept_line, level="warning"))
         except ModelError as exc:
             reason, error, text = "error", str(exc), f"Model error: {exc}"
             emit(Notice(message=text, level="error"))
+            kept_line = cut_answer(self.messages, "".join(partial), "the model's turn failed")
+            if kept_line:
+                emit(Notice(message=kept_line, level="warning"))
         finally:
             reset_offer(offer)
             undo_code()
@@ -425,7 +410,7 @@ class Agent:
         ]
         messages = enforce_turn_budget(messages)
         self.messages.extend(map(with_parts, messages))
-        records = [_record(r, m["content"], iteration) for r, m in zip(results, messages, strict=True)]
+        records = [record_of(r, m["content"], iteration) for r, m in zip(results, messages, strict=True)]
         emit(BatchDone(records=tuple(records)))
         return records
 
@@ -440,7 +425,7 @@ class Agent:
             result = finished.get(call.id)
             if result is not None and not result.interrupted:
                 content = result.content
-                records.append(_record(result, content, iteration))
+                records.append(record_of(result, content, iteration))
             else:
                 content = json.dumps({"error": f"Tool {call.name} was {INTERRUPTED} before it finished"})
                 records.append(ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments,
@@ -451,19 +436,6 @@ class Agent:
         if records:
             emit(BatchDone(records=tuple(records)))
         return records
-
-
-def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
-    from hermes_nb.tools.safety.lander import take_changes
-
-    args = result.arguments
-    return ToolCallRecord(
-        id=result.tool_call_id, name=result.name,
-        arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-        content=content, iteration=iteration, started=result.started, ended=result.ended,
-        duration=result.duration, is_error=result.is_error, timed_out=result.timed_out,
-        interrupted=result.interrupted, parallel=result.parallel, segment=result.segment,
-        changes=take_changes(result.tool_call_id))
 
 
 def _drain(events: queue.Queue[AgentEvent], view: View) -> None:

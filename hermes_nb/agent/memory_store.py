@@ -7,8 +7,14 @@ file (``MEMORY.md.lock``), and the new text goes to a temporary file in the same
 the old one (``os.replace``): a reader sees the old file or the new one, never half of either, and two
 kernels writing at once both keep their entries.
 
-``snapshot()`` is what a run puts in its system prompt: read once when the run starts, so the prompt
+``load()`` is what a run puts in its system prompt: read once when the run starts, so the prompt
 stays the same for the whole run (its prefix stays cacheable) while writes land on disk at once.
+
+Both ways in are scanned (``tools.safety.memory_scan``, the classes Hermes refuses and a few more): an add or
+replace whose text looks like instructions to the model, a way to send data out, hidden characters or a
+secret is refused with the reason; and an entry that reaches the file another way (edited by hand, written by
+another program) is left out of the system prompt when it is loaded, and named in ``MemoryBlock.left_out``.
+The entries the tool shows back to the model (``current_entries``) leave such entries out the same way.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes_nb.tools.config import hermes_home
+from hermes_nb.tools.safety.memory_scan import Threat, scan
 
-__all__ = ["DELIMITER", "LIMITS", "MemoryStore", "MemoryTarget"]
+__all__ = ["DELIMITER", "LIMITS", "LeftOut", "MemoryBlock", "MemoryStore", "MemoryTarget"]
 
 MemoryTarget = Literal["memory", "user"]
 DELIMITER = "\n§\n"
@@ -31,6 +38,34 @@ DELIMITER = "\n§\n"
 LIMITS: dict[str, int] = {"memory": 2_200, "user": 1_375}
 _FILES = {"memory": "MEMORY.md", "user": "USER.md"}
 _HEADERS = {"memory": "MEMORY (your notes from earlier runs)", "user": "USER PROFILE (what you know about the person)"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeftOut:
+    """An entry the scan kept out of the system prompt."""
+
+    file: str  # "MEMORY.md" or "USER.md"
+    number: int  # 1-based, in the file
+    entry: str
+    threat: Threat
+
+    def line(self) -> str:
+        """One line for the transcript: which entry, why, and how to get rid of it."""
+        from hermes_nb.tools.safety.visible import make_visible
+
+        preview = make_visible(self.entry, keep="")
+        preview = preview if len(preview) <= 60 else preview[:60] + "…"
+        return (f"memory entry {self.number} of {self.file} left out of the system prompt: {self.threat.kind}, "
+                f"{self.threat.reason} (\"{preview}\"); remove it with the memory tool or edit the file")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryBlock:
+    """What a run's system prompt carries of memory: the block's text ("" when empty) and what was left out."""
+
+    text: str
+    left_out: tuple[LeftOut, ...] = ()
+    entries: int = 0  # how many entries the text holds
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,13 +97,25 @@ class MemoryStore:
         return f"{used:,}/{self.limit(target):,} chars"
 
     def snapshot(self) -> str:
-        """Both files as one block for a system prompt ("" when both are empty)."""
-        blocks = []
+        """Both files as one block for a system prompt ("" when both are empty): ``load().text``."""
+        return self.load().text
+
+    def load(self) -> MemoryBlock:
+        """Both files as one block for a system prompt, each entry scanned again (the files are edited by hand
+        too): an entry the scan refuses is left out and named."""
+        blocks, left_out, count = [], [], 0
         for target in ("memory", "user"):
-            entries = [_clean(e) for e in self.entries(target)]  # type: ignore[arg-type]  # edited by hand too
-            if entries:
-                blocks.append(f"{_HEADERS[target]} [{self.usage(target, entries)}]\n" + DELIMITER.join(entries))  # type: ignore[arg-type]
-        return "\n\n".join(blocks)
+            kept = []
+            for n, entry in enumerate(self.entries(target), 1):  # type: ignore[arg-type]
+                threat = scan(entry)
+                if threat is None:
+                    kept.append(entry)
+                else:
+                    left_out.append(LeftOut(file=_FILES[target], number=n, entry=entry, threat=threat))
+            if kept:
+                count += len(kept)
+                blocks.append(f"{_HEADERS[target]} [{self.usage(target, kept)}]\n" + DELIMITER.join(kept))  # type: ignore[arg-type]
+        return MemoryBlock(text="\n\n".join(blocks), left_out=tuple(left_out), entries=count)
 
     # -- the memory tool's actions (Hermes's result shapes) ---------------------------------------
 
@@ -92,7 +139,7 @@ class MemoryStore:
                 where = f"Operation {n}: " if len(operations) > 1 else ""
                 step = _step(new, op if isinstance(op, dict) else {})
                 if isinstance(step, str):
-                    return {"success": False, "error": where + step, "current_entries": entries}
+                    return {"success": False, "error": where + step, "current_entries": _shown(entries)}
                 new, message = step
                 messages.append(message)
             if len(DELIMITER.join(new)) > self.limit(target):
@@ -138,7 +185,7 @@ class MemoryStore:
     def _full(self, target: MemoryTarget, entries: list[str], why: str) -> dict[str, Any]:
         return {"success": False, "error": f"{_FILES[target]} is full ({self.usage(target, entries)}). {why} "
                                            "Use 'replace' to shorten entries or 'remove' stale ones, then retry.",
-                "current_entries": entries, "usage": self.usage(target, entries)}
+                "current_entries": _shown(entries), "usage": self.usage(target, entries)}
 
 
 def _lock(fd: int) -> None:
@@ -150,6 +197,22 @@ def _lock(fd: int) -> None:
         msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
         return
     fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _shown(entries: list[str]) -> list[str]:
+    """The entries as the model may read them back: one the scan refuses is named, not repeated (it would enter
+    the conversation through the tool's answer instead of the system prompt)."""
+    out = []
+    for entry in entries:
+        threat = scan(entry)
+        out.append(entry if threat is None else f"[left out: {threat.kind}, {threat.reason}]")
+    return out
+
+
+def _refused(threat: Threat) -> str:
+    return (f"Refused: this entry looks like {threat.kind} ({threat.reason}). Memory goes into the system prompt "
+            "of every later run, so it may not hold instructions to the model, ways to send data out, hidden "
+            "characters or secrets. Nothing was saved; save the fact in plain words, or leave it out.")
 
 
 def _split(raw: str) -> list[str]:
@@ -169,6 +232,8 @@ def _clean(content: Any) -> str:
 def _step(entries: list[str], op: dict[str, Any]) -> tuple[list[str], str] | str:
     """One operation on ``entries``: the entries after it and what it did, or why it cannot be done."""
     action, content, old_text = op.get("action"), _clean(op.get("content")), str(op.get("old_text") or "").strip()
+    if action in ("add", "replace") and (threat := scan(str(op.get("content") or ""))) is not None:
+        return _refused(threat)  # scanned as the model sent it: before hidden characters are written out
     if action == "add":
         if not content:
             return "content is empty: say what to remember."

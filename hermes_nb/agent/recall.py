@@ -10,31 +10,48 @@ keep it that way: the model decides when to search).
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
 from hermes_nb.agent.session_store import SessionStoreError, session_store
 
-__all__ = ["RECALL_SCHEMA", "SessionsProvider", "search_runs"]
+__all__ = ["RECALL_SCHEMA", "SessionsProvider", "current_notebook", "search_runs"]
 
 _CONTENT_CHARS = 1_000
+
+
+def current_notebook() -> str:
+    """The running notebook's path, when the kernel knows it (Jupyter sets ``JPY_SESSION_NAME``); runs are
+    stored under it, and a search reads this notebook's runs unless asked for all."""
+    path = os.environ.get("JPY_SESSION_NAME", "")
+    if path:
+        return path
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return ""
+    ip = get_ipython()
+    return str(ip.user_ns.get("__session__", "")) if ip is not None else ""
 
 
 def _when(started: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(started)) if started else "unknown"
 
 
-def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None) -> dict[str, Any]:
-    """``session_search``'s result for ``query`` (the latest runs when it is empty)."""
+def search_runs(query: str, *, limit: int = 3, exclude_run: str | None = None, notebook: str | None = None,
+                ended_only: bool = False) -> dict[str, Any]:
+    """``session_search``'s result for ``query`` (the latest runs when it is empty): ``notebook``'s runs only
+    (None: every notebook's), and with ``ended_only`` only runs that ended."""
     store = session_store()
     limit = max(1, min(int(limit), 10))
     try:
         if not query.strip():
-            runs = store.recent(limit=limit, exclude_run=exclude_run)
+            runs = store.recent(limit=limit, exclude_run=exclude_run, notebook=notebook, ended_only=ended_only)
             return {"success": True, "mode": "browse", "count": len(runs), "results": [
                 {"session_id": r["run_id"], "when": _when(r["started"]), "notebook": r["notebook"],
                  "title": r["prompt"][:120], "message_count": r["messages"]} for r in runs]}
-        runs = store.search(query, limit=limit, exclude_run=exclude_run)
+        runs = store.search(query, limit=limit, exclude_run=exclude_run, notebook=notebook, ended_only=ended_only)
         results = []
         for r in runs:
             first = r["hits"][0]
@@ -81,7 +98,7 @@ class SessionsProvider:
         return [RECALL_SCHEMA]
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any]) -> str:
-        found = search_runs(str(args.get("query") or ""), limit=int(args.get("limit") or 5))
+        found = search_runs(str(args.get("query") or ""), limit=int(args.get("limit") or 5), notebook=current_notebook())
         if not found.get("success"):
             return json.dumps(found)
         snippets = [{"session_id": r["session_id"], "when": r["when"], "snippet": r.get("snippet", "")}

@@ -15,15 +15,15 @@ the run goes on without it.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_nb.agent.events import Emit, Notice, TodoUpdated
+from hermes_nb.agent.events import Emit, MemoryLoaded, Notice, TodoUpdated
 from hermes_nb.agent.memory_store import MemoryStore
+from hermes_nb.agent.recall import current_notebook as _notebook
 from hermes_nb.agent.session_store import SessionStoreError, session_store
 from hermes_nb.tools.agent_loop.routes import set_default_router, use_router
 from hermes_nb.tools.calls.call_hooks import call_fields
@@ -67,6 +67,11 @@ class Run:
 
     def end(self, messages: list[dict[str, Any]]) -> None:
         self.store(messages)
+        if not self.store_failed:
+            try:
+                session_store().end(self.run_id)  # a child's session_search sees it from now on
+            except SessionStoreError as exc:
+                self._failed(exc)
         self.undo()
         from hermes_nb.agent.providers import sync_providers
 
@@ -130,16 +135,36 @@ def _memory(run: Run | None, args: dict[str, Any]) -> Any:
     target = args.get("target", "memory")
     if target not in ("memory", "user"):
         return {"success": False, "error": f"Invalid target {target!r}: use 'memory' or 'user'."}
-    if args.get("operations"):
-        return store.apply(target, list(args["operations"]))
-    return store.apply(target, [{k: args[k] for k in ("action", "content", "old_text") if k in args}])
+    ops = list(args["operations"]) if args.get("operations") else [
+        {k: args[k] for k in ("action", "content", "old_text") if k in args}]
+    result = store.apply(target, ops)
+    if run is not None and result.get("success") and not str(result.get("message", "")).startswith("Entry already"):
+        for op in ops:  # every write is a line in the transcript: the person sees what later prompts will carry
+            run.emit(Notice(message=_written(target, op), level="memory"))
+    return result
+
+
+def _written(target: str, op: Any) -> str:
+    from hermes_nb.tools.safety.visible import make_visible
+
+    op = op if isinstance(op, dict) else {}
+    where = " (about you, USER.md)" if target == "user" else ""
+    if op.get("action") == "remove":
+        return f"forgot{where}: the entry with {make_visible(str(op.get('old_text', '')), keep='')!r}"
+    return f"remembered{where}: {make_visible(str(op.get('content', '')).strip(), keep='')}"
 
 
 def _session_search(run: Run | None, args: dict[str, Any]) -> Any:
     from hermes_nb.agent.recall import search_runs
 
+    scope = args.get("scope") or "current"
+    if scope not in ("current", "all"):
+        return {"success": False, "error": f"scope must be 'current' (this notebook's runs) or 'all', not {scope!r}"}
+    # a child reads only runs that ended: its parent's (and its siblings') are still being written
     return search_runs(args.get("query") or "", limit=int(args.get("limit") or 3),
-                       exclude_run=run.run_id if run is not None else None)
+                       exclude_run=run.run_id if run is not None else None,
+                       notebook=None if scope == "all" else (run.notebook if run is not None else _notebook()),
+                       ended_only=run is not None and run.depth > 0)
 
 
 async def _delegate(run: Run | None, args: dict[str, Any]) -> Any:
@@ -176,9 +201,12 @@ def _frame_system_prompt(agent: Any, run: Run, prompt: str) -> None:
     are now: the first message for the whole run."""
     extra = []
     if run.depth == 0 and _offers(agent, "memory"):
-        snapshot = MemoryStore().snapshot()
-        if snapshot:
-            extra.append(snapshot)
+        memory = MemoryStore().load()
+        for left_out in memory.left_out:
+            run.emit(Notice(message=left_out.line(), level="warning"))
+        if memory.text:
+            extra.append(memory.text)
+            run.emit(MemoryLoaded(text=memory.text, entries=memory.entries))
     from hermes_nb.agent.providers import prefetch
 
     extra += prefetch(agent, prompt, emit=run.emit, offers=lambda ts: _offers(agent, ts))
@@ -211,16 +239,3 @@ def _offers(agent: Any, toolset: str) -> bool:
 
     enabled = offered_by(agent.enabled_toolsets)
     return enabled is None or toolset in enabled
-
-
-def _notebook() -> str:
-    """The running notebook's path, when the kernel knows it (Jupyter sets ``JPY_SESSION_NAME``)."""
-    path = os.environ.get("JPY_SESSION_NAME", "")
-    if path:
-        return path
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return ""
-    ip = get_ipython()
-    return str(ip.user_ns.get("__session__", "")) if ip is not None else ""

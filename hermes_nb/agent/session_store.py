@@ -1,7 +1,9 @@
 """Past runs in SQLite with FTS5: ``$HERMES_NB_HOME/sessions.db``, WAL mode, one row per message.
 
 Each row keeps the run id, the notebook's path, the time, the role and the tool name; an FTS5 index over
-the text (kept by triggers) answers ``search``. A run writes its messages as it goes (``add``), so a run
+the text (kept by triggers) answers ``search``. A run is marked when it ends (``end``): searches can be kept to
+one notebook's runs (``notebook``) and to runs that ended (``ended_only``: a sub-agent never reads the run that
+started it, still being written). A run writes its messages as it goes (``add``), so a run
 interrupted halfway, or a kernel that dies, still leaves what it said. WAL lets another kernel read while
 this one writes; a writer waits at most ``busy_timeout`` for a lock.
 
@@ -30,7 +32,7 @@ __all__ = ["SessionStore", "SessionStoreError", "StoredMessage", "session_store"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY, started REAL NOT NULL, notebook TEXT NOT NULL DEFAULT '', model TEXT NOT NULL DEFAULT '',
-    prompt TEXT NOT NULL DEFAULT '', parent TEXT);
+    prompt TEXT NOT NULL DEFAULT '', parent TEXT, ended REAL);
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, notebook TEXT NOT NULL DEFAULT '', time REAL NOT NULL,
     role TEXT NOT NULL, tool_name TEXT NOT NULL DEFAULT '', content TEXT NOT NULL DEFAULT '');
@@ -87,6 +89,8 @@ class SessionStore:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, never corrupt
                 db.executescript(_SCHEMA)
+                if "ended" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:  # a store made before
+                    db.execute("ALTER TABLE runs ADD COLUMN ended REAL")
             except BaseException:
                 db.close()
                 raise
@@ -123,6 +127,10 @@ class SessionStore:
             "INSERT OR IGNORE INTO runs(id, started, notebook, model, prompt, parent) VALUES (?,?,?,?,?,?)",
             (run_id, time.time(), clean_text(notebook), clean_text(model), clean_text(prompt[:500]), parent)))
 
+    def end(self, run_id: str) -> None:
+        """Record that a run ended (its messages are all stored)."""
+        self._run("ending a run", lambda db: db.execute("UPDATE runs SET ended = ? WHERE id = ?", (time.time(), run_id)))
+
     def add(self, run_id: str, messages: Iterable[dict[str, Any]], *, notebook: str = "") -> int:
         """Store messages of a run (OpenAI shape); the number stored."""
         now = time.time()
@@ -147,10 +155,13 @@ class SessionStore:
     # -- reading ----------------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 3, exclude_run: str | None = None,
-               roles: tuple[str, ...] = ("user", "assistant", "tool")) -> list[dict[str, Any]]:
+               roles: tuple[str, ...] = ("user", "assistant", "tool"), notebook: str | None = None,
+               ended_only: bool = False) -> list[dict[str, Any]]:
         """The runs whose messages match ``query`` (FTS5 syntax; plain words if it does not parse), best
         first: ``{run_id, notebook, started, prompt, matches, hits: [{id, role, tool_name, snippet}]}``. Sub-agents'
-        runs are left out, as Hermes does: their parent's ``delegate_task`` answer holds what they found."""
+        runs are left out, as Hermes does: their parent's ``delegate_task`` answer holds what they found.
+        ``notebook``: that notebook's runs only (None: every notebook's); ``ended_only``: runs that ended."""
+        kept = _kept(notebook, ended_only)
         limit = max(1, min(int(limit), 20))
 
         def ranked_ids(db: sqlite3.Connection, match: str) -> list[Any]:
@@ -173,8 +184,8 @@ class SessionStore:
             marks = ",".join("?" * len(roles))
             rows = db.execute(f"SELECT id, run_id, role, tool_name FROM messages WHERE id IN "
                               f"({','.join('?' * len(order))}) AND role IN ({marks}) AND run_id != ? "
-                              "AND run_id NOT IN (SELECT id FROM runs WHERE parent IS NOT NULL)",
-                              (*order, *roles, exclude_run or "")).fetchall()
+                              f"AND run_id IN (SELECT id FROM runs WHERE parent IS NULL{kept[0]})",
+                              (*order, *roles, exclude_run or "", *kept[1])).fetchall()
             return sorted(rows, key=lambda r: order[r[0]]), match
 
         rows, match = self._run("searching", find)
@@ -198,12 +209,16 @@ class SessionStore:
         self._describe(list(runs.values()))
         return list(runs.values())
 
-    def recent(self, *, limit: int = 10, exclude_run: str | None = None) -> list[dict[str, Any]]:
-        """The latest runs, newest first: ``{run_id, notebook, started, prompt, messages}``."""
+    def recent(self, *, limit: int = 10, exclude_run: str | None = None, notebook: str | None = None,
+               ended_only: bool = False) -> list[dict[str, Any]]:
+        """The latest runs, newest first: ``{run_id, notebook, started, prompt, messages}`` (``notebook`` and
+        ``ended_only`` as for ``search``)."""
+        where, params = _kept(notebook, ended_only)
         rows = self._run("listing runs", lambda db: db.execute(
             "SELECT r.id, (SELECT count(*) FROM messages m WHERE m.run_id = r.id) FROM runs r "
-            "WHERE r.id != ? AND r.parent IS NULL ORDER BY r.started DESC LIMIT ?",
-            (exclude_run or "", max(1, int(limit)))).fetchall())
+            f"WHERE r.id != ? AND r.parent IS NULL{where} "
+            "ORDER BY r.started DESC LIMIT ?",
+            (exclude_run or "", *params, max(1, int(limit)))).fetchall())
         runs = [{"run_id": rid, "messages": n} for rid, n in rows]
         self._describe(runs)
         return runs
@@ -237,6 +252,17 @@ class SessionStore:
         for run in runs:
             started, notebook, model, prompt = meta.get(run["run_id"], (0.0, "", "", ""))
             run.update(started=started, notebook=notebook, model=model, prompt=prompt)
+
+
+def _kept(notebook: str | None, ended_only: bool) -> tuple[str, tuple[Any, ...]]:
+    """The ``runs`` conditions (appended after ``parent IS NULL``) and their parameters."""
+    where = ""
+    params: tuple[Any, ...] = ()
+    if notebook is not None:
+        where, params = " AND notebook = ?", (clean_text(notebook),)
+    if ended_only:
+        where += " AND ended IS NOT NULL"
+    return where, params
 
 
 def _tool_name(message: dict[str, Any]) -> str:

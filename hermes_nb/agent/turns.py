@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_nb.agent.models import ModelTurn
+from hermes_nb.models import ModelTurn
 
 __all__ = ["Turn", "TurnRequest", "make_request", "new_turn", "recorded_usage"]
 

@@ -1,8 +1,10 @@
 """The toolset picker: one checkbox per toolset, editing ``hermes_nb.toolsets.selection``.
 
-Traits hold the state and every click has a method (``toggle``, ``select_all``, ``select_none``), so
-tests need no browser. The picker follows the selection (set in code) and the registry (tools added
-or removed, possibly from background threads: it only sets widget traits then).
+Its first line says what the default is (the person's own toolsets, plus config.yaml's ``toolsets.default``; the
+built-ins only when ticked) and how to change it. Traits hold the state and every click has a method (``toggle``,
+``select_all``, ``select_none``, ``select_default``), so tests need no browser. The picker follows the selection
+(set in code) and the registry (tools added or removed, possibly from background threads: it only sets widget
+traits then).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from hermes_nb import _state
 from hermes_nb.display import colours
 from hermes_nb.display.cards import Table
 from hermes_nb.display.escaping import escape_html
-from hermes_nb.selection import Selection
+from hermes_nb.selection import DefaultToolsetsError, Selection, default_line
 from hermes_nb.selection import selection as global_selection
 from hermes_nb.tools.registry import ToolRegistry
 from hermes_nb.tools.registry import registry as global_registry
@@ -154,12 +156,24 @@ def covered_by(rows: list[ToolsetRow] | tuple[ToolsetRow, ...], enabled: Any) ->
             for r in rows if r.name not in enabled and r.tools and set(r.tools) <= seen}
 
 
+def _enabled(sel: Selection) -> tuple[list[str] | None, str]:
+    """The selection's toolsets and "", or (a config.yaml ``toolsets:`` block that does not fit) none and why:
+    the picker still draws, says the one line, and a tick leaves the default for a list of the person's own."""
+    try:
+        return sel.enabled_toolsets(), ""
+    except DefaultToolsetsError as exc:
+        return [], str(exc)
+
+
 def _model_tool_count(sel: Selection) -> int:
+    return _count(_enabled(sel)[0])
+
+
+def _count(enabled: list[str] | None) -> int:
     from hermes_nb.tools.model_tools import get_tool_definitions
     from hermes_nb.tools.toolsets import validate_toolset
 
     # A selected toolset can vanish (its last tool removed); count what is left rather than fail.
-    enabled = sel.enabled_toolsets()
     if enabled is not None:
         enabled = [n for n in enabled if validate_toolset(n)]
     return len(get_tool_definitions(enabled, None, quiet_mode=True))
@@ -178,9 +192,19 @@ class SelectionSummary:
     note: str = ""
     #: the picker above is live and says the same in bold: no second visible line (text/plain keeps it)
     live: bool = False
+    #: the selection is the default (the person's own toolsets and config.yaml's toolsets.default), not a choice
+    default: bool = False
+    #: why the default cannot be read (config.yaml's toolsets block does not fit); "" when it can
+    error: str = ""
+    #: the picker's line saying what the default is and how to change it, kept over the saved table
+    default_note: str = ""
 
     def text(self) -> str:
+        if self.error:
+            return f"toolsets: {self.error}"
         what = "all toolsets" if self.enabled is None else (", ".join(self.enabled) or "no toolsets")
+        if self.default:
+            what += " (the default: your own toolsets)"
         line = f"toolsets: {what} — the model sees {self.count} tool{'s' if self.count != 1 else ''}"
         return f"{line} ({self.note})" if self.note else line
 
@@ -197,7 +221,10 @@ class SelectionSummary:
         if not self.rows:
             html_text = line
         else:
-            html_text = f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{self.table().html()}</details>'
+            note = f"<div style='color:{colours.MUTED}'>{escape_html(self.default_note)}</div>" if self.default_note \
+                else ""
+            html_text = (f'<details class="hermes-nb-toolsets"><summary>{line}</summary>{note}{self.table().html()}'
+                         "</details>")
         if self.live:
             # Hidden while the picker's widget is drawn in the same output area (it says the same in bold);
             # shown where widgets are not drawn: static HTML exports, a notebook reopened without its kernel.
@@ -207,9 +234,10 @@ class SelectionSummary:
     @classmethod
     def of(cls, sel: Selection, rows: list[ToolsetRow] | tuple[ToolsetRow, ...] = (), note: str = "",
            live: bool = False) -> SelectionSummary:
-        enabled = sel.enabled_toolsets()
-        return cls(enabled=None if enabled is None else tuple(enabled), count=_model_tool_count(sel),
-                   rows=tuple(rows), note=note, live=live)
+        enabled, error = _enabled(sel)
+        return cls(enabled=None if enabled is None else tuple(enabled), count=_count(enabled), rows=tuple(rows),
+                   note=note, live=live, default=sel.mode == "default", error=error,
+                   default_note=default_line(sel) if rows else "")
 
 
 _LIVE_STYLE = "<style>.jp-OutputArea:has(.widget-vbox) .hermes-nb-toolsets-live{display:none}</style>"
@@ -249,11 +277,15 @@ class ToolsetPicker:
         self.checkboxes: dict[str, Any] = {}
         self.notes: dict[str, Any] = {}
         self.count_label = w.HTML()
+        self.default_label = w.HTML()  # what the default is and how to change it, one line
         self.all_button = w.Button(description="all", layout=w.Layout(width="auto"))
         self.none_button = w.Button(description="none", layout=w.Layout(width="auto"))
+        self.default_button = w.Button(description="default", layout=w.Layout(width="auto"),
+                                       tooltip="your own toolsets, plus config.yaml's toolsets.default")
         ref = weakref.ref(self)
         self.all_button.on_click(lambda _b: _call(ref, "select_all"))
         self.none_button.on_click(lambda _b: _call(ref, "select_none"))
+        self.default_button.on_click(lambda _b: _call(ref, "select_default"))
         self.box = w.VBox()
         self.rows: list[ToolsetRow] = []
         self.refreshes = 0  # how many times the widgets were rebuilt from the registry (for tests)
@@ -262,7 +294,8 @@ class ToolsetPicker:
         self._status: Any = None  # a DisplayHandle showing SelectionSummary
         self._pending = _Coalesce(lambda: _call(ref, "refresh"), REFRESH_DELAY)
         # Everything the finalizer needs lives in these lists, never in `self`.
-        self._widgets: list[Any] = [self.count_label, self.all_button, self.none_button, self.box]
+        self._widgets: list[Any] = [self.count_label, self.all_button, self.none_button, self.box,
+                                    self.default_label, self.default_button]
         self._undos: list[Callable[[], None]] = [
             self._pending.cancel,
             self.registry.add_listener(lambda _event, _name: _call(ref, "_on_registry")),
@@ -274,7 +307,7 @@ class ToolsetPicker:
 
     def checked(self) -> list[str]:
         """Toolsets currently ticked."""
-        enabled = self.selection.enabled_toolsets()
+        enabled = _enabled(self.selection)[0]
         names = [r.name for r in self.rows]
         return names if enabled is None else [n for n in names if n in enabled]
 
@@ -294,6 +327,14 @@ class ToolsetPicker:
 
     def select_none(self) -> None:
         self.selection.select([])
+
+    def select_default(self) -> None:
+        """Back to the default: the person's own toolsets (followed live) and config.yaml's toolsets.default."""
+        self.selection.use_default()
+
+    def default_text(self) -> str:
+        """The picker's line saying what the default is and how to change it."""
+        return default_line(self.selection)
 
     def model_tool_count(self) -> int:
         """How many tool definitions the model would receive with the current selection."""
@@ -318,7 +359,7 @@ class ToolsetPicker:
             self._build(rows)
         self.rows = rows
         ticked = set(self.checked())
-        covered = covered_by(rows, self.selection.enabled_toolsets())
+        covered = covered_by(rows, _enabled(self.selection)[0])
         self._syncing = True
         try:
             for row in rows:
@@ -333,6 +374,7 @@ class ToolsetPicker:
             self._syncing = False
         summary = SelectionSummary.of(self.selection, rows, live=True)
         self.count_label.value = f"<strong>{escape_html(summary.text())}</strong>"
+        self.default_label.value = f"<span style='color:{colours.MUTED}'>{escape_html(self.default_text())}</span>"
         if self._status is not None:
             self._status.update(summary)
 
@@ -354,13 +396,14 @@ class ToolsetPicker:
             note = w.HTML()
             self.checkboxes[name], self.notes[name] = box, note
             lines.append(w.HBox([box, note]))
-        footer = w.HBox([self.all_button, self.none_button, self.count_label])
-        self.box.children = [*lines, footer]
-        keep = {id(x) for x in (self.count_label, self.all_button, self.none_button, self.box)}
+        footer = w.HBox([self.all_button, self.none_button, self.default_button, self.count_label])
+        self.box.children = [self.default_label, *lines, footer]
+        keep = {id(x) for x in (self.count_label, self.all_button, self.none_button, self.box, self.default_label,
+                                self.default_button)}
         for widget in old:
             if id(widget) not in keep:
                 widget.close()
-        self._widgets[:] = [*self._widgets[:4], *lines, footer, *self.checkboxes.values(), *self.notes.values()]
+        self._widgets[:] = [*self._widgets[:6], *lines, footer, *self.checkboxes.values(), *self.notes.values()]
 
     def _on_registry(self) -> None:
         self._pending.trigger()
@@ -387,8 +430,9 @@ class ToolsetPicker:
     # -- display ----------------------------------------------------------------------------------
 
     def text(self) -> str:
-        """The checkbox table as text (the selection line is ``SelectionSummary``, shown beside it)."""
-        return SelectionSummary.of(self.selection, self.rows).table().text()
+        """The checkbox table as text, under the default's line (the selection line is ``SelectionSummary``,
+        shown beside it)."""
+        return f"{self.default_text()}\n{SelectionSummary.of(self.selection, self.rows).table().text()}"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         if self not in _state.live:  # displayed: keep it working until closed, replaced or unloaded
@@ -424,6 +468,7 @@ def show_picker(shell: Any) -> Any:
     """``%toolsets``: the picker plus a static selection line in a kernel; a text table elsewhere."""
     if not _can_show_widgets(shell):
         summary = SelectionSummary.of(global_selection, toolset_rows())
+        print(default_line(global_selection))
         print(summary.table().text())
         print(summary.text())
         return None

@@ -19,6 +19,7 @@ class Progress:
     def __init__(self, title: str, total: int, *, display: bool | None = None, every: float = 0.2) -> None:
         self.title, self.total, self.every = title, max(total, 0), every
         self.done, self.note = 0, ""
+        self.summary = ""  # at the end: the measures, which lead the line instead of the count of cases
         self._last = 0.0
         self._printed = -1
         self._start = time.monotonic()
@@ -47,12 +48,16 @@ class Progress:
             self._printed = tenth
             print(self.text(), file=sys.stderr)
 
-    def close(self, note: str = "") -> None:
+    def close(self, note: str = "", *, summary: str = "") -> None:
+        """The last state; with ``summary`` (what was measured), the line leads with it, not with "n/n (100%)"."""
+        self.summary = summary
         self.update(self.done, note or self.note, force=True)
 
     def text(self) -> str:
         pct = 100 * self.done // self.total if self.total else 100
         elapsed = time.monotonic() - self._start
+        if self.summary:
+            return f"{self.title}: {self.summary} ({self.done} of {self.total} run, {elapsed:.1f}s)"
         return f"{self.title}: {self.done}/{self.total} ({pct}%) {elapsed:.1f}s" + (f" — {self.note}" if self.note else "")
 
     def _html(self) -> str:

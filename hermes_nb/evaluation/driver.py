@@ -95,5 +95,5 @@ def evaluate(cases: Any, agent: Any = None, concurrency: int = 8,
         interrupted = run_local(todo, template, concurrency, finished, paths)
     result = build_result(case_list, outcomes, seconds=time.monotonic() - started, resumed=resumed,
                           interrupted=interrupted)
-    progress.close(result._summary_text())
+    progress.close(summary=result._summary_text())
     return result

@@ -50,7 +50,7 @@ def agent_template(agent: Any) -> dict[str, Any]:
 
 def check_model(template: Mapping[str, Any]) -> None:
     """A configuration mistake (no key) is one error now, not one per case."""
-    from hermes_nb.agent.model_choice import resolve_model
+    from hermes_nb.models.model_choice import resolve_model
 
     model = resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"))
     if getattr(model, "replays_recording", False):
@@ -88,7 +88,7 @@ async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None
     try:
         agent = Agent(**kwargs, display=False)
         if cassettes is not None and cassettes[0] == "record":
-            from hermes_nb.agent.replay import RecordingModel
+            from hermes_nb.models.replay import RecordingModel
 
             agent.model = RecordingModel(agent.model, cassette_path(cassettes[1], case))
         offered = offered_tools(template)
@@ -132,8 +132,8 @@ def _decode(arguments: str) -> Any:
 def shared_model(template: Mapping[str, Any], *, aiohttp: bool = False) -> Any:
     """The model of the template, built once and shared by every case (one client, one connection pool);
     ``aiohttp``: through openai's aiohttp transport when installed (the caller then closes it: ``aclose``)."""
-    from hermes_nb.agent.model_choice import MODEL_OPTIONS as options
-    from hermes_nb.agent.model_choice import resolve_model
+    from hermes_nb.models.model_choice import MODEL_OPTIONS as options
+    from hermes_nb.models.model_choice import resolve_model
 
     extra = {"aiohttp": True} if aiohttp else {}
     return resolve_model(template.get("model"), template.get("base_url"), template.get("api_key"),

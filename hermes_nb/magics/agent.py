@@ -38,7 +38,8 @@ def _toolsets(value: str | None) -> list[str] | None:
     bad = [n for n in names if n not in ("all", "*") and not validate_toolset(n)]
     if bad:
         raise UsageError(f"unknown toolset {bad[0]!r}; known: {', '.join(sorted(get_all_toolsets()))}")
-    return None if any(n in ("all", "*") for n in names) else names
+    # ["all"], not None: an agent's None follows the picker's selection, which starts at the default
+    return ["all"] if any(n in ("all", "*") for n in names) else names
 
 
 @magics_class
@@ -61,7 +62,8 @@ class AgentMagics(Magics):
     @argument("--temperature", default=None, type=float, metavar="T", help="Sampling temperature.")
     @argument("--seed", default=None, type=int, metavar="N", help="Sampling seed, where the server takes one.")
     @argument("--toolsets", default=None, metavar="A,B",
-              help="Toolsets the model sees (default: the picker's selection).")
+              help="Toolsets the model sees, e.g. notebook,file or all (default: the picker's selection, which "
+                   "starts as your own toolsets).")
     @argument("--new", action="store_true", help="Start a new conversation before this prompt.")
     @argument("--out", default=None, metavar="NAME", help="Also store the AgentResult in this variable.")
     @argument("--no-format", action="store_true",

@@ -35,14 +35,16 @@ class HermesMagics(Magics):
         """Hermes's own tools in the notebook (when hermes-agent is installed in the kernel's environment).
 
         %load_ext reads them in the background; the picker (%toolsets) shows them as `hermes-<toolset>`
-        when that finishes, with Hermes's own availability. Calls go through Hermes's
+        when that finishes, with Hermes's own availability, unticked: `%hermes on` (or ticking them) offers
+        them to the model. Calls go through Hermes's
         model_tools.handle_function_call; Hermes's approval prompts are asked in the notebook.
 
         Example::
 
             %hermes              # status: loading / ready (N tools) / off / failed (why)
             %hermes wait         # block until Hermes's tools are in the registry
-            %toolsets hermes-todo hermes-file
+            %hermes on           # Hermes's toolsets become part of the default selection
+            %toolsets hermes-todo hermes-file    # or just these
             %hermes off          # remove them; `%config HermesMagics.enabled = False` keeps them off
         """
         from hermes_nb.interop.hermes_tools import bridge, hermes_installed
@@ -53,10 +55,13 @@ class HermesMagics(Magics):
         if args.action != "status" and not hermes_installed():
             raise UsageError("%hermes: hermes-agent is not installed in this kernel's environment "
                              "(pip install hermes-agent)")
-        if args.action == "on":
-            return bridge.start()
-        if args.action == "off":
-            return bridge.stop()
+        if args.action in ("on", "off"):
+            from hermes_nb.selection import selection
+
+            # only the person's own "on" makes Hermes's tools part of the default selection (the automatic
+            # read at load lists them in the picker, unticked: they include Hermes's terminal and file tools)
+            selection.hermes_tools = args.action == "on"
+            return bridge.start() if args.action == "on" else bridge.stop()
         if args.action == "reload":
             return bridge.reload()
         if args.action == "wait":

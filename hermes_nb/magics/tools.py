@@ -172,8 +172,11 @@ class ToolMagics(Magics):
 
         %toolsets                  a checkbox per toolset, with its tool count and the number of tools
                                    the model would see (a text table outside a notebook)
-        %toolsets NAME [NAME ...]  enable exactly these toolsets (`all` for every one)
+        %toolsets NAME [NAME ...]  enable exactly these toolsets (`all` for every one, `default` for the default)
 
+        The default is your own toolsets (%%tool cells, enabled plugins, MCP servers, Hermes's after
+        `%hermes on`), followed as they come; the built-ins (file, terminal, code, ...) only when ticked,
+        here or for every notebook in config.yaml: `toolsets: {default: [file, terminal]}`.
         In code: hermes_nb.toolsets.select(["geometry", "text"]) (None for all); the picker follows.
         A static record of the selection is shown under the picker, so saved notebooks keep it.
 

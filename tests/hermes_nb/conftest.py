@@ -19,7 +19,7 @@ def ip() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def llama_server() -> Iterator[Any]:
-    """One real llama.cpp server (llama-cpp-python's, SmolLM2) for the whole run, started on first use."""
+    """One real llama.cpp server (its own, from xllamacpp's wheel; SmolLM2) for the whole run, started on first use."""
     from tests.support.llama_server import running_llama_server
 
     with running_llama_server() as server:

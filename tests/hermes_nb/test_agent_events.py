@@ -59,7 +59,8 @@ class RecordingView:
 
 def test_every_event_kind_is_a_frozen_keyword_only_record() -> None:
     kinds = typing.get_args(AgentEvent)
-    assert len(kinds) == len(set(kinds)) == 13  # ModelNamed (22), TurnDone (26), TodoUpdated and ChildEvent (23)
+    assert len(kinds) == len(set(kinds)) == 14  # ModelNamed (22), TurnDone (26), TodoUpdated and ChildEvent (23),
+    # MemoryLoaded (31)
     for kind in kinds:
         params = kind.__dataclass_params__
         assert params.frozen and all(f.kw_only for f in dataclasses.fields(kind)), kind
@@ -101,7 +102,7 @@ def test_a_run_drives_its_view_with_typed_events_in_order(monkeypatch: pytest.Mo
               Reply(content="Both echoed.")]
     try:
         with FakeOpenAI(script) as srv:
-            result = Agent(model="fake", base_url=srv.base_url, enabled_toolsets=["events_test"]).run("go")
+            result = Agent(model="fake-model", base_url=srv.base_url, enabled_toolsets=["events_test"]).run("go")
     finally:
         registry.deregister("echo")
     assert result.text == "Both echoed." and view.calls[-1] == "finish"

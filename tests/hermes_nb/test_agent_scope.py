@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from hermes_nb.agent.loop import Agent, AgentResult
-from hermes_nb.agent.models import ModelTurn, ToolCallSpec
 from hermes_nb.display.live import transcript_text
+from hermes_nb.models import ModelTurn, ToolCallSpec
 from hermes_nb.tools.config import save_config
 from hermes_nb.tools.registry import registry
 from hermes_nb.tools.search.scope import parse_tool_call

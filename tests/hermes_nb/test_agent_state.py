@@ -126,13 +126,12 @@ def test_outside_a_notebook_memory_joins_the_prompt_only_when_its_tool_is_offere
 
     MemoryStore().add("user", "a secret preference")
     monkeypatch.setattr(state, "shell", None)
-    monkeypatch.setattr(sel.selection, "chosen", False)
+    monkeypatch.setattr(sel.selection, "mode", "default")  # nobody chose yet (an earlier test may have)
     with FakeOpenAI([Reply(content="a"), Reply(content="b")]) as srv:
         agent = Agent(model="m", base_url=srv.base_url, display=False, stream=False)
         agent.run("hello")
         monkeypatch.setattr(sel.selection, "mode", "list")
         monkeypatch.setattr(sel.selection, "enabled", ["memory"])
-        monkeypatch.setattr(sel.selection, "chosen", True)
         agent.run("hello again")
     first, second = srv.requests
     assert "memory" not in {t["function"]["name"] for t in first.get("tools", ())}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hermes_nb.agent.loop import Agent
-from hermes_nb.agent.models import OpenAIModel
+from hermes_nb.models import OpenAIModel
 from hermes_nb.tools.async_bridge import run_sync
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 

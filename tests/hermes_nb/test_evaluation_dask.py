@@ -129,7 +129,7 @@ def test_cases_run_on_workers_and_a_killed_worker_loses_only_its_cases_in_flight
     assert retried and not retried & done_at_kill, (first_turns, done_at_kill)
     assert sorted(json.loads(x)["prompt_index"] for x in (tmp_path / "trajectories.jsonl").read_text().splitlines()) \
         == list(range(12))
-    assert "evaluate: 12/12 (100%)" in capsys.readouterr().err  # progress came back from the cluster
+    assert "(12 of 12 run, " in capsys.readouterr().err  # progress came back from the cluster
 
 
 def test_a_call_that_would_ask_is_denied_on_the_worker_with_the_reason(

@@ -51,7 +51,7 @@ def test_progress_updates_in_place_then_interrupt_and_resume(tmp_path: Path, her
         progress = [o for o in shown.outputs if "hermes-nb-progress" in o.get("data", {}).get("text/html", "")]
         assert progress[0]["type"] == "display_data"
         assert any(o["type"] == "update_display_data" for o in progress)
-        assert "8/8 (100%)" in progress[-1]["data"]["text/html"]
+        assert "(8 of 8 run, " in progress[-1]["data"]["text/html"]  # the measures lead the line (issue 34)
         assert shown.mime("text/plain")[-1] == "8"
 
         interrupt_at.append(srv.count + 8)  # about four cases into the next run

@@ -91,3 +91,19 @@ def test_interrupt_stops_a_running_script(kernel, tmp_path):
                  "for t in spinning:\n    t.join(10)\nprint('alive', [t.is_alive() for t in spinning])")
         assert kernel.run(check).stdout.strip() in ("alive []", "alive [False]")
         assert "Back." in kernel.run("print(agent.run('again').text)").stdout
+
+
+def test_a_thread_the_script_started_stops_when_the_run_ends_in_a_real_kernel(kernel: KernelSession) -> None:
+    """Measured before: the thread kept running Python in the kernel after the run ended, with no card."""
+    spin = ("import threading, time\ncount = [0]\n"
+            "def spin():\n    while True:\n        count[0] += 1\n        time.sleep(0.005)\n"
+            "threading.Thread(target=spin, name='left-behind', daemon=True).start()\nprint('started')")
+    script = [Reply(tool_calls=(call("execute_code", {"code": spin}, "s1"),)), Reply(content="Done.")]
+    with FakeOpenAI(script) as srv:
+        kernel.run(AGENT.format(url=srv.base_url))
+        out = kernel.run("result = agent.run('spin a thread')\n"
+                         "print(result.transcript.cards['s1'].content)\n"
+                         "import threading\n"
+                         "print('alive', [t.name for t in threading.enumerate() if t.name == 'left-behind'])").stdout
+    assert '"threads_running": ["left-behind"]' in out  # named in the script's card
+    assert "alive []" in out  # stopped when the run ended

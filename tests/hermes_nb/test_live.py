@@ -296,7 +296,7 @@ def test_a_result_shown_live_does_not_repeat_its_answer():
     from types import SimpleNamespace
 
     from hermes_nb.agent.loop import AgentResult
-    from hermes_nb.agent.models import empty_usage
+    from hermes_nb.models import empty_usage
 
     base = dict(text="The answer is 42.", messages=[], tool_calls=[], usage=empty_usage(), iterations=1,
                 stopped_reason="done")

@@ -1,5 +1,5 @@
-"""``Agent(model="local")`` with the real runtime and weights: SmolLM2-135M through llama-cpp-python, in the
-process that runs the agent (``.venv-llama``'s Python, where the runtime is installed; each test is one
+"""``Agent(model="local")`` with the real runtime and weights: SmolLM2-135M through xllamacpp (llama.cpp's
+prebuilt runtime), in the process that runs the agent (``.venv-llama``'s Python, where the runtime is installed; each test is one
 script there). What is asserted is what a 135M model cannot make flaky: a required call always parses, names
 an offered tool and has arguments its tool accepts; the result reaches the next turn; usage is counted;
 ■ stops generation and leaves a history the next run continues; ``evaluate`` scores it offline.
@@ -45,7 +45,8 @@ for i, prompt in enumerate(prompts):
     runs.append({"reason": r.stopped_reason, "error": r.error, "usage": r.usage, "model": r.model,
                  "calls": [{"name": c.name, "args": json.loads(c.arguments), "is_error": c.is_error,
                             "content": c.content} for c in r.tool_calls],
-                 "roles": [m["role"] for m in r.messages], "text": r.text})
+                 "roles": [m["role"] for m in r.messages], "text": r.text,
+                 "sent": [t.response.sent for t in r.turns]})
 print(json.dumps(runs))
 '''
     runs = run_json(code, cwd=tmp_path)
@@ -60,6 +61,22 @@ print(json.dumps(runs))
         assert run["usage"]["prompt_tokens"] > 0 and run["usage"]["completion_tokens"] > 0
         assert "unreported" not in run["usage"]
         assert run["model"] == "SmolLM2-135M-Instruct.Q4_1 (local)"
+        first, second = run["sent"][:2]
+        assert first["tool_choice"] == "call forced" and "<tools>" in first["prompt"]  # what the model saw
+        assert second["tool_choice"] == "call or answer"  # after the call the model chooses (issue 34)
+        assert set(second["tools"]) == {"area", "greet", "convert"}
+
+
+def test_a_length_stop_counts_the_runtimes_tokens_and_names_max_tokens(tmp_path):
+    code = TOOLS + '''
+from hermes_nb.display.live.render import transcript_text
+r = Agent(model="local", max_tokens=20, enabled_toolsets=[], display="text").run("Tell me a long story.")
+print(json.dumps({"reason": r.stopped_reason, "usage": r.usage, "text": transcript_text(r.transcript)}))
+'''
+    out = run_json(code, cwd=tmp_path)
+    assert out["reason"] == "length"
+    assert out["usage"]["completion_tokens"] == 20  # the runtime's count (it read max_tokens + 1 before)
+    assert "token limit (max_tokens=20)" in out["text"]
 
 
 def test_a_named_tool_is_the_one_called_and_auto_may_answer_in_prose(tmp_path):
@@ -97,9 +114,9 @@ print(json.dumps({"stopped": stopped.stopped_reason, "kept": kept, "again": agai
 '''
     out = run_json(code, cwd=tmp_path)
     assert out["stopped"] == "interrupted"
-    assert out["kept"] == ["user"]  # no half answer kept
+    assert out["kept"] == ["user", "assistant"]  # the partial answer, kept and marked as cut
     assert out["again"] in ("done", "length") and out["again_text"]  # the runtime was free again
-    assert out["roles"] == ["user", "user", "assistant"]
+    assert out["roles"] == ["user", "assistant", "user", "assistant"]  # no prompt sent twice in a row
 
 
 def test_evaluate_scores_the_local_model_offline(tmp_path):
@@ -152,4 +169,4 @@ def test_agent_magic_runs_the_local_model_in_a_kernel_and_stop_stops_it(tmp_path
         kernel.interrupt()
         kernel.collect(msg_id, timeout=300)
         after = kernel.run("print(s.stopped_reason, [m['role'] for m in s.messages])")
-        assert after.stdout.strip() == "interrupted ['user']"
+        assert after.stdout.strip() == "interrupted ['user', 'assistant']"  # the partial answer, marked as cut

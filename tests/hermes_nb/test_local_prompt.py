@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from hermes_nb.agent.grammar import tool_call_grammar
-from hermes_nb.agent.local_prompt import parse_calls, render_prompt
-from hermes_nb.agent.model_choice import resolve_model
+from hermes_nb.models.grammar import tool_call_grammar
+from hermes_nb.models.local_prompt import parse_calls, render_prompt
+from hermes_nb.models.model_choice import resolve_model
 
 ADD = {"type": "function", "function": {"name": "add", "description": "Add two integers.", "parameters": {
     "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
@@ -62,14 +62,14 @@ def test_the_grammar_names_only_offered_tools_with_their_required_arguments():
 def test_local_is_chosen_by_name_or_environment_and_says_what_to_install(monkeypatch):
     import importlib.util
 
-    from hermes_nb.agent.local import LocalModel
-    from hermes_nb.agent.models import ModelConfigError
+    from hermes_nb.models import ModelConfigError
+    from hermes_nb.models.local import LocalModel
 
     monkeypatch.setenv("HERMES_NB_MODEL", "local")
     model = resolve_model(None, None, None, tool_choice="required", max_tokens=64, timeout=3)
     assert isinstance(model, LocalModel) and model.max_tokens == 64 and model.tool_choice == "required"
     assert isinstance(resolve_model("local:/tmp/other.gguf", None, None), LocalModel)
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real(name, *a))
     with pytest.raises(ModelConfigError, match=r"pip install 'hermes-nb\[local\]'"):
         model.check_config()

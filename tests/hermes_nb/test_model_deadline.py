@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hermes_nb.agent.loop import Agent, AgentResult
-from hermes_nb.agent.models import DEFAULT_TURN_TIMEOUT, OpenAIModel
+from hermes_nb.models import DEFAULT_TURN_TIMEOUT, OpenAIModel
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 WAIT = 60.0  # far above every deadline below: only a missing deadline reaches it
@@ -47,7 +47,8 @@ def test_a_trickling_server_is_given_up_at_the_turn_deadline() -> None:
     assert result.stopped_reason == "error"
     assert "did not finish this turn within 1 s" in result.error and "turn_timeout" in result.error
     assert any(n.startswith("waiting for the model: nothing for") for n in _notices(result))
-    assert result.messages[-1] == {"role": "user", "content": "hi"}  # nothing half-answered in the history
+    assert result.messages[-2] == {"role": "user", "content": "hi"}  # nothing half-answered in the history
+    assert result.messages[-1]["content"].endswith("[cut off: the model's turn failed]")  # the cut, said
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -7,8 +7,8 @@ import socket
 import pytest
 
 from hermes_nb.agent.loop import Agent
-from hermes_nb.agent.model_choice import resolve_model
-from hermes_nb.agent.models import ModelConfigError, OpenAIModel
+from hermes_nb.models import ModelConfigError, OpenAIModel
+from hermes_nb.models.model_choice import resolve_model
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 
 
@@ -65,7 +65,8 @@ def test_5xx_retried_then_reported():
     assert len(srv.requests) == 2
     assert result.stopped_reason == "error"
     assert "HTTP 500" in result.error and "2 attempts" in result.error
-    assert result.messages[-1] == {"role": "user", "content": "x"}  # nothing lost
+    assert result.messages[-2] == {"role": "user", "content": "x"}  # nothing lost, and marked unanswered
+    assert result.messages[-1] == {"role": "assistant", "content": "[cut off: the model's turn failed]"}
 
 
 @pytest.mark.parametrize(("status", "words"), [(401, "OPENAI_API_KEY"), (404, "'fake-model' was not found")])

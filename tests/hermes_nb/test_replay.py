@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes_nb.agent.loop import Agent
-from hermes_nb.agent.replay import ReplayDriftError, load_cassette
+from hermes_nb.models.replay import ReplayDriftError, load_cassette
 from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 
@@ -180,7 +180,7 @@ def test_replay_marks_drift_where_live_results_differ(cassette, outcome):
 
 
 def test_replay_without_drift_is_unmarked_and_stop_mode_raises(cassette, add_tool):
-    from hermes_nb.agent.replay import ReplayModel
+    from hermes_nb.models.replay import ReplayModel
 
     same = Agent(model=f"replay:{cassette}", enabled_toolsets=["math"], display=False)
     same.model.chunk_delay = 0  # type: ignore[attr-defined]

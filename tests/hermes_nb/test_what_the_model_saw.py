@@ -11,9 +11,9 @@ import pytest
 
 from hermes_nb.agent.cost import run_cost
 from hermes_nb.agent.loop import Agent
-from hermes_nb.agent.models import OpenAIModel
-from hermes_nb.agent.replay import ReplayDriftError, ReplayModel, load_cassette
 from hermes_nb.display.live import transcript_html, transcript_text
+from hermes_nb.models import OpenAIModel
+from hermes_nb.models.replay import ReplayDriftError, ReplayModel, load_cassette
 from hermes_nb.tools.registry import registry
 from tests.support.fake_openai import FakeOpenAI, Reply, call
 
@@ -177,8 +177,8 @@ def test_a_results_share_is_found_when_the_tool_listing_leaves_the_system_prompt
     wherever that request starts: a tool listing sent with one turn and not the next (no deferred tools
     left, no system prompt of its own) shifted the count, and the first result had no share."""
     from hermes_nb.agent.cost import run_cost
-    from hermes_nb.agent.models import ModelTurn, Usage
     from hermes_nb.agent.turns import new_turn
+    from hermes_nb.models import ModelTurn, Usage
 
     ask = {"role": "user", "content": "add"}
     listing = {"role": "system", "content": "deferred tools: x"}

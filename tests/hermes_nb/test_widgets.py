@@ -42,7 +42,10 @@ def picker() -> Iterator[ToolsetPicker]:
 def test_one_checkbox_per_toolset_with_counts(picker: ToolsetPicker) -> None:
     assert picker.checkboxes["w_geometry"].description == "w_geometry (2 tools)"
     assert picker.checkboxes["w_colour"].description == "w_colour (1 tool)"
-    assert all(box.value for box in picker.checkboxes.values())  # mode "all": everything ticked
+    # the default: the person's own toolsets ticked, every built-in one not
+    ticked = {name for name, box in picker.checkboxes.items() if box.value}
+    assert {"w_geometry", "w_colour", "w_vault"} <= ticked
+    assert not ticked & {"file", "terminal", "code", "code_execution", "delegation", "memory", "session_search"}
 
 
 def test_unavailable_toolset_is_disabled_with_reason(picker: ToolsetPicker) -> None:
@@ -72,6 +75,7 @@ def test_toggle_edits_the_selection_and_the_count(picker: ToolsetPicker) -> None
 
 
 def test_unticking_from_all_keeps_the_others(picker: ToolsetPicker) -> None:
+    picker.select_all()
     picker.toggle("w_colour", False)
     enabled = picker.selection.enabled_toolsets()
     assert enabled is not None and "w_colour" not in enabled and "w_geometry" in enabled

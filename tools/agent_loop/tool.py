@@ -10,7 +10,8 @@ state these tools need; outside a run the extension's default route answers.
 - ``memory``: ``action`` add / replace / remove, ``target`` ``memory`` (the agent's notes, ``MEMORY.md``) or
   ``user`` (``USER.md``), ``content``, ``old_text``, or Hermes main's ``operations`` (several at once, all or
   nothing); files under ``$HERMES_NB_HOME/memories/``.
-- ``session_search``: ``query`` (FTS5) and ``limit`` over every stored run; without a query, the latest runs.
+- ``session_search``: ``query`` (FTS5) and ``limit`` over this notebook's stored runs, or every notebook's with
+  ``scope="all"`` (Hermes's parameter); a sub-agent reads only runs that ended; without a query, the latest runs.
 - ``delegate_task``: ``goal``, ``context``, ``toolsets``, ``tasks``, ``role``, ``output_schema``,
   ``max_iterations``; sub-agents with a subset of the caller's toolsets, at most 3 at a time, 2 levels deep.
 """
@@ -117,7 +118,7 @@ registry.register(
 
 SESSION_SEARCH_SCHEMA = {
     "description": (
-        "Search what was said in past agent runs (earlier conversations, other notebooks and kernels): "
+        "Search what was said in past agent runs of this notebook (scope='all': of every notebook): "
         "full-text search over their messages. Use it for 'what did we find about X', 'where did we leave "
         "Y'. Multi-word queries need all words; use OR for any, quotes for a phrase, word* for a prefix. "
         "Without a query, lists the latest runs."),
@@ -127,6 +128,8 @@ SESSION_SEARCH_SCHEMA = {
             "query": {"type": "string", "description": "Words or an FTS5 expression to find; omit to browse."},
             "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3,
                       "description": "How many runs to return (default 3)."},
+            "scope": {"type": "string", "enum": ["current", "all"], "default": "current",
+                      "description": "'current' (default): this notebook's runs; 'all': every notebook's."},
         },
         "required": [],
     },

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hermes_nb.tools.calls import printed
+from hermes_nb.tools.code_execution.threads import Threads
 
 __all__ = ["CodeSession", "Script", "ScriptStopped", "ToolCallLimitError"]
 
@@ -77,8 +78,9 @@ class Script:
     """One script: run it with ``run`` (in the thread it should use), read the outcome afterwards."""
 
     def __init__(self, session: CodeSession, code: str, *, module: Any, call: Callable[[Script, str, dict[str, Any]], Any],
-                 max_tool_calls: int) -> None:
+                 max_tool_calls: int, threads: Threads | None = None) -> None:
         self.session, self.code, self.module = session, code, module
+        self.threads = threads if threads is not None else Threads()  # the threads it starts (tools.code_execution.threads)
         self._call, self.max_tool_calls = call, max_tool_calls
         self.tool_calls = 0
         self.status = "running"  # then: success | error | timeout | interrupted
@@ -100,6 +102,7 @@ class Script:
         """Execute the code in the session's namespace, here; never raises."""
         with self._lock:
             self._thread = threading.get_ident()
+        unadopt = self.threads.adopt_current()
         try:
             try:
                 self._execute()
@@ -112,6 +115,7 @@ class Script:
         except ScriptStopped:  # one raised just before that, landing here
             if self.status == "running":
                 self.status = self._stop or "interrupted"
+        unadopt()
         self.session.current = None
         self.ended = time.monotonic()
         self.done.set()

@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS, WRAPPERS
@@ -24,7 +24,7 @@ from hermes_nb.tools.safety.regular import open_regular
 from hermes_nb.tools.safety.shell_words import Word
 from hermes_nb.tools.safety.walker import TRUSTED_DIRS
 
-__all__ = ["cd_targets", "fingerprints", "line_folders"]
+__all__ = ["cd_targets", "file_fingerprints", "fingerprints", "line_folders"]
 
 _VALUE_OPTIONS = frozenset({"-W", "-X", "-o", "-O", "-I", "-x", "--rcfile", "--init-file"})
 _MAKES = frozenset({"make", "gmake", "bmake"})
@@ -142,6 +142,12 @@ def line_folders(cds: Sequence[str]) -> list[str]:
     alone and the ``cd``s one after another (``cd a; cd b`` is ``a/b``). Which one holds when a command runs
     is not followed (a subshell or a branch may undo a ``cd``), so all of them count."""
     return list(dict.fromkeys([".", *cds, *itertools.accumulate(cds, os.path.join)]))
+
+
+def file_fingerprints(paths: Iterable[Path]) -> tuple[str, ...]:
+    """``PATH (sha256 ...)`` for each of ``paths`` (sorted): an ``execute_code`` or ``python`` script's named files
+    (``tools.code_execution.named_files``), bound as a command's are."""
+    return tuple(f"{path} ({_digest(path)})" for path in sorted(set(paths)))
 
 
 def fingerprints(commands: Sequence[tuple[Word, ...]], root: Path) -> tuple[str, ...]:

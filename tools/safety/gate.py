@@ -58,6 +58,7 @@ class Ask:
     command: str | None = None  # the shell line, for command rules
     simple_commands: tuple[str, ...] = ()  # its simple commands, for command rules
     bound: str = ""  # what an approval is tied to beyond the subject: the content of files the command runs
+    lasting: bool = True  # False: what it runs cannot be tied to files (named at run time): every yes is "once"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,6 +267,10 @@ def _answer(tool: str, ask: Ask, answer: str) -> Decision:
     if choice in ("no-answer", "timeout"):  # the prompt gave up waiting: a denial, said as what it was
         return _blocked(ask.key, "BLOCKED: nobody answered the approval prompt in time, so this did not run. "
                                  "Do not retry it; tell the person what you wanted to run.")
+    if choice in ("always", "session") and not ask.lasting:
+        return Decision(approved=True, scope="once", pattern_key=ask.key,
+                        message="Approved by the person (once: what it runs is named only when it runs, so a yes "
+                                "cannot be kept for later).")
     if choice == "always" and not rules.always_enabled():
         return Decision(approved=True, scope="once", pattern_key=ask.key,
                         message="Approved by the person (once; \"always\" is switched off in config.yaml).")

@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "SearchSettings", "context_window", "load_settings", "parse_settings"]
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "SearchSettings", "context_window", "known_context_window", "load_settings",
+           "parse_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +66,19 @@ class SearchSettings:
 @functools.lru_cache(maxsize=64)
 def context_window(model: str | None) -> int:
     """The model's context window in tokens, from ``CONTEXT_WINDOWS``; 128 000 when unknown."""
+    known = known_context_window(model)
+    return DEFAULT_CONTEXT_WINDOW if known is None else known
+
+
+@functools.lru_cache(maxsize=64)
+def known_context_window(model: str | None) -> int | None:
+    """The model's context window in tokens when ``CONTEXT_WINDOWS`` knows its name, else None."""
     name = (model or "").strip().lower().rsplit("/", 1)[-1]
     best = ""
     for prefix in CONTEXT_WINDOWS:
         if name.startswith(prefix) and len(prefix) > len(best):
             best = prefix
-    return CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_WINDOW
+    return CONTEXT_WINDOWS[best] if best else None
 
 
 def _number(raw: Mapping[str, Any], where: str, key: str, default: float, low: float, high: float) -> float:

@@ -56,7 +56,8 @@ def transcript_html(t: Transcript) -> str:
         kind = item[0]
         if kind == "turn":
             if item[2] is not None:
-                parts.append(seen_html(item[2], previous, _turn_price(t, item[2])))
+                parts.append(seen_html(item[2], previous, _turn_price(t, item[2]),
+                                       memory=t.memory if previous is None else None))
                 previous = item[2]
         elif kind == "text":
             parts.append(f'<div style="margin:6px 0">{markdown.to_html(item[1])}</div>')
@@ -84,7 +85,7 @@ def transcript_text(t: Transcript) -> str:
     for item in t.items:
         if item[0] == "turn":
             if item[2] is not None:
-                lines.append(seen_text(item[2], _turn_price(t, item[2])))
+                lines.append(seen_text(item[2], _turn_price(t, item[2]), memory=t.memory if item[2].iteration == 1 else None))
         elif item[0] == "text":
             lines.append(item[1])
         elif item[0] == "tool":
@@ -108,7 +109,7 @@ def _turn_price(t: Transcript, turn: Any) -> Any:
 
 
 def _icon(level: str) -> str:
-    return {"info": "ℹ", "approval": "🔐", "denied": "🔐"}.get(level, "⚠")
+    return {"info": "ℹ", "approval": "🔐", "denied": "🔐", "memory": "🧠"}.get(level, "⚠")
 
 
 def note_text(note: tuple[str, str]) -> str:
@@ -307,4 +308,6 @@ def _where(result: RunResult, *, html: bool) -> str:
     """Where the answer is: above when there is one; after an error or an interrupt, there is none."""
     if result.stopped_reason == "done" and result.text:
         return "the answer is above (<code>_.text</code>)" if html else "the answer is above (_.text)"
+    if result.stopped_reason == "done":
+        return "no answer (done): the model ended its turn with no text and no tool call"
     return f"no answer ({result.stopped_reason}): the transcript above says why"

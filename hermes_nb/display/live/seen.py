@@ -1,8 +1,9 @@
 """"What the model saw": one fold per model turn of a transcript (HTML) or one line (text).
 
 A fold lists the messages that turn sent which the previous turn had not (earlier ones are named, not
-repeated, so a long run does not grow as the square of its turns), the tools offered, the tokens and the
-price. ``result.turns[i].request`` has the whole request. Inline styles only: a saved notebook opened
+repeated, so a long run does not grow as the square of its turns), the tools the request as sent carried
+(``turn.response.sent``), for the local model the prompt as rendered, the tokens ("not reported", never 0)
+and the price. ``result.turns[i].request`` has the whole request. Inline styles only: a saved notebook opened
 untrusted keeps them.
 """
 
@@ -38,19 +39,40 @@ def _label(message: dict[str, Any]) -> str:
     return f"{role} {name}" if role == "tool" and name else role
 
 
+def _offered(turn: Any) -> tuple[str, ...]:
+    """The tools the request as sent carried (``response.sent``: a named choice or the local model's prompt
+    may carry fewer than the run offered), else the run's offer."""
+    sent = getattr(turn.response, "sent", None)
+    if sent is None:
+        return tuple(turn.request.tool_names)
+    return tuple(t if isinstance(t, str) else str((t.get("function") or {}).get("name", ""))
+                 for t in sent.get("tools") or ())
+
+
+def _tokens(usage: Any) -> str:
+    if usage.get("unreported") and not usage.get("total_tokens"):
+        return "tokens not reported"
+    return f"{usage.get('prompt_tokens', 0)} + {usage.get('completion_tokens', 0)} tokens"
+
+
 def _summary(turn: Any, new: int, price: Any) -> str:
-    usage = turn.usage
     parts = [f"👁 what the model saw · turn {turn.iteration}",
              f"{turn.request.count} messages" + (f" ({new} new)" if new < turn.request.count else ""),
-             f"{len(turn.request.tools)} tools offered",
-             f"{usage.get('prompt_tokens', 0)} + {usage.get('completion_tokens', 0)} tokens"]
+             f"{len(_offered(turn))} tools offered", _tokens(turn.usage)]
     if price is not None:
         parts.append(str(price))
     return " · ".join(parts)
 
 
-def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
-    """The fold for ``turn`` (a ``hermes_nb.agent.turns.Turn``); ``previous`` is the turn before, or None."""
+def _memory_html(memory: Any) -> str:
+    """The memory block the system prompt carried, whole (the system message above is cut at MESSAGE_CHARS)."""
+    return (f'<div style="margin:2px 0"><b>🧠 memory in the system prompt</b> ({memory.entries} entries, '
+            f'{len(memory.text):,} chars) <span style="white-space:pre-wrap">{escape_html(memory.text)}</span></div>')
+
+
+def seen_html(turn: Any, previous: Any, price: Any = None, *, memory: Any = None) -> str:
+    """The fold for ``turn`` (a ``hermes_nb.agent.turns.Turn``); ``previous`` is the turn before, or None;
+    ``memory``: the run's ``MemoryLoaded`` (shown in the first turn's fold)."""
     messages = list(turn.request.messages)
     start = min(previous.request.count, len(messages)) if previous is not None else 0
     rows = []
@@ -60,8 +82,15 @@ def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
     for message in messages[start:]:
         rows.append(f'<div style="margin:2px 0"><b>{escape_html(_label(message))}</b> '
                     f'<span style="white-space:pre-wrap">{escape_html(_content(message))}</span></div>')
-    names = ", ".join(turn.request.tool_names) or "none"
+    if memory is not None and memory.text:
+        rows.append(_memory_html(memory))
+    names = ", ".join(_offered(turn)) or "none"
     rows.append(f'<div style="color:{colours.MUTED}">tools offered: {escape_html(names)}</div>')
+    sent = getattr(turn.response, "sent", None) or {}
+    if sent.get("prompt"):  # the local model: the prompt as rendered, <tools> block and all
+        rows.append(f'<details><summary style="color:{colours.MUTED}">the prompt as rendered '
+                    f'({escape_html(str(sent.get("tool_choice", "")))})</summary>'
+                    f'<pre style="white-space:pre-wrap;margin:0">{escape_html(str(sent["prompt"]))}</pre></details>')
     return (f'<details class="hermes-nb-seen" style="margin:2px 0;font-size:12px">'
             f'<summary style="color:{colours.MUTED}">{escape_html(_summary(turn, len(messages) - start, price))}'
             f'</summary><div style="{colours.solid("border-left", "2px solid " + colours.BORDER)};padding:2px 8px;'
@@ -69,9 +98,11 @@ def seen_html(turn: Any, previous: Any, price: Any = None) -> str:
             f'{"".join(rows)}</div></details>')
 
 
-def seen_text(turn: Any, price: Any = None) -> str:
-    """One line: what the turn sent, and where to read it whole."""
+def seen_text(turn: Any, price: Any = None, *, memory: Any = None) -> str:
+    """One line: what the turn sent (and the memory its system prompt carried), and where to read it whole."""
     tail = f" · {price}" if price is not None else ""
+    if memory is not None and memory.text:
+        tail += f" · 🧠 memory in the system prompt: {memory.entries} entries, {len(memory.text):,} chars"
     return (f"  👁 turn {turn.iteration}: the model saw {turn.request.count} messages and "
-            f"{len(turn.request.tools)} tools (result.turns[{turn.iteration - 1}].request){tail}")
+            f"{len(_offered(turn))} tools (result.turns[{turn.iteration - 1}].request){tail}")
 

@@ -16,6 +16,7 @@ from hermes_nb.agent.events import (
     ApprovalAnswered,
     BatchDone,
     ChildEvent,
+    MemoryLoaded,
     ModelNamed,
     Notice,
     TextDelta,
@@ -77,6 +78,7 @@ class Transcript:
     shown_live: bool = False
     done: bool = False
     cost: Any = None  # the run's cost (hermes_nb.agent.cost.RunCost), set when it finishes
+    memory: MemoryLoaded | None = None  # the memory block the run's system prompt carried
 
     def handle(self, event: AgentEvent) -> None:
         """Apply one agent event."""
@@ -134,6 +136,8 @@ class Transcript:
                     if index not in parent.subagents:
                         parent.subagents[index] = Transcript(prompt=label, model=self.model)
                     parent.subagents[index].handle(inner)
+            case MemoryLoaded():
+                self.memory = event  # shown in the first turn's "what the model saw"
             case ModelNamed(name=name):
                 self.model = name  # the header names the model the server says answered
             case TurnStarted(iteration=n):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from hermes_nb.agent.models import OpenAIModel, is_local_url
-from hermes_nb.agent.replay import ReplayModel
+from hermes_nb.models import OpenAIModel, is_local_url
+from hermes_nb.models.replay import ReplayModel
 
 __all__ = ["MODEL_OPTIONS", "resolve_model"]
 
@@ -30,7 +30,7 @@ def resolve_model(
     """The ``Model`` for these arguments, with defaults from the environment (read now).
 
     ``replay:PATH`` gives the offline ``ReplayModel``; ``local`` (or ``local:PATH``) the embedded SmolLM2
-    (``hermes_nb.agent.local``).
+    (``hermes_nb.models.local``).
     A base URL on 127.0.0.1 or localhost needs no key (a dummy one is sent). With no model named, an endpoint
     at a base URL is asked which model it serves. A missing key is reported when the run starts, not here.
     """
@@ -40,7 +40,7 @@ def resolve_model(
     if model and model.startswith("replay:"):
         return ReplayModel(model.removeprefix("replay:"), stream=bool(options.get("stream", True)))
     if model == "local" or (model or "").startswith("local:"):
-        from hermes_nb.agent.local import LocalModel
+        from hermes_nb.models.local import LocalModel
 
         path = model.removeprefix("local").removeprefix(":") or None
         return LocalModel(path=path, **{k: v for k, v in options.items() if k in _LOCAL_OPTIONS})

@@ -1,7 +1,13 @@
 """The model seam: one turn of an OpenAI-compatible chat model, with our own retry loop.
 
+This package is the seam between the agent loop and a model (issue 34 moved it out of ``hermes_nb.agent``,
+whose old paths still import these same modules): here ``OpenAIModel``; ``replay`` (record and replay),
+``local`` with its ``local_prompt`` and ``grammar`` (the embedded model), ``model_choice`` (a name to a
+model), ``requests``, ``server_errors``, ``listing``, ``stops``, ``usage`` and ``wire`` (what a server is
+sent, answers and lists), ``conversation_drift`` (a replay asked another conversation).
+
 ``Model`` is the protocol the agent loop calls; ``OpenAIModel`` speaks chat completions to OpenAI,
-OpenRouter, Ollama, vLLM or LM Studio (configuration only); ``hermes_nb.agent.replay`` provides the offline
+OpenRouter, Ollama, vLLM or LM Studio (configuration only); ``hermes_nb.models.replay`` provides the offline
 twin. The openai client's own retries are off (``max_retries=0``) so that this loop can say
 "retrying in N s", honour ``Retry-After`` and report the last failure clearly.
 """
@@ -9,15 +15,24 @@ twin. The openai client's own retries are off (``max_retries=0``) so that this l
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from hermes_nb.agent.requests import RequestOptions, request_body
-from hermes_nb.agent.server_errors import backoff, error_key, retry_after, server_message
+from hermes_nb.models.listing import is_listed, listing, not_found_message
+from hermes_nb.models.requests import RequestOptions, request_body
+from hermes_nb.models.server_errors import backoff, error_key, retry_after, server_message
+from hermes_nb.models.stops import checked_turn, length_notice, named_as_required  # noqa: F401  (length_notice: imported from here too)
+from hermes_nb.models.usage import (  # noqa: F401  (imported from here too)
+    Usage,
+    add_usage,
+    empty_usage,
+    unreported_usage,
+    usage_from,
+)
+from hermes_nb.models.wire import complete_text, json_object, post_body
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import HermesNbError, OneLineError
 
@@ -60,14 +75,6 @@ class ModelConfigError(OneLineError, ValueError):
     setup step to take)."""
 
 
-class Usage(TypedDict):
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    #: Turns whose usage the server did not report (their tokens are unknown, not 0).
-    unreported: NotRequired[int]
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallSpec:
     """One tool call as the model emitted it (arguments stay the raw JSON text)."""
@@ -87,6 +94,14 @@ class ModelTurn:
     finish_reason: str | None = None
     #: The model the server says answered ("" when it did not say), shortened to a file name for a path.
     model: str = ""
+    #: Which limit ended a ``length`` turn, when the model knows ("max_tokens=512", "the context window
+    #: (...)", "a runaway call: ..."); "" leaves ``length_notice`` to judge from the usage.
+    length_cause: str = ""
+    #: What the model seam noticed about this turn (a server that ignored a demanded call), said once each.
+    notices: tuple[str, ...] = ()
+    #: The request as sent, beyond the messages: the body's other fields for a server (``tools``,
+    #: ``tool_choice``...), the rendered ``prompt`` for the local model. ``None``: not recorded.
+    sent: Mapping[str, Any] | None = None
 
 
 class Model(Protocol):
@@ -102,43 +117,6 @@ class Model(Protocol):
         on_text: TextCallback | None = None,
         on_retry: RetryCallback | None = None,
     ) -> ModelTurn: ...
-
-
-def empty_usage() -> Usage:
-    return Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
-
-
-def unreported_usage() -> Usage:
-    """One turn whose server reported no usage."""
-    return Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0, unreported=1)
-
-
-def usage_from(raw: Any) -> Usage:
-    """Usage from an openai object or a dict; ``None`` (nothing reported) counts one unreported turn."""
-    if raw is None:
-        return unreported_usage()
-    get = raw.get if isinstance(raw, dict) else lambda k, d=None: getattr(raw, k, d)
-    p, c = int(get("prompt_tokens", 0) or 0), int(get("completion_tokens", 0) or 0)
-    usage = Usage(prompt_tokens=p, completion_tokens=c, total_tokens=int(get("total_tokens", 0) or (p + c)))
-    if get("unreported", 0):
-        usage["unreported"] = int(get("unreported", 0))
-    return usage
-
-
-def add_usage(total: Usage, turn: Usage) -> None:
-    """Add one turn's usage to a run's ``total`` in place (unreported turns are counted, not summed as 0)."""
-    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        total[key] += turn[key]  # type: ignore[literal-required]
-    if turn.get("unreported"):
-        total["unreported"] = total.get("unreported", 0) + turn["unreported"]
-
-
-def length_notice(model: Any) -> str:
-    """What a run cut at the token limit says (``model.max_tokens`` when it has one)."""
-    limit = getattr(model, "max_tokens", None)
-    said = f"max_tokens={limit}" if limit else "the server's own max_tokens"
-    return (f"The answer was cut at the token limit ({said}): stopped_reason 'length'. "
-            "Raise it with Agent(max_tokens=...) or %%agent --max-tokens N, then run again.")
 
 
 def shown_model_name(name: str) -> str:
@@ -167,7 +145,7 @@ class OpenAIModel:
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        from hermes_nb.agent.requests import check_tool_choice
+        from hermes_nb.models.requests import check_tool_choice
 
         # No name given: the server's own (its one listed model), asked at the first turn; OpenAI's default
         # for OpenAI itself. Sending "gpt-4o-mini" to a llama.cpp server made the header name the wrong model.
@@ -188,6 +166,10 @@ class OpenAIModel:
         self.aiohttp = aiohttp
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._named_as_required = False  # the server ignored a named tool_choice: send its accepted form
+        # a name given for a server of one's own is checked against its listing once: servers echo any name
+        self._confirm_name = bool(model) and bool(base_url)
+        self._unconfirmed = False
 
     @property
     def max_tokens(self) -> int | None:
@@ -209,7 +191,9 @@ class OpenAIModel:
         if not self.api_key and not self.base_url:
             raise ModelConfigError(
                 "no model configured: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, HERMES_NB_MODEL), "
-                "pass Agent(api_key=..., base_url=...), or replay a recording with Agent(model='replay:PATH')"
+                "pass Agent(api_key=..., base_url=...) (%agent --base-url URL for a server on 127.0.0.1: no key "
+                "needed), run the embedded model with Agent(model='local'), or replay a recording with "
+                "Agent(model='replay:PATH')"
             )
         if not self.api_key:
             raise ModelConfigError(
@@ -257,21 +241,54 @@ class OpenAIModel:
         on_text: TextCallback | None = None,
         on_retry: RetryCallback | None = None,
     ) -> ModelTurn:
-        """One model turn, retrying connection failures, 408/409/429 and 5xx with backoff."""
-        import openai
-
+        """One model turn, retrying connection failures, 408/409/429 and 5xx with backoff. A server that
+        ignores a demanded call is noticed: a named ``tool_choice`` answered in prose is sent once more in
+        the form llama.cpp's server takes (``"required"`` with only that tool), and said; prose after that
+        ends the turn with a notice."""
         client = self._get_client()
         if self._ask_server_for_name:
             await self._name_from_server(client)
+        elif self._confirm_name:
+            await self._confirm(client)
         kwargs = request_body(self.name, messages, tools, self.options)
+        if self._named_as_required:
+            kwargs = named_as_required(kwargs)
+        demanded = kwargs.get("tool_choice")
+        forced = demanded == "required" or isinstance(demanded, dict)
+        # a demanded call shows no text while it comes: prose is shown once, at the end, if it is the answer
+        turn = await self._turn(client, kwargs, None if forced else on_text, on_retry)
+        if forced and not turn.tool_calls and turn.finish_reason != "length":
+            if isinstance(demanded, dict):
+                self._named_as_required = True  # the rest of this model's turns send the accepted form
+                kwargs = named_as_required(kwargs)
+                if on_retry is not None:
+                    on_retry(f"the server answered in prose to tool_choice naming {demanded['function']['name']!r} "
+                             "(llama.cpp's server ignores the object form): sent again as tool_choice='required' "
+                             "with only that tool offered")
+                turn = await self._turn(client, kwargs, None, on_retry)
+            if not turn.tool_calls and turn.finish_reason != "length":
+                turn = replace(turn, notices=turn.notices + (
+                    f"the server answered in prose although a tool call was required (tool_choice="
+                    f"{kwargs.get('tool_choice')!r}): it ignored the demand, so this turn ends with its prose",))
+            if turn.content and on_text is not None:
+                on_text(turn.content)
+        return replace(turn, sent={k: v for k, v in kwargs.items() if k != "messages"})
+
+    async def _turn(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
+                    on_retry: RetryCallback | None) -> ModelTurn:
+        """One request, with the retry loop."""
+        import openai
+
         loop = asyncio.get_running_loop()
         deadline = None if self.turn_timeout is None else loop.time() + self.turn_timeout
         attempt, last_error = 0, ""
         while True:
             try:
-                return await self._attempt(client, kwargs, on_text, on_retry, deadline)
+                return checked_turn(await self._attempt(client, kwargs, on_text, on_retry, deadline), self.max_tokens)
             except _TurnDeadline:
                 raise ModelError(self._deadline_message(attempt)) from None
+            except openai.NotFoundError as exc:  # the model, or the whole path: /models tells which
+                raise ModelError(await self._not_found(client)) from exc
             except openai.APIStatusError as exc:
                 status, key = exc.status_code, error_key(exc)
                 if status not in _RETRY_STATUS or attempt >= self.max_retries:
@@ -298,17 +315,11 @@ class OpenAIModel:
             await asyncio.sleep(delay)
 
     async def _name_from_server(self, client: Any) -> None:
-        """The model the server lists (its only one, or its first), asked once; kept as is if it lists none."""
-        import openai
-
+        """The model the server lists (its only one, or its first), asked once; the default if it lists none
+        (a server without /models: the request names the default and the server decides)."""
         self._ask_server_for_name = False
-        try:
-            text = await client.get("/models", cast_to=str)
-            listed = json.loads(text).get("data") or []
-            first = listed[0].get("id") if isinstance(listed, list) and listed and isinstance(listed[0], dict) else None
-        except (openai.OpenAIError, ValueError, AttributeError):
-            first = None  # a server without /models: the request names the default and the server decides
-        self.name = clean_text(first) if isinstance(first, str) and first else DEFAULT_MODEL
+        ids = (await listing(client))[1]
+        self.name = clean_text(ids[0]) if ids else DEFAULT_MODEL
 
     async def _attempt(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
                        on_retry: RetryCallback | None, deadline: float | None) -> ModelTurn:
@@ -346,7 +357,10 @@ class OpenAIModel:
     async def _whole(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None) -> ModelTurn:
         # The body as text, parsed here: building openai's typed ChatCompletion costs more CPU than the rest
         # of the turn's own work, which caps how many conversations one process can keep going at once.
-        data = _json_object(await _post(client, kwargs, stream=False, as_text=True), self.base_url)
+        try:
+            data = json_object(await post_body(client, kwargs, stream=False, as_text=True), self.base_url)
+        except ValueError as exc:  # not a chat completion: the seam's error, one line
+            raise ModelError(str(exc)) from None
         choices = data.get("choices")
         choice: dict[str, Any] = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
         message = choice.get("message")
@@ -366,8 +380,22 @@ class OpenAIModel:
         return ModelTurn(content=content, tool_calls=calls, usage=usage_from(usage if isinstance(usage, dict) else None),
                          finish_reason=choice.get("finish_reason"), model=self._answered_by(data.get("model")))
 
+    async def _confirm(self, client: Any) -> None:
+        """Whether the server lists the model named (asked once); a listing without it marks the name."""
+        self._confirm_name = False
+        ids = [shown_model_name(i) for i in (await listing(client))[1]]
+        self._unconfirmed = bool(ids) and not is_listed(shown_model_name(self.name), ids)
+
+    async def _not_found(self, client: Any) -> str:
+        status = (await listing(client))[0]
+        return not_found_message(self.base_url or "https://api.openai.com/v1", self.name, models_missing=status == 404,
+                                 defaulted=self.name == DEFAULT_MODEL and "model" not in self.options.extra_body)
+
     def _answered_by(self, name: Any) -> str:
-        return shown_model_name(clean_text(name) if isinstance(name, str) and name else self.name)
+        shown = shown_model_name(clean_text(name) if isinstance(name, str) and name else self.name)
+        if self._unconfirmed and shown == shown_model_name(self.name):  # the server echoed a name it does not list
+            return f"{shown} (not listed by the server)"
+        return shown
 
     def _no_answer(self, what: str) -> str:
         return (f"the server sent no answer: the model server at {self.base_url or 'https://api.openai.com/v1'} "
@@ -376,7 +404,7 @@ class OpenAIModel:
     async def _streamed(self, client: Any, kwargs: dict[str, Any], on_text: TextCallback | None,
                         heard: list[float]) -> ModelTurn:
         # Raw stream=True: openai 3.x's .stream() helper drops chunks without "object" set.
-        stream = await _post(client, {**kwargs, "stream": True, "stream_options": {"include_usage": True}},
+        stream = await post_body(client, {**kwargs, "stream": True, "stream_options": {"include_usage": True}},
                              stream=True)
         try:
             return await self._assemble(stream, on_text, heard)
@@ -405,7 +433,7 @@ class OpenAIModel:
                     continue
                 if delta.content:
                     text.append(delta.content)
-                    shown, held = _complete_text(held + delta.content)
+                    shown, held = complete_text(held + delta.content)
                     if on_text is not None and shown:
                         on_text(shown)
                 for tc in delta.tool_calls or ():
@@ -452,41 +480,8 @@ class OpenAIModel:
         return f"could not connect to the model server at {where}{tries}: {exc.__cause__ or exc}"
 
 
-async def _post(client: Any, body: dict[str, Any], *, stream: bool, as_text: bool = False) -> Any:
-    """``POST /chat/completions`` through the client's generic ``post`` (its documented way to send a body
-    as is). ``chat.completions.create`` first walks every message through a typed transform that is the
-    identity for plain JSON history yet costs about a millisecond per message, every turn: a 1 000-turn
-    conversation spent seconds per turn there."""
-    from openai import AsyncStream
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-    return await client.post("/chat/completions", body=body, cast_to=str if as_text else ChatCompletion,
-                             stream=stream, stream_cls=AsyncStream[ChatCompletionChunk])
-
-
-def _json_object(text: str, base_url: str | None) -> dict[str, Any]:
-    """A chat completion's JSON body; a body that is not a JSON object is a ModelError saying so."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with text that "
-                         f"is not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ModelError(f"the model server at {base_url or 'https://api.openai.com/v1'} answered with JSON that "
-                         f"is not a chat completion object")
-    return data
-
-
 class _TurnDeadline(Exception):
     """The turn's deadline passed (turned into a ModelError that says so)."""
-
-
-def _complete_text(text: str) -> tuple[str, str]:
-    """``text`` cleaned for display, minus a trailing high surrogate (returned apart: the next chunk may
-    start with its low half)."""
-    if text and "\ud800" <= text[-1] <= "\udbff":
-        return clean_text(text[:-1]), text[-1]
-    return clean_text(text), ""
 
 
 def is_local_url(base_url: str | None) -> bool:

@@ -46,16 +46,16 @@ def check_tool_choice(value: Any) -> ToolChoice | None:
 
 def turn_tool_choice(choice: ToolChoice | None, messages: list[dict[str, Any]]) -> ToolChoice | None:
     """The choice for this turn: a forced one (``required``, a named tool) holds until the model has called a
-    tool since the person's last message; then the model answers (``none``): otherwise every turn would be
-    forced to call again. ``none``, not ``auto``: llama-cpp-python's server cannot stream ``auto`` (it ends
-    the stream empty) and SmolLM2 left to choose there calls again (measured). For several steps, ``auto``."""
+    tool since the person's last message; then the model chooses (``auto``): it may call again or answer, so
+    a two-step question does not stop after its first step (``none`` there did). A model that calls forever
+    meets ``max_iterations`` and the loop guard (``max_repeated_failures``)."""
     if choice is None or choice in ("auto", "none"):
         return choice
     for message in reversed(messages):
         if message.get("role") == "user":
             return choice
         if message.get("role") == "tool":
-            return "none"
+            return "auto"
     return choice
 
 

@@ -9,7 +9,11 @@ The output it allows is Hermes's tool-call format::
 with the name one of the offered tools and the arguments an object of that tool's JSON schema: declared
 properties in declared order, required ones always, optional ones each maybe, values of the declared type
 (enums and consts as their literals). Separators are fixed (``", "`` and ``": "``), so a small model spends no
-tokens choosing whitespace. What a grammar cannot say (``pattern``, ``minimum``, ``format``...) is left to
+tokens choosing whitespace. Strings are bounded: by the schema's ``maxLength``, else by ``STRING_CAP``
+characters, so a small model's runaway string (``"c_populati_c_populati..."``) ends early instead of at
+``max_tokens``; ``runaway_argument`` then says which argument ran to the cap, and the call is reported as a
+runaway, not dispatched. With ``answer=True`` (``tool_choice="auto"``) the grammar also allows an answer in
+prose, one that does not begin like a call: the model chooses. What a grammar cannot say (``pattern``, ``minimum``, ``format``...) is left to
 the tool's own validation at dispatch, which answers the model with an error it can read.
 """
 
@@ -20,12 +24,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["tool_call_grammar"]
+__all__ = ["STRING_CAP", "runaway_argument", "tool_call_grammar"]
+
+#: The longest string argument a grammar-led call may write when its schema sets no ``maxLength``.
+STRING_CAP = 160
 
 _BASE = {
     "ws": '[ ]?',
     "char": r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})',
-    "string": r'"\"" char* "\""',
+    "string": r'"\"" char{0,' + str(STRING_CAP) + r'} "\""',
     "integer": r'"-"? ([0-9] | [1-9] [0-9]{0,15})',
     "number": r'integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?',
     "boolean": '"true" | "false"',
@@ -55,6 +62,16 @@ class _Rules:
         self.rules[name] = body
         return name
 
+    def string(self, schema: Mapping[str, Any], hint: str) -> str:
+        """A string of the schema's length bounds (``maxLength``, else the cap)."""
+        low = schema.get("minLength")
+        high = schema.get("maxLength")
+        low = low if isinstance(low, int) and low >= 0 else 0
+        high = high if isinstance(high, int) and high >= low else max(STRING_CAP, low)
+        if (low, high) == (0, STRING_CAP):
+            return "string"
+        return self.add(hint, f'"\\"" char{{{low},{high}}} "\\""')
+
     def schema(self, schema: Any, hint: str) -> str:
         """The rule for values of ``schema`` (a rule name)."""
         if not isinstance(schema, Mapping) or not schema:
@@ -74,6 +91,8 @@ class _Rules:
         if kind == "array":
             item = self.schema(schema.get("items"), f"{hint}-item")
             return self.add(hint, f'"[" ws ( {item} ( "," ws {item} )* )? ws "]"')
+        if kind == "string":
+            return self.string(schema, hint)
         return _SCALARS.get(kind, "value") if isinstance(kind, str) else "value"
 
     def object(self, schema: Mapping[str, Any], hint: str) -> str:
@@ -96,8 +115,10 @@ class _Rules:
         return self.add(hint, f'"{{" {start[0]}')
 
 
-def tool_call_grammar(tools: Sequence[Mapping[str, Any]]) -> str:
-    """The grammar for one call of one of ``tools`` (chat-completions tool definitions)."""
+def tool_call_grammar(tools: Sequence[Mapping[str, Any]], *, answer: bool = False) -> str:
+    """The grammar for one call of one of ``tools`` (chat-completions tool definitions); with ``answer``,
+    a call or an answer in prose (whose first character is neither ``<`` nor white space, so it cannot
+    turn into an unconstrained call)."""
     rules = _Rules()
     calls = []
     for tool in tools:
@@ -110,5 +131,46 @@ def tool_call_grammar(tools: Sequence[Mapping[str, Any]]) -> str:
         calls.append(rules.add(f"call-{name}", f'{head} {arguments} "}}"'))
     if not calls:
         raise ValueError("a tool call grammar needs at least one tool")
-    rules.rules["root"] = f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"'
+    call = f'"<tool_call>\\n" ( {" | ".join(calls)} ) "\\n</tool_call>"'
+    if answer:
+        rules.rules["call"] = call
+        rules.rules["answer"] = r'[^<\x00-\x20] [^\x00]*'
+        call = "call | answer"
+    rules.rules["root"] = call
     return "\n".join(f"{name} ::= {body}" for name, body in rules.rules.items())
+
+
+def runaway_argument(calls: Sequence[Any], tools: Sequence[Mapping[str, Any]]) -> str:
+    """Which argument of ``calls`` ran to the grammar's string cap ("" when none did): a runaway, not a value.
+    A schema's own ``maxLength`` is a limit the tool asked for, not a runaway."""
+    schemas = {str((t.get("function") or {}).get("name")): (t.get("function") or {}).get("parameters") or {}
+               for t in tools}
+    for call in calls:
+        try:
+            arguments = json.loads(call.arguments)
+        except ValueError:
+            continue
+        found = _long_string(arguments, schemas.get(call.name) or {}, call.name)
+        if found:
+            return found
+    return ""
+
+
+def _long_string(value: Any, schema: Any, where: str) -> str:
+    schema = schema if isinstance(schema, Mapping) else {}
+    if isinstance(value, str):
+        bounded = isinstance(schema.get("maxLength"), int)
+        return "" if bounded or len(value) < STRING_CAP else \
+            f"{where} ran to the {STRING_CAP}-character cap of a string argument"
+    if isinstance(value, dict):
+        properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        for key, item in value.items():
+            found = _long_string(item, properties.get(key, {}), f"{where}.{key}")
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _long_string(item, schema.get("items", {}), f"{where}[{i}]")
+            if found:
+                return found
+    return ""

@@ -19,7 +19,7 @@ note naming the tool, what was recorded and what came now; ``on_drift="stop"`` r
 ``ReplayDriftError`` instead. Cassettes recorded before results were kept are compared by digest.
 
 And about the conversation: at the first turn of each run it compares the prompt, the system prompt and
-the tools offered with the recorded request (``hermes_nb.agent.conversation_drift``); a recording asked
+the tools offered with the recorded request (``hermes_nb.models.conversation_drift``); a recording asked
 another question says so in the same way instead of answering as if nothing changed.
 """
 
@@ -33,8 +33,7 @@ import os
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from hermes_nb.agent.conversation_drift import conversation_note, request_record, short, tool_names
-from hermes_nb.agent.models import (
+from hermes_nb.models import (
     Model,
     ModelTurn,
     RetryCallback,
@@ -43,6 +42,7 @@ from hermes_nb.agent.models import (
     Usage,
     usage_from,
 )
+from hermes_nb.models.conversation_drift import conversation_note, request_record, short, tool_names
 from hermes_nb.tools.errors import HermesNbError, OneLineError
 
 __all__ = ["Cassette", "RecordingModel", "ReplayDriftError", "ReplayModel", "load_cassette"]
@@ -314,7 +314,7 @@ class RecordingModel:
         self.path = Path(path)
         self.name = inner.name
         self.cassette: Cassette = {"version": CASSETTE_VERSION, "model": inner.name, "turns": []}
-        from hermes_nb.agent.models import is_local_url
+        from hermes_nb.models import is_local_url
 
         base_url = getattr(inner, "base_url", None)
         if inner.name == "local" or is_local_url(base_url):

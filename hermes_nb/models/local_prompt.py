@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_nb.agent.models import ToolCallSpec
+from hermes_nb.models import ToolCallSpec
 
 __all__ = ["CALL_OPEN", "END", "parse_calls", "render_prompt"]
 
