@@ -218,3 +218,26 @@ def test_parse_reads_hermes_and_codex_forms_alike() -> None:
                 "*** End Patch")
     assert [(o.kind, o.path, o.move_to) for o in ops] == [("update", "a", "b"), ("update", "c", "d")]
     assert ops[1].hunks[0].hints == ("x",)
+
+
+def test_any_text_gives_changes_or_one_patch_error_never_another_exception() -> None:
+    """Seeded fuzz over the format's own pieces: whatever a model sends, the answer is a list or a PatchError."""
+    import random
+
+    pieces = ["*** Begin Patch", "*** End Patch", "*** Update File: b.txt", "*** Add File: n.txt",
+              "*** Delete File: a.py", "*** Move to: m.txt", "*** Move File: b.txt -> c.txt", "*** End of File",
+              "@@", "@@ def g():", "@@ @@", " one", "-one", "+uno", "-two", " two", "", "\\ No newline", "+",
+              "-", " ", "*** Update File: ../x", "*** Add File: ", "\r", "-    y = 2", "+    y = 3"]
+    rng = random.Random(33)
+    outcomes = {"changes": 0, "error": 0}
+    for _ in range(2_000):
+        lines = [rng.choice(pieces) for _ in range(rng.randint(0, 12))]
+        if rng.random() < 0.7:
+            lines = ["*** Begin Patch", *lines, "*** End Patch"]
+        try:
+            changes("\n".join(lines), where=lambda p: f"{ROOT}/{p}", read=dict(BASE).get)
+            outcomes["changes"] += 1
+        except PatchError as exc:
+            assert "\n" not in str(exc), lines
+            outcomes["error"] += 1
+    assert outcomes["changes"] > 20 and outcomes["error"] > 1_000, outcomes
