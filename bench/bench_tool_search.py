@@ -1,16 +1,17 @@
 """Tool search with 5 000 registered tools (issue 24): search time, a turn's definitions, and ranking.
 
 The tools: the real tools of the MCP servers the tests run (``mcp-server-time`` and
-``@modelcontextprotocol/server-everything``, started and registered by hermes_nb's own MCP client, marked
-``defer: true`` in config.yaml) plus generated MCP-style tools (``bench.tool_search_corpus``) up to 5 000,
-all deferred, beside 10 direct tools. Targets:
+``@modelcontextprotocol/server-everything``, started and registered by hermes_nb's own MCP client) plus
+generated MCP-style tools (``bench.tool_search_corpus``) up to 5 000, all deferred (MCP tools are deferrable
+unless pinned: nothing is marked), beside 10 direct tools. Targets:
 
 - ``tool_search`` p50 ≤ 2 ms: the bridge tool's answer for one query (FTS5 ``bm25()`` ranking, the
   availability look at each hit, the records and their JSON), over the hold-out queries; the index is built
   on a turn's first search (its time is printed too);
 - a turn's definitions with tool search on (5 000 deferred, 10 direct: ``assemble_tool_definitions``) cost at
   most what 50 tools offered directly cost (``get_tool_definitions``), both measured here, in this process;
-- the hold-out's 50 queries: the meant tool in the top 5 for ≥ 90% of them.
+- the hold-out's 50 queries: the meant tool in the top 5 for ≥ 90% of them;
+- 2 001 unmarked plugin tools with ``tools.tool_search.enabled: on``: none of their schemas is sent.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 def _servers() -> dict[str, Any]:
     from tests.support.npm_everything import everything_entry
 
-    return {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"], "defer": True},
-            "everything": {"command": "node", "args": [str(everything_entry()), "stdio"], "defer": True}}
+    return {"time": {"command": TIME_SERVER, "args": ["--local-timezone", "UTC"]},
+            "everything": {"command": "node", "args": [str(everything_entry()), "stdio"]}}
 
 
 def _register(registry: Any, total: int) -> list[str]:
@@ -54,7 +55,7 @@ def _register(registry: Any, total: int) -> list[str]:
         toolsets.add(toolset)
         registry.register(f"mcp__{tool['service']}__{tool['name']}", toolset,
                           {"description": tool["description"], "parameters": tool["inputSchema"]}, handler,
-                          source="mcp", metadata={"defer": True, "server": tool["service"]})
+                          source="mcp", metadata={"server": tool["service"]})
     _direct(registry, "direct10", 10)
     return sorted(toolsets)
 
@@ -66,6 +67,17 @@ def _direct(registry: Any, toolset: str, n: int) -> None:
     for i in range(n):
         registry.register(f"{toolset}_{i}", toolset, {"description": f"Direct tool {i}.", "parameters": {
             "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}, handler)
+
+
+def _plugins(registry: Any, n: int) -> list[str]:
+    """``n`` plugin tools, unmarked, in a few toolsets; the toolsets."""
+    def handler(args: dict[str, Any], **_: Any) -> str:
+        return "ok"
+
+    for i in range(n):
+        registry.register(f"plugin_tool_{i}", f"plugin{i % 9}", {"description": f"Plugin tool {i}.", "parameters": {
+            "type": "object", "properties": {"n": {"type": "integer"}}}}, handler, source="plugin")
+    return [f"plugin{k}" for k in range(9)]
 
 
 def main(quick: bool = False) -> None:
@@ -81,7 +93,7 @@ def main(quick: bool = False) -> None:
     misses: list[str] = []
     with tempfile.TemporaryDirectory() as home, using_home(home):
         servers = {} if quick else _servers()
-        save_config({"tool_search": {"enabled": "on"}, "mcp_servers": servers})
+        save_config({"tools": {"tool_search": {"enabled": "on"}}, "mcp_servers": servers})
         ensure_discovered()
         before = registry.snapshot()
         try:
@@ -154,6 +166,14 @@ def main(quick: bool = False) -> None:
                   f"({share:.0%}; target ≥ {top5:.0%}: {verdict(ok)})")
             if not ok:
                 misses.append(f"top-5 {share:.0%} < {top5:.0%}")
+
+            plugins = _plugins(registry, 2_001)
+            sent = len(assemble_tool_definitions([*plugins, "direct10"], model="gpt-4o").definitions)
+            ok = sent == 13
+            print(f"2,001 unmarked plugin tools, tool search on: {sent} schemas sent (10 direct + the 3 bridge "
+                  f"tools; target 13: {verdict(ok)})")
+            if not ok:
+                misses.append(f"{sent} schemas sent with 2,001 plugin tools deferrable (target 13)")
         finally:
             shutdown_mcp_servers()
             registry.restore(before)

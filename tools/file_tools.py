@@ -145,6 +145,7 @@ def _write_file_call(path: str, content: str, ask: Any) -> dict[str, Any]:
 def _patched(real: Path, path: str, old_string: str, new_string: str, replace_all: bool) -> tuple[bytes, int]:
     """The file's new content after the replacement, and how many places it replaced."""
     _existing_file(real, path)
+    _seen(str(real))  # a match count (or its error) would tell what a hidden file holds
     if old_string == "":
         raise ValueError("old_string is empty; give the exact text to replace (use write_file to create a file)")
     if old_string == new_string:
@@ -169,6 +170,99 @@ def patch(path: str, old_string: str, new_string: str, replace_all: bool = False
     data, count = _patched(real, path, old_string, new_string, replace_all)
     _land_write("patch", real, path, data, ask)
     return {"path": display_path(real), "replacements": count}
+
+
+def _v4a_changes(text: str) -> tuple[list[Any], dict[str, str]]:
+    """The write-set of a V4A patch (``tools.v4a``): every file's change and the folders its new files need,
+    and its moves (from, to); a one-line error and nothing else when any part does not apply."""
+    from hermes_nb.tools import v4a
+    from hermes_nb.tools.safety.changes import Change
+
+    root = workspace_root()
+
+    def where(path: str) -> str:
+        return str(resolve_path(path, for_write=True))
+
+    def read(real: str) -> tuple[bytes, int] | None:
+        if not os.path.lexists(real):
+            return None
+        _seen(real)
+        shown = display_path(Path(real))
+        if os.path.isdir(real):
+            raise v4a.PatchError(f"{shown} is a folder; a V4A section names a file")
+        with _open(Path(real), shown) as fh:  # never through a link: the same open the read tools use
+            return fh.read(), stat.S_IMODE(os.fstat(fh.fileno()).st_mode)
+
+    changes = v4a.changes(text, where=where, read=read)
+    folders: dict[str, Any] = {}
+    for change in changes:
+        if change.kind == "created":
+            for parent in reversed(Path(change.path).parents):
+                if parent.is_relative_to(root) and parent != root and not os.path.lexists(parent):
+                    folders.setdefault(str(parent), Change(path=str(parent), kind="created", is_dir=True,
+                                                           mode_after=0o755))
+    moves = {where(op.path): where(op.move_to) for op in v4a.parse(text) if op.move_to is not None}
+    return [*folders.values(), *changes], moves
+
+
+def _seen(real: str) -> None:
+    """A file a patch reads must be one the model may read: its content comes back in the diff (a hidden file
+    inside the workspace, reached through what a home dot-entry leads to, would be read through ``patch``).
+    ``real`` is resolved already: it is judged as it is, not resolved again."""
+    from hermes_nb.tools.safety.hidden import hidden_reason
+    from hermes_nb.tools.workspace import WorkspaceError
+
+    if why := hidden_reason(Path(real), workspace_root()):
+        raise WorkspaceError(f"refusing to read {display_path(Path(real))}: {why}")
+
+
+def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
+    """Apply a V4A patch (``mode: "patch"``): every file or none, through the landing policy; Hermes's result
+    (``success``, ``diff``, ``files_modified`` / ``files_created`` / ``files_deleted``).
+
+    The whole patch is judged before anything lands: one refused path, or one "asks" row declined, refuses
+    it all. ``ask`` as for ``write_file``."""
+    from hermes_nb.tools.safety.gate import current_approver
+    from hermes_nb.tools.safety.lander import approver_asker, land
+    from hermes_nb.tools.safety.landing import Landscape
+    from hermes_nb.tools.workspace import WorkspaceError
+
+    root = workspace_root()
+    changes, moves = _v4a_changes(text)
+    asker = ask if ask is not None else approver_asker(current_approver(), how="patch")
+    touched = {c.path for c in changes}
+    scene = Landscape.here(root, exists=lambda p: str(p) in touched or os.path.lexists(p))
+    _judged(changes, scene, asker)
+    result = land(changes, workspace=root, tool="patch", ask=asker, landscape=scene)
+    if len(result.landed) != len(changes):  # the files changed under the patch after it was judged
+        raise WorkspaceError("the patch landed in part: " + " ".join(result.notes))
+    files = [c for c in changes if not c.is_dir]
+    shown = {c.path: display_path(Path(c.path)) for c in files}
+    out: dict[str, Any] = {"success": True, "diff": "".join(
+        c.diff(label=shown[c.path]) or f"Binary file {shown[c.path]} {c.kind}\n" for c in files)}
+    moved = {*moves, *moves.values()}
+    listed = {
+        "files_modified": [shown[c.path] for c in files if c.kind == "modified"]
+        + [f"{shown[a]} -> {shown[b]}" for a, b in moves.items()],  # Hermes lists a move as modified
+        "files_created": [shown[c.path] for c in files if c.kind == "created" and c.path not in moved],
+        "files_deleted": [shown[c.path] for c in files if c.kind == "deleted" and c.path not in moved]}
+    out.update((key, names) for key, names in listed.items() if names)
+    return out
+
+
+def _judged(changes: list[Any], scene: Any, asker: Any) -> None:
+    """Every change of a patch judged before any lands: one refused, or one "asks" row not approved, refuses
+    the whole patch (``land`` alone would keep that one aside and land the rest: half a patch)."""
+    from hermes_nb.tools.safety.landing import judge
+    from hermes_nb.tools.workspace import WorkspaceError
+
+    for change in sorted(changes, key=lambda c: c.is_dir):  # a file first: the refusal names what was meant
+        verdict = judge(Path(change.path), scene, is_dir=change.is_dir)
+        if verdict.action == "refused" or (verdict.action == "asks" and change.kind != "deleted"
+                                           and not asker(change, verdict)):
+            raise WorkspaceError(f"refusing the patch: {display_path(Path(change.path))}: {verdict.reason}"
+                                 + ("" if verdict.action == "refused" else "; not approved")
+                                 + ". Nothing was changed; ask the person to make this change.")
 
 
 def _planned(real: Path, path: str, data: bytes) -> list[Any]:
@@ -316,6 +410,8 @@ def landing_ask(tool: str) -> Any:
         from hermes_nb.tools.safety.landing import judge as verdict_of
         from hermes_nb.tools.workspace import workspace_root
 
+        if tool == "patch" and args.get("mode") == "patch":
+            return _v4a_ask(str(args.get("patch") or ""))
         path = str(args.get("path", ""))
         try:
             real = workspace.resolve_path(path, for_write=True)
@@ -336,6 +432,47 @@ def landing_ask(tool: str) -> Any:
                    description=f"{shown}: {verdict.reason}.\n{change.diff(label=shown) or '(not text: no diff)'}")
 
     return judge
+
+
+def _v4a_ask(text: str) -> Any:
+    """``landing_ask`` for a V4A patch: one question for all its "asks" rows, each with its diff; a yes for the
+    session holds for these contents of these paths only."""
+    from hermes_nb.tools.safety.changes import sha256
+    from hermes_nb.tools.safety.gate import Ask
+    from hermes_nb.tools.safety.landing import Landscape
+    from hermes_nb.tools.safety.landing import judge as verdict_of
+
+    try:
+        changes, _ = _v4a_changes(text)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None  # refused by the handler itself, with its own message
+    touched = {c.path for c in changes}
+    scene = Landscape.here(workspace_root(), exists=lambda p: str(p) in touched or os.path.lexists(p))
+    rows = [(c, v) for c in changes if c.kind != "deleted"
+            and (v := verdict_of(Path(c.path), scene, is_dir=c.is_dir)).action == "asks"]
+    if not rows or any(verdict_of(Path(c.path), scene, is_dir=c.is_dir).action == "refused" for c in changes):
+        return None  # lands, or refused whole by the handler (which says why)
+    shown = [display_path(Path(c.path)) for c, _ in rows]
+    return Ask(tool="file", subject=f"patch {', '.join(shown)}", key="landing-module",
+               bound=f"  [{sha256(text.encode('utf-8'))}]",
+               scopes=frozenset(f"landing:{c.path}:{sha256(c.after or b'')}" for c, _ in rows),
+               description="\n".join(f"{name}: {v.reason}.\n{c.diff(label=name) or '(not text: no diff)'}"
+                                     for name, (c, v) in zip(shown, rows, strict=True)))
+
+
+def _patch_call(args: dict[str, Any]) -> dict[str, Any]:
+    """``patch``'s two modes, as Hermes 0.19.0 takes them: ``replace`` (path, old_string, new_string) or
+    ``patch`` (a V4A patch)."""
+    if args["mode"] == "patch":
+        text = args.get("patch")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("mode 'patch' needs patch: the V4A text from '*** Begin Patch' to '*** End Patch'")
+        return apply_patch(text, ask=_gate_said_yes)
+    missing = [k for k in ("path", "old_string", "new_string") if k not in args]
+    if missing:
+        raise ValueError(f"mode 'replace' needs {', '.join(missing)} (or use mode 'patch' with a V4A patch)")
+    return patch(args["path"], args["old_string"], args["new_string"], bool(args.get("replace_all", False)),
+                 ask=_gate_said_yes)
 
 
 registry.register(
@@ -397,23 +534,34 @@ registry.register(
     name="patch",
     toolset="file",
     schema={
-        "description": ("Edit a file by replacing an exact piece of text. old_string must match the file exactly "
-                        "(whitespace included) and be unique unless replace_all is true; read the file first."),
+        "description": (
+            "Edit files. mode 'replace': replace an exact piece of text in one file (path, old_string, "
+            "new_string); old_string must match the file exactly (whitespace included) and be unique unless "
+            "replace_all is true; read the file first. mode 'patch': apply a V4A patch that adds, updates, "
+            "moves and deletes several files at once, all or nothing."),
         "parameters": {
             "type": "object",
             "properties": {
-                "path": _PATH,
-                "old_string": {"type": "string", "description": "The exact text to replace."},
-                "new_string": {"type": "string", "description": "The text to put in its place."},
+                # in the order of Hermes's execute_code helper: patch(path, old_string, new_string, replace_all,
+                # mode, patch) (tools.code_execution.module keeps schema order for what has a default)
+                "path": {**_PATH, "description": "mode 'replace': the file to edit, relative to the workspace root."},
+                "old_string": {"type": "string", "description": "mode 'replace': the exact text to replace."},
+                "new_string": {"type": "string", "description": "mode 'replace': the text to put in its place."},
                 "replace_all": {"type": "boolean", "default": False,
                                 "description": "Replace every occurrence instead of requiring exactly one."},
+                "mode": {"type": "string", "enum": ["replace", "patch"], "default": "replace",
+                         "description": "'replace': path + old_string + new_string. 'patch': patch only."},
+                "patch": {"type": "string", "description": (
+                    "mode 'patch': a V4A patch:\n*** Begin Patch\n*** Update File: path/to/file\n"
+                    "@@ def enclosing():\n context line\n-removed line\n+added line\n*** Add File: new.txt\n"
+                    "+its content\n*** Delete File: old.txt\n*** End Patch\n('*** Move to: new/path' after an "
+                    "Update File line moves it.)")},
             },
-            "required": ["path", "old_string", "new_string"],
+            "required": ["mode"],
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: patch(args["path"], args["old_string"], args["new_string"],
-                                     bool(args.get("replace_all", False)), ask=_gate_said_yes),
+    handler=lambda args, **kw: _patch_call(args),
     emoji="🩹",
     path_params=("path",),
     metadata={"approval_judge": landing_ask("patch")},

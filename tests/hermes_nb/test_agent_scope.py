@@ -142,7 +142,7 @@ def _code(ws: Path) -> str:
 BUILTINS: list[tuple[str, Callable[[Path], dict[str, Any]], Callable[[Effects, AgentResult], bool], str]] = [
     ("write_file", lambda ws: {"path": "pwned.txt", "content": "x"},
      lambda fx, r: (fx.ws / "pwned.txt").exists(), "writes a file the run had no file tools for"),
-    ("patch", lambda ws: {"path": "secret.txt", "old_string": "SECRET", "new_string": "GONE"},
+    ("patch", lambda ws: {"mode": "replace", "path": "secret.txt", "old_string": "SECRET", "new_string": "GONE"},
      lambda fx, r: "GONE" in (fx.ws / "secret.txt").read_text(), "edits a file"),
     ("read_file", lambda ws: {"path": "secret.txt"},
      lambda fx, r: "SECRET-42" in the_record(r, "read_file").content, "reads a file it was not offered"),

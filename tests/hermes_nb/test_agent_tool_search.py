@@ -100,3 +100,50 @@ def test_a_run_without_the_toolset_cannot_reach_its_tool_through_the_bridge(weat
     assert record.name == "tool_call" and record.is_error
     assert json.loads(record.content) == {"error": "tool 'tool_call' was not offered in this run"}
     assert weather == []
+
+
+@pytest.fixture
+def plugin_tools() -> list[str]:
+    """Unmarked plugin tools (deferrable by their source) in toolsets ``plug`` and ``other``, beside ``greet``."""
+    ran: list[str] = []
+
+    def handler(name: str) -> Any:
+        return lambda args, **_: ran.append(name) or f"{name} ran"
+
+    for name, toolset in (("plug_lookup", "plug"), ("plug_store", "plug"), ("other_wipe", "other")):
+        registry.register(name, toolset, {"description": f"Plugin tool {name}.", "parameters": OBJ},
+                          handler(name), source="plugin")
+    registry.register("greet", "hello", {"description": "Say hello.", "parameters": {"type": "object"}},
+                      lambda a, **k: "hello")
+    save_config({"tools": {"tool_search": {"enabled": "on"}}})
+    return ran
+
+
+def test_unmarked_plugin_tools_are_deferred_and_reached_through_the_bridge_or_by_name(plugin_tools: list[str]) -> None:
+    """Deferred tools of the run's catalog count as offered (issue 31's scope check): the bridge reaches them
+    and so does a call by name; a plugin tool of a toolset the run did not tick is refused both ways."""
+    script = [
+        Reply(tool_calls=(_bridge("plug_lookup", {"city": "Lima"}, "a"), call("plug_store", {"city": "Oslo"}, "b"),
+                          _bridge("other_wipe", {"city": "x"}, "c"), call("other_wipe", {"city": "x"}, "d"))),
+        Reply(content="done"),
+    ]
+    with FakeOpenAI(script) as srv:
+        agent = Agent(model="gpt-4o", base_url=srv.base_url, display=False, enabled_toolsets=["plug", "hello"])
+        result = agent.run("Go")
+    assert sorted(t["function"]["name"] for t in srv.requests[0]["tools"]) == [
+        "greet", "tool_call", "tool_describe", "tool_search"]  # no plugin schema is sent
+    assert "- plug_lookup: Plugin tool plug_lookup." in srv.requests[0]["messages"][0]["content"]
+    assert sorted(plugin_tools) == ["plug_lookup", "plug_store"]
+    by_id = {m["tool_call_id"]: m["content"] for m in srv.requests[1]["messages"] if m["role"] == "tool"}
+    assert by_id["a"] == "plug_lookup ran" and by_id["b"] == "plug_store ran"
+    assert json.loads(by_id["c"])["error"].startswith("tool_call did not run 'other_wipe': not deferred tools of")
+    assert json.loads(by_id["d"]) == {"error": "tool 'other_wipe' was not offered in this run"}
+    assert [r.is_error for r in result.tool_calls] == [False, False, True, True]
+
+
+def test_a_pinned_plugin_toolset_is_sent_whole(plugin_tools: list[str]) -> None:
+    save_config({"tools": {"tool_search": {"enabled": "on", "pin": ["plug"]}}})
+    with FakeOpenAI([Reply(content="ok")]) as srv:
+        Agent(model="gpt-4o", base_url=srv.base_url, display=False, enabled_toolsets=["plug", "hello"]).run("Go")
+    assert sorted(t["function"]["name"] for t in srv.requests[0]["tools"]) == ["greet", "plug_lookup", "plug_store"]
+    assert "Deferred tools" not in json.dumps(srv.requests[0]["messages"])

@@ -34,7 +34,7 @@ def _run(script: list[Reply], toolsets: list[str]) -> object:
 
 def test_write_file_and_patch_record_their_changes_and_the_card_folds_the_diff(ws: Path) -> None:
     result = _run([Reply(tool_calls=(call("write_file", {"path": "out/table.csv", "content": "a,b\n"}, "w"),
-                                      call("patch", {"path": "notes.txt", "old_string": "two",
+                                      call("patch", {"mode": "replace", "path": "notes.txt", "old_string": "two",
                                                      "new_string": "deux"}, "p"))),
                    Reply(content="done")], ["file"])
     write, patch = result.tool_calls  # type: ignore[attr-defined]

@@ -43,6 +43,25 @@ def test_signature_is_typed_required_first_with_schema_defaults():
         fn(limit=3)
 
 
+def test_a_required_argument_with_a_default_is_optional_in_python_and_sent_with_it():
+    """``patch``'s ``mode`` (required in Hermes's schema, default ``replace``): ``patch("f", "a", "b")`` works in a
+    script as with Hermes's own helper, and the call carries ``mode``."""
+    import hermes_nb.tools.file_tools  # noqa: F401  (registers patch)
+    from hermes_nb.tools.registry import registry
+
+    calls = []
+    module = build_module([registry.get_entry("patch").definition()], lambda name, args: calls.append(args))
+    assert signature_line(module.patch).startswith(
+        "patch(path: str = None, old_string: str = None, new_string: str = None, replace_all: bool = False, "
+        "mode: str = 'replace', patch: str = None")
+    module.patch("f.py", "a", "b")
+    module.patch(mode="patch", patch="*** Begin Patch")
+    module.patch("f.py", "a", "b", mode=None)  # None: the default, as for any optional argument
+    assert calls == [{"mode": "replace", "path": "f.py", "old_string": "a", "new_string": "b"},
+                     {"mode": "patch", "patch": "*** Begin Patch"},
+                     {"mode": "replace", "path": "f.py", "old_string": "a", "new_string": "b"}]
+
+
 def test_property_names_that_are_not_identifiers_map_back():
     calls = []
     module = build_module([_definition("t", {"from": {"type": "string"}, "user-id": {"type": "integer"}},

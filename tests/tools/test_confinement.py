@@ -76,7 +76,7 @@ def test_search_files_still_follows_links_when_reads_are_not_strict(ws: Path, ou
 def test_every_file_tool_refuses_a_symlink_out(ws: Path, outside: Path, tool: str) -> None:
     (ws / "leak.txt").symlink_to(outside / "secret.txt")
     args: dict[str, Any] = {"read_file": {"path": "leak.txt"},
-                            "patch": {"path": "leak.txt", "old_string": "the", "new_string": "a"},
+                            "patch": {"mode": "replace", "path": "leak.txt", "old_string": "the", "new_string": "a"},
                             "search_files": {"pattern": "secret", "path": "leak.txt"}}[tool]
     assert "refusing" in error(call(tool, **args))
     assert (outside / "secret.txt").read_text() == "the secret\n"
@@ -133,7 +133,7 @@ def test_patch_is_not_redirected(ws: Path, outside: Path, monkeypatch: pytest.Mo
     (ws / "sub").mkdir()
     (ws / "sub" / "secret.txt").write_text("the secret\n")
     _swap_after_check(monkeypatch, ws / "sub", outside)
-    assert "symbolic link" in error(call("patch", path="sub/secret.txt", old_string="the", new_string="a"))
+    assert "symbolic link" in error(call("patch", mode="replace", path="sub/secret.txt", old_string="the", new_string="a"))
     assert (outside / "secret.txt").read_text() == "the secret\n"
 
 

@@ -112,16 +112,16 @@ def test_write_creates_parents(ws: Path) -> None:
 def test_patch_unique_missing_and_replace_all(ws: Path) -> None:
     f = ws / "p.py"
     f.write_bytes(b"x = 1\r\ny = 1\r\nz = 2\r\n")
-    assert json.loads(call("patch", path="p.py", old_string="z = 2", new_string="z = 3"))["replacements"] == 1
+    assert json.loads(call("patch", mode="replace", path="p.py", old_string="z = 2", new_string="z = 3"))["replacements"] == 1
     assert f.read_bytes() == b"x = 1\r\ny = 1\r\nz = 3\r\n"  # line endings kept
-    msg = error(call("patch", path="p.py", old_string="= 1", new_string="= 9"))
+    msg = error(call("patch", mode="replace", path="p.py", old_string="= 1", new_string="= 9"))
     assert "matches 2 places" in msg and "replace_all" in msg
     assert f.read_bytes() == b"x = 1\r\ny = 1\r\nz = 3\r\n"  # unchanged after a refusal
-    assert "was not found" in error(call("patch", path="p.py", old_string="w = 0", new_string="w = 1"))
-    result = json.loads(call("patch", path="p.py", old_string="= 1", new_string="= 9", replace_all=True))
+    assert "was not found" in error(call("patch", mode="replace", path="p.py", old_string="w = 0", new_string="w = 1"))
+    result = json.loads(call("patch", mode="replace", path="p.py", old_string="= 1", new_string="= 9", replace_all=True))
     assert result["replacements"] == 2
     assert f.read_bytes() == b"x = 9\r\ny = 9\r\nz = 3\r\n"
-    assert "empty" in error(call("patch", path="p.py", old_string="", new_string="q"))
+    assert "empty" in error(call("patch", mode="replace", path="p.py", old_string="", new_string="q"))
 
 
 def search(**args: object) -> dict:
@@ -194,7 +194,7 @@ def test_write_outside_via_dotdot_refused(ws: Path) -> None:
     msg = error(call("write_file", path="../escape.txt", content="x"))
     assert f"refusing to write outside the workspace root {ws}: ../escape.txt" in msg
     assert not (ws.parent / "escape.txt").exists()
-    assert "refusing to write outside" in error(call("patch", path="/etc/hostname", old_string="a", new_string="b"))
+    assert "refusing to write outside" in error(call("patch", mode="replace", path="/etc/hostname", old_string="a", new_string="b"))
 
 
 def test_write_through_symlink_refused(ws: Path, tmp_path: Path) -> None:
@@ -207,7 +207,7 @@ def test_write_through_symlink_refused(ws: Path, tmp_path: Path) -> None:
     # a symlinked file too
     (outside / "target.txt").write_text("old")
     (ws / "file_link").symlink_to(outside / "target.txt")
-    assert "refusing" in error(call("patch", path="file_link", old_string="old", new_string="new"))
+    assert "refusing" in error(call("patch", mode="replace", path="file_link", old_string="old", new_string="new"))
     assert (outside / "target.txt").read_text() == "old"
 
 
@@ -290,7 +290,7 @@ def test_writes_that_would_run_programs_are_refused_inside_the_root(
         assert why in error(call("write_file", path=path, content="x")), path
     (user_home / "proj" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (user_home / "proj" / "link").symlink_to(user_home / "proj" / ".git")
-    assert ".git file or folder" in error(call("patch", path="user/proj/link/HEAD", old_string="main", new_string="x"))
+    assert ".git file or folder" in error(call("patch", mode="replace", path="user/proj/link/HEAD", old_string="main", new_string="x"))
     assert not (user_home / "hermes" / "config.yaml").exists()
     # ordinary dot-files of a project stay writable
     assert "bytes_written" in call("write_file", path="user/proj/.gitignore", content="*.pyc\n")
@@ -331,7 +331,7 @@ def test_the_write_deny_list_is_refused(ws: Path, path: str, said: str, why: str
         (ws / path).parent.mkdir(parents=True, exist_ok=True)
         (ws / path).write_text("a\n")  # the person's own file
     before = (ws / path).read_text()
-    message = error(call("patch", path=path, old_string=before[0], new_string="b"))
+    message = error(call("patch", mode="replace", path=path, old_string=before[0], new_string="b"))
     assert "refusing to write" in message and said in message, (path, why, message)
     assert (ws / path).read_text() == before, why
 
@@ -354,7 +354,7 @@ def test_a_write_deny_check_that_fails_refuses_the_write(ws: Path, monkeypatch: 
     monkeypatch.setattr(lander, "judge", broken)
     with use_approver(lambda subject, key, description: "once"):  # a failing judge asks: yes, so the handler runs
         for tool, args in (("write_file", {"path": "new.txt", "content": "x"}),
-                           ("patch", {"path": "notes.txt", "old_string": "a", "new_string": "b"})):
+                           ("patch", {"mode": "replace", "path": "notes.txt", "old_string": "a", "new_string": "b"})):
             assert str(failure) in error(call(tool, **args)), tool
     assert not (ws / "new.txt").exists() and (ws / "notes.txt").read_text() == "a\n"
 
@@ -419,7 +419,7 @@ def test_a_named_pipe_is_refused_without_blocking(ws: Path, tmp_path: Path) -> N
     os.mkfifo(outside)
     for path in ("pipe", str(outside)):
         assert "not a regular file" in error(call("read_file", path=path)), path
-    assert "not a regular file" in error(call("patch", path="pipe", old_string="a", new_string="b"))
+    assert "not a regular file" in error(call("patch", mode="replace", path="pipe", old_string="a", new_string="b"))
     assert error(call("write_file", path="pipe", content="x"))  # ENXIO: no reader, so it is not opened
     assert search(pattern="needle")["matches"] == [{"path": "notes.txt", "line": 1, "content": "needle"}]
     assert stat.S_ISFIFO(os.lstat(ws / "pipe").st_mode)

@@ -71,19 +71,67 @@ RUN = ["weather", "forecasts", "plain"]
 
 def test_settings_defaults_values_and_typos(caplog: pytest.LogCaptureFixture) -> None:
     assert load_settings().enabled == "auto" and load_settings().threshold_pct == 5.0  # no config.yaml
-    s = parse_settings({"tool_search": {"enabled": "on", "threshold_pct": 2, "defer": "notebook"},
-                        "mcp_servers": {"time": {"command": "x", "defer": True}, "docs": {"url": "http://x"}},
+    s = parse_settings({"tool_search": {"enabled": "on", "threshold_pct": 2, "defer": "notebook", "pin": "x"},
+                        "mcp_servers": {"time": {"command": "x", "defer": False}, "docs": {"url": "http://x"}},
                         "mcpServers": {"gh": {"command": "y", "defer": True}}})
-    assert (s.enabled, s.threshold_pct, s.defer, s.servers) == ("on", 2.0, frozenset({"notebook"}),
-                                                               frozenset({"time", "gh"}))
+    assert (s.enabled, s.threshold_pct, s.defer, s.pin, s.pinned_servers) == (
+        "on", 2.0, frozenset({"notebook"}), frozenset({"x"}), frozenset({"time"}))
     with caplog.at_level(logging.WARNING):
         bad = parse_settings({"tool_search": {"enabled": "sometimes", "threshold_pct": "five"},
                               "mcp_servers": {"x": {"defer": "yes"}}})
-    assert (bad.enabled, bad.threshold_pct, bad.servers) == ("auto", 5.0, frozenset())
+    assert (bad.enabled, bad.threshold_pct, bad.pinned_servers) == ("auto", 5.0, frozenset())
     text = caplog.text
     assert "tool_search.enabled must be auto, on or off, got 'sometimes'" in text
     assert "threshold_pct" in text and "defer must be true or false" in text
     assert parse_settings({"tool_search": False}).enabled == "off"
+
+
+WHERE = [
+    ({"tools": {"tool_search": {"enabled": "off", "pin": ["a"]}}}, ("off", {"a"}), "Hermes's place"),
+    ({"tool_search": {"enabled": "off", "pin": ["a"]}}, ("off", {"a"}), "the old top-level place, an alias"),
+    ({"tools": {"tool_search": False}}, ("off", set()), "a bare false in Hermes's place"),
+    ({"tools": {"tool_search": {"enabled": "No"}}}, ("off", set()), "Hermes's spelling 'no'"),
+    ({"tools": {"tool_search": {"enabled": " TRUE "}}}, ("on", set()), "Hermes's spelling 'true', any case"),
+    ({"tools": {"tool_search": {"enabled": "on"}}, "tool_search": {"enabled": "off", "pin": ["b"]}},
+     ("on", set()), "both given: tools.tool_search wins whole (no key of the old block is merged in)"),
+    ({"tools": {"budget": {}}, "tool_search": {"enabled": "off"}}, ("off", set()),
+     "a tools: block without tool_search leaves the old place in charge"),
+    ({"tools": ["not", "a", "mapping"], "tool_search": {"enabled": "off"}}, ("off", set()),
+     "a tools: that is not a mapping is not ours to judge"),
+]
+
+
+@pytest.mark.parametrize(("config", "expected", "reason"), WHERE, ids=[r[2] for r in WHERE])
+def test_settings_are_read_from_tools_tool_search_with_the_old_place_as_an_alias(
+        config: dict[str, Any], expected: tuple[str, set[str]], reason: str) -> None:
+    s = parse_settings(config)
+    assert (s.enabled, s.pin) == expected, reason
+
+
+def test_both_places_given_say_which_wins_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        parse_settings({"tools": {"tool_search": {"enabled": "on"}}, "tool_search": {"enabled": "off"}})
+    [record] = caplog.records
+    assert "\n" not in record.getMessage()
+    assert record.getMessage() == ("config.yaml gives both tools.tool_search and tool_search (its old place): "
+                                   "using tools.tool_search, ignoring tool_search")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        parse_settings({"tools": {"tool_search": {"threshold_pct": "x", "pin": 3}}})
+    assert [r.getMessage().split(" must ")[0] for r in caplog.records] == [
+        "config.yaml tools.tool_search.threshold_pct", "config.yaml tools.tool_search.pin"]  # named where it is
+
+
+def test_the_settings_in_tools_tool_search_reach_a_turn() -> None:
+    """config.yaml's ``tools.tool_search`` (not only the top-level block) decides what a turn offers."""
+    _tool("plug_a", "plug", "A plugin tool.", source="plugin")
+    save_config({"tools": {"tool_search": {"enabled": "off"}}})
+    assert assemble_tool_definitions(["plug"]).catalog is None
+    save_config({"tools": {"tool_search": {"enabled": "on"}}})
+    on = assemble_tool_definitions(["plug"])
+    assert on.catalog is not None and "plug_a" in on.catalog
+    save_config({"tools": {"tool_search": {"enabled": "on", "pin": ["plug"]}}, "tool_search": {"enabled": "off"}})
+    assert _names(assemble_tool_definitions(["plug"]).definitions) == ["plug_a"]
 
 
 def test_an_mcp_servers_defer_flag_is_parsed_strictly() -> None:
@@ -118,6 +166,95 @@ def test_tool_search_on_replaces_the_deferred_schemas_with_the_bridge(deferred: 
     assert "secret_vault" not in a.listing
     disabled = assemble_tool_definitions(RUN, ["forecasts"], model="gpt-4o")
     assert disabled.catalog is not None and "forecast_days" not in disabled.catalog
+
+
+def _entry(name: str = "t", toolset: str = "ts", source: str = "plugin", **kw: Any) -> Any:
+    from hermes_nb.tools.calls.entry import ToolEntry
+
+    return ToolEntry(name=name, toolset=toolset, schema={"description": "d", "parameters": OBJ},
+                     handler=lambda a, **k: "ok", source=source, **kw)
+
+
+S = parse_settings  # a row's settings, from the config it quotes
+MCP = {"server": "github"}
+DEFERRABLE = [
+    # by source: what a tool is, not a list of names
+    (_entry(source="plugin"), {}, True, "a plugin's tool, unmarked"),
+    (_entry(source="mcp", toolset="mcp-github", metadata=MCP), {}, True, "an MCP server's tool, unmarked"),
+    (_entry(source="mcp", toolset="mcp-github", metadata={**MCP, "defer": False}), {}, True,
+     "an MCP tool registered with defer false (the server config's default) is still an MCP tool"),
+    (_entry(source="builtin"), {}, False, "a built-in, unmarked"),
+    (_entry(source="notebook"), {}, False, "a notebook's own tool, unmarked"),
+    (_entry(source="hermes"), {}, False, "a Hermes built-in, unmarked"),
+    # marked
+    (_entry(source="notebook", metadata={"defer": True}), {}, True, "%%tool --defer"),
+    (_entry(source="builtin"), {"tools": {"tool_search": {"defer": ["ts"]}}}, True, "its toolset in defer"),
+    (_entry(source="hermes", name="big"), {"tools": {"tool_search": {"defer": ["big"]}}}, True, "its name in defer"),
+    # pinned: a pin wins over every mark
+    (_entry(source="plugin"), {"tools": {"tool_search": {"pin": ["t"]}}}, False, "a plugin tool pinned by name"),
+    (_entry(source="plugin"), {"tools": {"tool_search": {"pin": ["ts"]}}}, False, "pinned by its toolset"),
+    (_entry(source="plugin"), {"tool_search": {"pin": ["ts"]}}, False, "pinned in the old place"),
+    (_entry(source="mcp", toolset="mcp-github", metadata=MCP), {"tools": {"tool_search": {"pin": ["mcp-github"]}}},
+     False, "an MCP server's toolset pinned"),
+    (_entry(source="mcp", toolset="mcp-github", metadata=MCP), {"mcp_servers": {"github": {"defer": False}}},
+     False, "its server says defer: false"),
+    (_entry(source="mcp", toolset="mcp-github", metadata={"server": "other"}),
+     {"mcp_servers": {"github": {"defer": False}}}, True, "another server's defer: false pins nothing here"),
+    (_entry(source="notebook", metadata={"defer": True}), {"tools": {"tool_search": {"pin": ["t"]}}}, False,
+     "marked at registration and pinned: the pin wins"),
+    (_entry(source="builtin"), {"tools": {"tool_search": {"defer": ["t"], "pin": ["ts"]}}}, False,
+     "in defer by name and pinned by toolset: the pin wins"),
+    (_entry(source="plugin", name="T"), {"tools": {"tool_search": {"pin": ["t"]}}}, True,
+     "a pin names exactly (another case is another tool)"),
+    # never, whatever the source or mark
+    (_entry(source="plugin", interactive=True), {}, False, "an interactive plugin tool asks the person"),
+    (_entry(source="plugin", toolset="clarify"), {}, False, "a plugin tool in toolset clarify"),
+    (_entry(source="mcp", name="clarify", toolset="mcp-x", metadata={"server": "x"}), {}, False,
+     "an MCP tool named clarify"),
+    (_entry(source="plugin", name="tool_search"), {}, False, "a plugin tool under a bridge name"),
+    (_entry(source="mcp", name="tool_call", toolset="mcp-x", metadata={"server": "x"}), {}, False,
+     "an MCP tool under a bridge name"),
+]
+
+
+@pytest.mark.parametrize(("entry", "config", "expected", "reason"), DEFERRABLE, ids=[r[3] for r in DEFERRABLE])
+def test_what_is_deferrable(entry: Any, config: dict[str, Any], expected: bool, reason: str) -> None:
+    from hermes_nb.tools.search.catalog import is_deferrable
+
+    assert is_deferrable(entry, S(config)) is expected, reason
+
+
+@pytest.mark.parametrize("config", [{"tool_search": {"enabled": "on"}}, {"tools": {"tool_search": {"enabled": "on"}}}],
+                         ids=["old place", "tools.tool_search"])
+def test_tool_search_on_defers_two_thousand_unmarked_plugin_tools(config: dict[str, Any]) -> None:
+    """The measured gap: ``tool_search: {enabled: on}`` with 2 001 plugin tools sent 2 001 schemas."""
+    for i in range(2_001):
+        _tool(f"plug_{i:04}", f"plugset_{i % 7}", f"Plugin tool number {i}.", source="plugin")
+    _tool("plain_echo", "plain", "Echo the city back.")
+    save_config(config)
+    a = assemble_tool_definitions([*(f"plugset_{k}" for k in range(7)), "plain"], model="gpt-4o")
+    assert _names(a.definitions) == ["plain_echo", "tool_call", "tool_describe", "tool_search"]
+    assert a.catalog is not None and len(a.catalog) == 2_001
+
+
+def test_auto_turns_on_when_unmarked_plugin_and_mcp_tools_pass_the_threshold() -> None:
+    """``auto`` with nothing marked: a few small plugin/MCP tools stay direct, many pass the threshold and are
+    deferred; a pinned toolset stays direct either way (and its schemas do not count towards the threshold)."""
+    _tool("plug_small", "plug", "A small plugin tool.", source="plugin")
+    _tool("mcp__gh__issue", "mcp-gh", "Open an issue.", source="mcp", metadata={"server": "gh"})
+    _tool("kept_big", "kept", "Kept in sight. " * 2_000, source="plugin")
+    save_config({"tools": {"tool_search": {"enabled": "auto", "pin": ["kept"]}}})
+    run = ["plug", "mcp-gh", "kept"]
+    few = assemble_tool_definitions(run, model="gpt-4o")
+    assert few.catalog is None and _names(few.definitions) == ["kept_big", "mcp__gh__issue", "plug_small"]
+    assert 0 < few.deferrable_tokens <= few.threshold_tokens == 6_400  # kept_big's ~8 000 tokens not counted
+    for i in range(150):
+        _tool(f"plug_many_{i}", "plug", f"Plugin tool {i} with a description long enough to weigh. " * 3,
+              source="plugin")
+    many = assemble_tool_definitions(run, model="gpt-4o")
+    assert many.catalog is not None and many.deferrable_tokens > many.threshold_tokens
+    assert {"plug_small", "mcp__gh__issue", "plug_many_7"} <= set(many.catalog.by_name)
+    assert _names(many.definitions) == ["kept_big", "tool_call", "tool_describe", "tool_search"]
 
 
 def test_off_and_nothing_marked_leave_every_tool_direct(deferred: list[Any]) -> None:

@@ -70,7 +70,7 @@ WRITES = [
 
 def _write(tool: str, path: str) -> str:
     if tool == "patch":
-        return call("patch", path=path, old_string="/usr/bin" if path.endswith(".cfg") else "echo pip",
+        return call("patch", mode="replace", path=path, old_string="/usr/bin" if path.endswith(".cfg") else "echo pip",
                     new_string="/tmp/evil" if path.endswith(".cfg") else "touch /tmp/evil")
     return call("write_file", path=path, content="[install]\nrequirement = /tmp/evil.txt\n")
 

@@ -46,9 +46,12 @@ def _annotation(schema: Mapping[str, Any]) -> Any:
 
 
 def _signature(parameters: Mapping[str, Any]) -> tuple[inspect.Signature, dict[str, str]]:
-    """The function's signature and its parameter names → the schema's property names."""
+    """The function's signature and its parameter names → the schema's property names.
+
+    A required property with a ``default`` (``patch``'s ``mode``, as Hermes's own helper has it) is optional
+    in Python, in its schema place, and sent with its default when left out."""
     props = parameters.get("properties") or {}
-    required = set(parameters.get("required") or ())
+    required = {n for n in parameters.get("required") or () if not _has_default(props.get(n))}
     ordered = [n for n in props if n in required] + [n for n in props if n not in required]
     params, names, used = [], {}, set()
     for prop in ordered:
@@ -64,16 +67,23 @@ def _signature(parameters: Mapping[str, Any]) -> tuple[inspect.Signature, dict[s
     return inspect.Signature(params, return_annotation=Any), names
 
 
+def _has_default(schema: Any) -> bool:
+    return isinstance(schema, Mapping) and "default" in schema
+
+
 def _tool_function(name: str, function: Mapping[str, Any], call: Callable[[str, dict[str, Any]], Any]) -> Any:
     parameters = function.get("parameters") or {}
     signature, names = _signature(parameters)
     required = set(parameters.get("required") or ())
+    props = parameters.get("properties") or {}
+    defaulted = {n: props[n]["default"] for n in required if _has_default(props.get(n))}
 
     def tool(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)  # a TypeError naming the argument, as for any function
         # only what the script passed: an optional argument left out (or None) lets the tool's own default apply
         sent = {names[k]: v for k, v in bound.arguments.items() if v is not None or names[k] in required}
-        return call(name, sent)
+        return call(name, {**{k: v for k, v in defaulted.items() if sent.get(k) is None}, **{
+            k: v for k, v in sent.items() if not (k in defaulted and v is None)}})
 
     tool.__name__ = tool.__qualname__ = python_name(name)
     tool.__module__ = MODULE_NAME

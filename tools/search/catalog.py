@@ -1,9 +1,11 @@
 """The catalog of one run: the deferred tools among exactly the run's enabled toolsets.
 
-A tool is *deferrable* only when marked: ``%%tool --defer`` (``metadata={"defer": True}`` at registration),
-its name or toolset in ``tool_search.defer`` of config.yaml, or its MCP server's ``defer: true``. The
-bridge tools themselves, ``clarify`` and every interactive tool (they ask the person) are never
-deferred: asking must stay in sight of the model, not behind a search.
+A tool is *deferrable*, as in Hermes, when it comes from outside hermes_nb and the notebook — an MCP
+server's or a plugin's (``ToolEntry.source``) — or when it is marked: ``%%tool --defer``
+(``metadata={"defer": True}`` at registration) or its name or toolset in ``tools.tool_search.defer``. A
+pin keeps a tool direct whatever marks it: its name or toolset in ``tools.tool_search.pin``, or its MCP
+server's ``defer: false``. The bridge tools themselves, ``clarify`` and every interactive tool (they ask
+the person) are never deferred: asking must stay in sight of the model, not behind a search.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ if TYPE_CHECKING:
     from hermes_nb.tools.calls.entry import ToolEntry
     from hermes_nb.tools.search.settings import SearchSettings
 
-__all__ = ["BRIDGE_NAMES", "Catalog", "CatalogEntry", "is_deferrable", "make_catalog", "words"]
+__all__ = ["BRIDGE_NAMES", "DEFERRABLE_SOURCES", "Catalog", "CatalogEntry", "is_deferrable", "make_catalog", "words"]
 
 TOOL_SEARCH, TOOL_DESCRIBE, TOOL_CALL = "tool_search", "tool_describe", "tool_call"
 #: Hermes's bridge names; no tool of any source is deferred under them.
 BRIDGE_NAMES = frozenset({TOOL_SEARCH, TOOL_DESCRIBE, TOOL_CALL})
 _NEVER = frozenset({"clarify"})
+#: Sources whose tools are deferrable unless pinned: they come from outside (a server, a plugin), may be
+#: many, and the model meets them through a search as well as through their schema.
+DEFERRABLE_SOURCES = frozenset({"mcp", "plugin"})
 _keys = itertools.count(1)
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_]+")
 
@@ -78,11 +83,13 @@ def _entry(entry: ToolEntry) -> CatalogEntry:
 
 
 def is_deferrable(entry: ToolEntry, settings: SearchSettings) -> bool:
-    """Marked for deferral, and not a tool that must stay in sight (bridge, clarify, interactive)."""
+    """An MCP or plugin tool, or one marked for deferral; never a pinned one, nor one that must stay in sight
+    (bridge, clarify, interactive)."""
     if entry.name in BRIDGE_NAMES or entry.name in _NEVER or entry.toolset in _NEVER or entry.interactive:
         return False
-    if entry.metadata.get("defer") is True:
+    server = str(entry.metadata.get("server")) if entry.source == "mcp" else None
+    if entry.name in settings.pin or entry.toolset in settings.pin or server in settings.pinned_servers:
+        return False
+    if entry.source in DEFERRABLE_SOURCES or entry.metadata.get("defer") is True:
         return True
-    if entry.name in settings.defer or entry.toolset in settings.defer:
-        return True
-    return entry.source == "mcp" and str(entry.metadata.get("server")) in settings.servers
+    return entry.name in settings.defer or entry.toolset in settings.defer

@@ -1,15 +1,20 @@
-"""The ``tool_search:`` block of config.yaml, the per-server ``defer:`` flags, and known context windows.
+"""Tool search's settings in config.yaml (``tools.tool_search``), the per-server ``defer:`` flags, and known
+context windows.
 
 ```yaml
-tool_search: {enabled: auto, threshold_pct: 5, listing_max_tokens: 1000, defer: [notebook, mcp-github]}
+tools:
+  tool_search: {enabled: auto, threshold_pct: 5, listing_max_tokens: 1000, defer: [notebook], pin: [mcp-github]}
 mcp_servers:
-  everything: {command: node, args: [...], defer: true}
+  everything: {command: node, args: [...], defer: false}   # pinned: its tools stay in the definitions
 ```
 
 ``enabled``: ``off`` never defers, ``on`` defers every deferrable tool, ``auto`` (the default) defers them
-when their schemas together pass ``threshold_pct`` of the model's context window. The file is re-read
-only when it changes (one ``stat`` per turn); a value that does not fit is said once in the log and
-the default applies, so a typo never stops a run.
+when their schemas together pass ``threshold_pct`` of the model's context window. MCP and plugin tools are
+deferrable unless pinned (``pin``, or their server's ``defer: false``); ``defer`` adds tools of any source.
+The block's old place, a top-level ``tool_search:``, is read too; when both are given ``tools.tool_search``
+wins whole and the log says so in one line. The file is re-read only when it changes (one ``stat`` per
+turn); a value that does not fit is said once in the log and the default applies, so a typo never stops
+a run.
 """
 
 from __future__ import annotations
@@ -52,8 +57,10 @@ class SearchSettings:
     max_search_limit: int = 25
     #: tool and toolset names marked deferrable in ``tool_search.defer``
     defer: frozenset[str] = frozenset()
-    #: MCP servers whose config says ``defer: true``
-    servers: frozenset[str] = frozenset()
+    #: tool and toolset names kept in the definitions (``tool_search.pin``): never deferred, whatever marks them
+    pin: frozenset[str] = frozenset()
+    #: MCP servers whose config says ``defer: false`` (their tools are pinned; ``defer: true`` is the default now)
+    pinned_servers: frozenset[str] = frozenset()
 
 
 @functools.lru_cache(maxsize=64)
@@ -74,57 +81,80 @@ def known_context_window(model: str | None) -> int | None:
     return CONTEXT_WINDOWS[best] if best else None
 
 
-def _number(raw: Mapping[str, Any], key: str, default: float, low: float, high: float) -> float:
+def _number(raw: Mapping[str, Any], where: str, key: str, default: float, low: float, high: float) -> float:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        log.warning("config.yaml tool_search.%s must be a number from %g to %g, got %r; using %g",
-                    key, low, high, value, default)
+        log.warning("config.yaml %s.%s must be a number from %g to %g, got %r; using %g",
+                    where, key, low, high, value, default)
         return default
     return value
 
 
+_SPELLINGS = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}
+
+
+def _block(config: Mapping[str, Any]) -> tuple[str, Any]:
+    """Where the settings are and their raw value: ``tools.tool_search`` (Hermes's place), else the top-level
+    ``tool_search`` (the old one)."""
+    tools = config.get("tools")
+    nested = tools.get("tool_search") if isinstance(tools, Mapping) else None
+    legacy = config.get("tool_search")
+    if nested is not None and legacy is not None:
+        log.warning("config.yaml gives both tools.tool_search and tool_search (its old place): using "
+                    "tools.tool_search, ignoring tool_search")
+    return ("tools.tool_search", nested) if nested is not None else ("tool_search", legacy)
+
+
+def _names(raw: Mapping[str, Any], where: str, key: str) -> frozenset[str]:
+    value = raw.get(key) or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        log.warning("config.yaml %s.%s must be a list of tool or toolset names, got %r", where, key, value)
+        value = []
+    return frozenset(str(v) for v in value)
+
+
 def parse_settings(config: Mapping[str, Any]) -> SearchSettings:
     """``SearchSettings`` from a whole parsed config; each value that does not fit is logged and defaulted."""
-    raw = config.get("tool_search")
+    where, raw = _block(config)
     if raw is None:
         raw = {}
     elif isinstance(raw, bool):  # `tool_search: false` / `true`
         raw = {"enabled": "on" if raw else "off"}
     elif not isinstance(raw, Mapping):
-        log.warning("config.yaml tool_search must be a mapping, got %s; using the defaults", type(raw).__name__)
+        log.warning("config.yaml %s must be a mapping, got %s; using the defaults", where, type(raw).__name__)
         raw = {}
     enabled = raw.get("enabled", "auto")
     enabled = {True: "on", False: "off"}.get(enabled, enabled) if isinstance(enabled, bool) else enabled
+    if isinstance(enabled, str):  # Hermes's spellings too: "true"/"yes"/"1" are on, "false"/"no"/"0" off
+        enabled = _SPELLINGS.get(enabled.strip().lower(), enabled.strip().lower())
     if enabled not in ("auto", "on", "off"):
-        log.warning("config.yaml tool_search.enabled must be auto, on or off, got %r; using auto", enabled)
+        log.warning("config.yaml %s.enabled must be auto, on or off, got %r; using auto", where, enabled)
         enabled = "auto"
-    defer = raw.get("defer") or []
-    if isinstance(defer, str):
-        defer = [defer]
-    if not isinstance(defer, list):
-        log.warning("config.yaml tool_search.defer must be a list of tool or toolset names, got %r", defer)
-        defer = []
-    max_limit = int(_number(raw, "max_search_limit", 25, 1, 100))
+    max_limit = int(_number(raw, where, "max_search_limit", 25, 1, 100))
     return SearchSettings(
-        enabled=enabled, threshold_pct=float(_number(raw, "threshold_pct", 5.0, 0, 100)),
-        listing_max_tokens=int(_number(raw, "listing_max_tokens", 1000, 0, 100_000)),
-        search_default_limit=int(_number(raw, "search_default_limit", 5, 1, max_limit)),
-        max_search_limit=max_limit, defer=frozenset(str(d) for d in defer), servers=_servers(config))
+        enabled=enabled, threshold_pct=float(_number(raw, where, "threshold_pct", 5.0, 0, 100)),
+        listing_max_tokens=int(_number(raw, where, "listing_max_tokens", 1000, 0, 100_000)),
+        search_default_limit=int(_number(raw, where, "search_default_limit", 5, 1, max_limit)),
+        max_search_limit=max_limit, defer=_names(raw, where, "defer"),
+        pin=_names(raw, where, "pin"), pinned_servers=_pinned_servers(config))
 
 
-def _servers(config: Mapping[str, Any]) -> frozenset[str]:
-    out: set[str] = set()
+def _pinned_servers(config: Mapping[str, Any]) -> frozenset[str]:
+    """The MCP servers whose config says ``defer: false``."""
+    pinned: set[str] = set()
     for block in ("mcp_servers", "mcpServers"):
         servers = config.get(block)
         if not isinstance(servers, Mapping):
             continue
         for name, server in servers.items():
             flag = server.get("defer") if isinstance(server, Mapping) else None
-            if flag is True:
-                out.add(str(name))
-            elif flag is not None and flag is not False:
+            if flag is False:
+                pinned.add(str(name))
+            elif flag is not None and flag is not True:
                 log.warning("config.yaml MCP server %r: defer must be true or false, got %r", name, flag)
-    return frozenset(out)
+    return frozenset(pinned)
 
 
 #: How long a look at config.yaml is trusted (hermes_nb's own writes apply at once: ``config.generation``).
