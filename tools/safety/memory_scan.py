@@ -92,10 +92,10 @@ def _drop_hidden(text: str) -> str:
 def _folded(text: str) -> str:
     """HTML entities and %-escapes decoded, NFKC, case-folded, hidden characters dropped (they may sit inside a
     word), lookalikes made Latin."""
-    import html
+    from html import unescape
     from urllib.parse import unquote
 
-    decoded = unquote(html.unescape(text)) if ("&" in text or "%" in text) else text
+    decoded = unquote(unescape(text)) if ("&" in text or "%" in text) else text
     return unicodedata.normalize("NFKC", _drop_hidden(decoded)).casefold().translate(_LOOKALIKES)
 
 
