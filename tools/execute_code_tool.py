@@ -109,7 +109,7 @@ def code_ask(code: str) -> Any:
     """The judge: every script asks, showing its code (no switch turns this off); "always" is tied to the
     files the script names."""
     from hermes_nb.tools.code_execution.named_files import bound
-    from hermes_nb.tools.safety.gate import Ask
+    from hermes_nb.tools.safety.approvals.gate import Ask
     from hermes_nb.tools.workspace import workspace_root
 
     tied = bound(code, workspace_root())

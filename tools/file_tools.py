@@ -104,7 +104,7 @@ def _walk(start: Path, file_glob: str | None) -> Any:
     if start.is_file():
         yield start
         return
-    from hermes_nb.tools.safety.hidden import view
+    from hermes_nb.tools.safety.sandbox.hidden import view
 
     seen = view(workspace_root())
     for folder, dirs, files in os.walk(start):

@@ -102,7 +102,7 @@ def _v4a_changes(text: str) -> tuple[list[Any], dict[str, str]]:
     """The write-set of a V4A patch (``tools.v4a``): every file's change and the folders its new files need,
     and its moves (from, to); a one-line error and nothing else when any part does not apply."""
     from hermes_nb.tools import v4a
-    from hermes_nb.tools.safety.changes import Change
+    from hermes_nb.tools.safety.writes.changes import Change
 
     root = workspace_root()
 
@@ -135,7 +135,7 @@ def _seen(real: str) -> None:
     """A file a patch reads must be one the model may read: its content comes back in the diff (a hidden file
     inside the workspace, reached through what a home dot-entry leads to, would be read through ``patch``).
     ``real`` is resolved already: it is judged as it is, not resolved again."""
-    from hermes_nb.tools.safety.hidden import hidden_reason
+    from hermes_nb.tools.safety.sandbox.hidden import hidden_reason
     from hermes_nb.tools.workspace import WorkspaceError
 
     if why := hidden_reason(Path(real), workspace_root()):
@@ -148,9 +148,9 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
 
     The whole patch is judged before anything lands: one refused path, or one "asks" row declined, refuses
     it all. ``ask`` as for ``write_file``."""
-    from hermes_nb.tools.safety.gate import current_approver
-    from hermes_nb.tools.safety.lander import approver_asker, land
-    from hermes_nb.tools.safety.landing import Landscape
+    from hermes_nb.tools.safety.approvals.gate import current_approver
+    from hermes_nb.tools.safety.writes.lander import approver_asker, land
+    from hermes_nb.tools.safety.writes.landing import Landscape
     from hermes_nb.tools.workspace import WorkspaceError
 
     root = workspace_root()
@@ -179,7 +179,7 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
 def _judged(changes: list[Any], scene: Any, asker: Any) -> None:
     """Every change of a patch judged before any lands: one refused, or one "asks" row not approved, refuses
     the whole patch (``land`` alone would keep that one aside and land the rest: half a patch)."""
-    from hermes_nb.tools.safety.landing import judge
+    from hermes_nb.tools.safety.writes.landing import judge
     from hermes_nb.tools.workspace import WorkspaceError
 
     for change in sorted(changes, key=lambda c: c.is_dir):  # a file first: the refusal names what was meant
@@ -193,7 +193,7 @@ def _judged(changes: list[Any], scene: Any, asker: Any) -> None:
 
 def _planned(real: Path, path: str, data: bytes) -> list[Any]:
     """The write-set of writing ``data`` to ``real``: its missing folders, then the file."""
-    from hermes_nb.tools.safety.changes import Change
+    from hermes_nb.tools.safety.writes.changes import Change
     from hermes_nb.tools.workspace import workspace_root
 
     root = workspace_root()
@@ -211,8 +211,8 @@ def _planned(real: Path, path: str, data: bytes) -> list[Any]:
 def _land_write(tool: str, real: Path, path: str, data: bytes, ask: Any) -> None:
     """Land one file write through the one landing function; refused or declined raises, naming where the
     content was kept."""
-    from hermes_nb.tools.safety.gate import current_approver
-    from hermes_nb.tools.safety.lander import approver_asker, land
+    from hermes_nb.tools.safety.approvals.gate import current_approver
+    from hermes_nb.tools.safety.writes.lander import approver_asker, land
     from hermes_nb.tools.workspace import WorkspaceError, workspace_root
 
     asker = ask if ask is not None else approver_asker(current_approver(), how=f"{tool}")
@@ -232,10 +232,10 @@ def landing_ask(tool: str) -> Any:
 
     def judge(args: dict[str, Any]) -> Any:
         from hermes_nb.tools import workspace
-        from hermes_nb.tools.safety.changes import sha256
-        from hermes_nb.tools.safety.gate import Ask
-        from hermes_nb.tools.safety.landing import Landscape
-        from hermes_nb.tools.safety.landing import judge as verdict_of
+        from hermes_nb.tools.safety.approvals.gate import Ask
+        from hermes_nb.tools.safety.writes.changes import sha256
+        from hermes_nb.tools.safety.writes.landing import Landscape
+        from hermes_nb.tools.safety.writes.landing import judge as verdict_of
         from hermes_nb.tools.workspace import workspace_root
 
         if tool == "patch" and args.get("mode") == "patch":
@@ -265,10 +265,10 @@ def landing_ask(tool: str) -> Any:
 def _v4a_ask(text: str) -> Any:
     """``landing_ask`` for a V4A patch: one question for all its "asks" rows, each with its diff; a yes for the
     session holds for these contents of these paths only."""
-    from hermes_nb.tools.safety.changes import sha256
-    from hermes_nb.tools.safety.gate import Ask
-    from hermes_nb.tools.safety.landing import Landscape
-    from hermes_nb.tools.safety.landing import judge as verdict_of
+    from hermes_nb.tools.safety.approvals.gate import Ask
+    from hermes_nb.tools.safety.writes.changes import sha256
+    from hermes_nb.tools.safety.writes.landing import Landscape
+    from hermes_nb.tools.safety.writes.landing import judge as verdict_of
 
     try:
         changes, _ = _v4a_changes(text)
