@@ -59,6 +59,7 @@ _RUN_LATER_FILES = {".pre-commit-config.yaml": "pre-commit runs its local hooks 
 _BYTECODE_SUFFIXES = (".pyc", ".pyo")
 _IMPORT_SUFFIXES = tuple(sorted((s for s in importlib.machinery.all_suffixes() if s not in _BYTECODE_SUFFIXES),
                                 key=len, reverse=True))
+_ENV_TEMPLATES = frozenset({"example", "sample", "template", "dist"})  # copied by hand, never loaded
 _IPYTHON_CONFIG_PREFIXES = ("ipython_config", "ipython_kernel_config", "jupyter_")
 
 
@@ -207,7 +208,7 @@ def judge(path: Path, land: Landscape, *, is_dir: bool = False, special: bool = 
         return Verdict(action="asks", reason=f"the kernel would import it as {module!r} (its next `import "
                                              f"{module.partition('.')[0]}`, or a library's optional import)")
     # 12. A dotenv file: loaders put its variables (PATH, LD_PRELOAD, PYTHONSTARTUP) in the person's programs.
-    if name == ".env" or name.startswith(".env."):
+    if name == ".env" or (name.startswith(".env.") and name.rpartition(".")[2] not in _ENV_TEMPLATES):
         return Verdict(action="asks", reason=f"{rel.name}: dotenv loaders put its variables in your programs' "
                                              "environment")
     # 13. A project manifest uv and pip trust: [tool.uv] package sources, the build backend pip runs.
