@@ -311,7 +311,7 @@ def test_the_prompt_names_the_mechanism() -> None:
     from hermes_nb.tools.approval import command_ask
 
     ask = command_ask("rm -rf build")
-    assert ask is not None and f"(It runs sandboxed: {sandbox.status().mechanism}.)" in ask.description
+    assert ask is not None and f"(It runs sandboxed: {sandbox.status().mechanism}; {sandbox.status().writes}.)" in ask.description
 
 
 def test_a_module_the_command_plants_for_the_kernel_is_set_aside(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

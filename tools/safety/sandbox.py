@@ -81,6 +81,7 @@ def status() -> SandboxStatus:
     cfg = _config()
     if cfg.get("enabled", True) is False:
         return SandboxStatus(available=False, mechanism="none", network=True,
+                             writes="its writes land as it makes them, unjudged",
                              detail="not sandboxed: switched off in config.yaml (sandbox: {enabled: false})")
     wanted = cfg.get("mechanism")
     why_not = bwrap.probe() if wanted != "landlock" else "config.yaml asks for landlock"
