@@ -28,6 +28,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,8 +165,7 @@ class Box:
         read, write = os.pipe()
         try:
             argv = bwrap.argv(inner, workspace=self.workspace, tmp=self.tmp,
-                              writable=writable_paths(self.workspace, self.tmp)[3:], info_fd=write,
-                              workspace_from=self._layers.merged if self._layers is not None else None)
+                              writable=writable_paths(self.workspace, self.tmp)[3:], info_fd=write)
             if self._layers is not None:
                 argv = overlay.wrap(argv, self.workspace, self._layers)
             proc = _popen(argv, self.workspace, clean, pass_fds=(write,))
@@ -207,8 +207,8 @@ class Box:
                 found = overlay.write_set(self._layers.upper, self.workspace)
             except OSError as exc:  # fail closed: nothing of a write-set that cannot be read whole lands
                 return [f"the command's writes could not be read from its overlay, so none of them landed: {exc}"]
-            finally:
-                self._layers.remove()
+            finally:  # off the call's path: nothing reads them again
+                threading.Thread(target=self._layers.remove, name="hermes-nb-overlay-cleanup", daemon=True).start()
                 self._layers = None
             changes, special, in_place = found.changes, found.special, False
             how = "The sandboxed command (writing through an overlay)"
