@@ -222,6 +222,7 @@ def landing_ask(tool: str) -> Any:
     import, ...) ask before the call, showing the diff; a yes for the session holds for this content only."""
 
     def judge(args: dict[str, Any]) -> Any:
+        from hermes_nb.tools import workspace
         from hermes_nb.tools.safety.changes import sha256
         from hermes_nb.tools.safety.gate import Ask
         from hermes_nb.tools.safety.landing import Landscape
@@ -230,7 +231,7 @@ def landing_ask(tool: str) -> Any:
 
         path = str(args.get("path", ""))
         try:
-            real = resolve_path(path, for_write=True)
+            real = workspace.resolve_path(path, for_write=True)
             if tool == "write_file":
                 data = str(args.get("content", "")).encode("utf-8")
             else:

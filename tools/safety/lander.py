@@ -11,6 +11,7 @@ rest to the workspace without following any link there, records what landed as t
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import secrets
 import stat
@@ -263,6 +264,8 @@ def _apply(change: Change, workspace: Path, folders: _Folders) -> str | None:
             folders.forget(change.path)
             _replace(name, fd, change)
     except OSError as exc:  # a folder became a link or a file meanwhile: never followed, said
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            return "a folder on its way is now a symbolic link or not a folder (never followed)"
         return f"it could not be written ({exc.strerror or exc})"
     return None
 
