@@ -244,7 +244,7 @@ def landing_ask(tool: str) -> Any:
         if verdict.action != "asks":
             return None  # lands, or refused and kept aside by the handler (which says where)
         shown = display_path(real)
-        return Ask(tool="file", subject=f"{tool} {shown}", key="landing-module",
+        return Ask(tool="file", subject=f"{tool} {shown}", key="landing-module", bound=f"  [{sha256(data)}]",
                    scopes=frozenset({f"landing:{real}:{sha256(data)}"}),
                    description=f"{shown}: {verdict.reason}.\n{change.diff(label=shown) or '(not text: no diff)'}")
 

@@ -391,20 +391,19 @@ def _move_out(path: Path, workspace: Path, folder: Path) -> str:
 # -- asking ----------------------------------------------------------------------------------------------
 
 def approver_asker(approver: Callable[[str, str, str], str] | None, *, how: str) -> Asker:
-    """Ask ``approver`` (the run's, a ``(subject, key, description) -> answer`` callback) about each "asks"
-    row after a command, showing the diff; ``how`` says what wrote it (the mechanism). No approver: no."""
+    """Ask about each "asks" row after the fact (a command's write-set), showing the diff, through the gate's
+    own path (``decide_ask`` for the tool ``landing``: the person's rules, an earlier yes for this very content,
+    then ``approver`` or the run's); ``how`` says what wrote it. No one to answer: no."""
+    from hermes_nb.tools.safety.changes import sha256
+    from hermes_nb.tools.safety.gate import Ask, decide_ask
 
     def ask(change: Change, verdict: Verdict) -> bool:
-        if approver is None:
-            return False
-        shown = change.path
-        diff = change.diff(label=Path(shown).name) or "(not text: no diff)"
-        description = (f"{how} {'created' if change.kind == 'created' else 'changed'} {shown}: {verdict.reason}. "
-                       f"Land it in the workspace?\n{diff}")
-        try:
-            answer = approver(f"land {shown}", "landing-module", description)
-        except TimeoutError:
-            return False
-        return str(answer).split(":", 1)[0].strip() in ("once", "session", "always")
+        content = sha256(change.after or (change.link_after or "").encode())
+        diff = change.diff(label=Path(change.path).name) or "(not text: no diff)"
+        question = Ask(tool="landing", subject=f"land {change.path}", key="landing-module", bound=f"  [{content}]",
+                       scopes=frozenset({f"landing:{change.path}:{content}"}),
+                       description=(f"{how} {'created' if change.kind == 'created' else 'changed'} {change.path}: "
+                                    f"{verdict.reason}. Land it in the workspace?\n{diff}"))
+        return decide_ask("landing", question, approver).approved
 
     return ask
