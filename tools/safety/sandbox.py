@@ -4,7 +4,7 @@ One choice per call (``status``), said in ``%tools doctor`` and in every approva
 
 1. **bubblewrap** (``tools.safety.bwrap``), where it is installed and may make namespaces: read-only root,
    the workspace and a private ``/tmp`` writable, the hermes_nb home, Jupyter's runtime files and
-   credentials hidden, the write-deny list read-only, no network, a pid namespace (nothing outlives the call);
+   credentials hidden, the workspace an overlay (its writes land after the call), no network, a pid namespace (nothing outlives the call);
 2. **Landlock** (``tools.safety.landlock``) otherwise, on Linux >= 5.13: writes bounded, no TCP, leftovers
    swept; reads are not bounded there;
 3. **none**: the prompt says "Not sandboxed" (macOS, old kernels, ``sandbox: {enabled: false}``).
@@ -136,6 +136,7 @@ class Box:
         self._proxy: netproxy.Proxy | None = None
         self._layers: overlay.Layers | None = None
         self._snapshot: Snapshot | None = None
+        self._unsettled = False  # the pid namespace was not seen empty
         if state.mechanism.startswith("landlock"):
             from hermes_nb.tools.config import hermes_home
 
@@ -185,7 +186,8 @@ class Box:
         if self._landlock is not None:
             return self._landlock.sweep()
         if self._init is not None:
-            select.select([self._init], [], [], _NAMESPACE_GRACE)
+            # the pidfd is readable only once every other process of the namespace has exited
+            self._unsettled = not select.select([self._init], [], [], _NAMESPACE_GRACE)[0]
             os.close(self._init)
             self._init = None
         return 0
@@ -204,6 +206,8 @@ class Box:
 
         if self._layers is not None:
             try:
+                if self._unsettled:  # something may still write the upper folder: nothing of it lands
+                    raise OSError("the command's processes were not all ended when it returned")
                 found = overlay.write_set(self._layers.upper, self.workspace)
             except OSError as exc:  # fail closed: nothing of a write-set that cannot be read whole lands
                 return [f"the command's writes could not be read from its overlay, so none of them landed: {exc}"]
