@@ -177,8 +177,8 @@ def _checkpoint(*, call_id: str, tool: str, workspace: Path, changes: Sequence[C
 
 
 def _shown(path: str | Path, workspace: Path) -> str:
-    p = Path(path)
-    return str(p.relative_to(workspace)) if p.is_relative_to(workspace) else str(p)
+    text, top = str(path), str(workspace)
+    return text[len(top) + 1:] if text.startswith(top + os.sep) else text
 
 
 def _with_count(path: str, note: str, count: int, workspace: Path) -> str:
