@@ -121,6 +121,8 @@ ROWS = [
     Row("links", "ln OUT/target hard 2>/dev/null || ln -s OUT/target hard",
         lambda w: _same_file(w.ws / "hard", w.out / "target"),
         "a hard (or, where the sandbox refuses, symbolic) link to a file outside: writing it writes that file"),
+    Row("links", "ln -s .git/hooks h && printf '#!/bin/sh\\ntouch OUT/viahook\\n' > h/pre-commit && chmod +x h/pre-commit",
+        lambda w: (_commit(w), (w.out / "viahook").exists())[1], "a link inside, into .git, written through"),
     # renames onto a refused path
     Row("rename", "printf 'touch OUT/rc\\n' > x && mv x .bashrc", lambda w: "touch" in (w.ws / ".bashrc").read_text(),
         "renamed onto a shell start-up file"),

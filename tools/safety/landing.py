@@ -220,20 +220,23 @@ def judge(path: Path, land: Landscape, *, is_dir: bool = False, special: bool = 
     # 10. A link leading out of the workspace: the person's next program that writes or runs it follows it.
     if link is not None and _leaves(path, link, land.workspace):
         return Verdict(action="refused", reason=f"a link to {link}, outside the workspace")
-    # 11. A module the kernel's import system could find: a library's optional import or the next `import`
+    # 11. A path the kernel's sys.path names itself (a zip or folder not made yet): everything in it imports.
+    if not is_dir and path in land.import_folders:
+        return Verdict(action="asks", reason="the kernel's sys.path names it: every module in it would import")
+    # 12. A module the kernel's import system could find: a library's optional import or the next `import`
     #     would run it in the kernel.
     if (module := _module(path, land, is_dir=is_dir)) is not None:
         return Verdict(action="asks", reason=f"the kernel would import it as {module!r} (its next `import "
                                              f"{module.partition('.')[0]}`, or a library's optional import)")
-    # 12. A dotenv file: loaders put its variables (PATH, LD_PRELOAD, PYTHONSTARTUP) in the person's programs.
+    # 13. A dotenv file: loaders put its variables (PATH, LD_PRELOAD, PYTHONSTARTUP) in the person's programs.
     if name == ".env" or (name.startswith(".env.") and name.rpartition(".")[2] not in _ENV_TEMPLATES):
         return Verdict(action="asks", reason=f"{rel.name}: dotenv loaders put its variables in your programs' "
                                              "environment")
-    # 13. A project manifest uv and pip trust: [tool.uv] package sources, the build backend pip runs.
+    # 14. A project manifest uv and pip trust: [tool.uv] package sources, the build backend pip runs.
     if name == "pyproject.toml":
         return Verdict(action="asks", reason="pyproject.toml names package sources uv trusts and the build "
                                              "backend pip runs")
-    # 14. Everything else is data or text nothing runs unasked.
+    # 15. Everything else is data or text nothing runs unasked.
     return Verdict(action="lands", reason="nothing runs it unasked")
 
 
