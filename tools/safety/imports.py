@@ -24,14 +24,17 @@ import pkgutil
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hermes_nb.tools.safety import ledger
+
 __all__ = ["install", "shadowed_name", "trusted_imports", "trusted_path", "untrusted_folders"]
 
 _local = threading.local()
+_said: set[str] = set()  # the model-written files the guard has named on stderr (once each)
 _SUFFIXES = tuple(sorted(importlib.machinery.all_suffixes(), key=len, reverse=True))
 
 
@@ -98,14 +101,16 @@ def _ours(frame: Any) -> bool:
 
 
 class _TrustedFinder:
-    """First on ``sys.meta_path`` while installed; inert for every import that is not hermes_nb's."""
+    """First on ``sys.meta_path`` while installed. For hermes_nb's own imports: only ``trusted_path()``. For
+    every import: nothing the ledger says the model wrote (``_refuse_model_written``)."""
 
     @staticmethod
     def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
-        if path is not None or name == "hermes_nb" or name in sys.builtin_module_names:
-            return None  # a submodule searches its package's own folder; builtins have no file
-        if not getattr(_local, "depth", 0) and not _ours(sys._getframe(1)):
-            return None
+        if getattr(_local, "checking", False) or name in sys.builtin_module_names:
+            return None  # the guard's own look-ups; builtins have no file
+        if path is not None or name == "hermes_nb" or (
+                not getattr(_local, "depth", 0) and not _ours(sys._getframe(1))):
+            return _checked(name, path, target)  # a submodule searches its package's own folder
         if importlib.machinery.FrozenImporter.find_spec(name) is not None:
             return None
         bad = [str(p) for p in untrusted_folders()]
@@ -121,9 +126,77 @@ class _TrustedFinder:
         if spec is None:
             raise ModuleNotFoundError(f"No module named {name!r} outside the workspace (hermes_nb never imports "
                                       "its dependencies from the folders the model can write)", name=name)
+        _refuse_model_written(name, spec)
         if spec.loader is not None and hasattr(spec.loader, "exec_module"):
             spec.loader = _Loader(spec.loader)
         return spec
+
+
+def _checked(name: str, path: Any, target: Any) -> Any:
+    """The spec the rest of the import system finds for ``name``, unless it would load what the model wrote;
+    None (the import system carries on as without us) while the ledger is empty."""
+    _local.checking = True
+    try:
+        try:
+            if not ledger.written_any():
+                return None
+        except (OSError, ValueError) as exc:  # fail closed: no import from the workspace while it is unreadable
+            spec = _find_spec(name, path, target)
+            if spec is not None and _untrusted_origin(spec, [str(p) for p in untrusted_folders()]):
+                raise ModuleNotFoundError(f"refusing to import {name!r} from the workspace: hermes_nb cannot read "
+                                          f"its ledger of model-written files ({exc})", name=name) from None
+            return spec
+        spec = _find_spec(name, path, target)
+    finally:
+        _local.checking = False
+    if spec is not None:
+        _refuse_model_written(name, spec)
+    return spec
+
+
+def _find_spec(name: str, path: Any, target: Any) -> Any:
+    """What the import system would find without this finder (its own search: legacy finders, the order)."""
+    find = getattr(importlib._bootstrap, "_find_spec", None)  # type: ignore[attr-defined]
+    if find is not None:
+        return find(name, path, target)  # re-enters find_spec above, which stands aside while checking
+    for finder in sys.meta_path:  # pragma: no cover (an interpreter without importlib's helper)
+        if finder is not _TrustedFinder and (spec := finder.find_spec(name, path, target)) is not None:
+            return spec
+    return None
+
+
+def _files(spec: Any) -> Iterator[str]:
+    """The files loading ``spec`` would run: its source or extension, its bytecode cache, an archive it
+    is read from (a zip on ``sys.path``)."""
+    origin = spec.origin if spec.has_location else None
+    if origin:
+        yield origin
+        with suppress(Exception):  # a loader that cannot name its cache
+            if spec.cached:
+                yield spec.cached
+        parent = os.path.dirname(origin)
+        while parent and parent != os.path.dirname(parent) and not os.path.isdir(parent):
+            yield parent  # a zip archive: "x.zip/mod.py"
+            parent = os.path.dirname(parent)
+
+
+def _refuse_model_written(name: str, spec: Any) -> None:
+    """ModuleNotFoundError (an optional import's ``except ImportError`` carries on) when loading ``spec``
+    would run a file whose content is still what the model wrote, or when every folder of a namespace
+    package is one the model created (the import would succeed only because of it)."""
+    found = next((e for f in _files(spec) if (e := ledger.model_written(f)) is not None), None)
+    if found is None and spec.origin is None and spec.submodule_search_locations:
+        dirs = [ledger.model_written(p) for p in spec.submodule_search_locations]
+        found = dirs[0] if dirs and all(dirs) else None
+    if found is not None:
+        if found.path not in _said:  # an optional import carries on silently: say once what was kept out
+            _said.add(found.path)
+            sys.stderr.write(f"hermes_nb: kept {found.path} out of this kernel's imports (the model wrote it, "
+                             f"tool call {found.call_id}); %trust {found.path} if you want it imported\n")
+        raise ModuleNotFoundError(
+            f"refusing to import {name!r}: {found.path} was written by the model (tool call {found.call_id}, "
+            f"{found.tool}) and no one has trusted it; if you do, run %trust {found.path}", name=name,
+            path=found.path)
 
 
 @contextmanager
@@ -137,15 +210,48 @@ def trusted_imports() -> Iterator[None]:
 
 
 def install(ip: Any = None) -> Callable[[], None]:
-    """Put the finder first on ``sys.meta_path``; returns the undo."""
+    """Put the finder first on ``sys.meta_path``; returns the undo. Says which modules already imported
+    (before the load: IPython's ``storemagic`` at the kernel's start) came from a model-written file."""
     if _TrustedFinder not in sys.meta_path:
         sys.meta_path.insert(0, _TrustedFinder)  # type: ignore[arg-type]
+    for name, path, entry in _ran_before_load(ip):
+        sys.stderr.write(f"hermes_nb: {name!r} was imported from {path} before hermes_nb loaded, and the model "
+                         f"wrote it (tool call {entry.call_id}): its code has run in this kernel. Check it, then "
+                         f"%trust {path} or delete it, and restart the kernel\n")
 
     def undo() -> None:
         while _TrustedFinder in sys.meta_path:
             sys.meta_path.remove(_TrustedFinder)  # type: ignore[arg-type]
 
     return undo
+
+
+def _ran_before_load(ip: Any) -> list[tuple[str, str, ledger.Entry]]:
+    """Model-written files the kernel ran before the guard existed: modules in ``sys.modules`` loaded from
+    one, and the extensions IPython imports at its start (its own ``storemagic`` is tried from the working
+    folder first) that resolve to one — a payload that raised after running left no module behind."""
+    try:
+        if not ledger.written_any():
+            return []
+    except (OSError, ValueError):
+        return []  # the guard refuses workspace imports from now on; what ran before cannot be told
+    found: dict[str, tuple[str, str]] = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(getattr(module, "__spec__", None), "origin", None)
+        if isinstance(path, str) and ledger.lookup(path, real=False):
+            found[path] = (name, path)
+    names: set[str] = set()
+    if ip is not None:
+        from IPython.core.extensions import BUILTINS_EXTS  # loaded with the shell: tried top-level first
+
+        app = getattr(ip, "parent", None)
+        names = {*BUILTINS_EXTS, *getattr(app, "default_extensions", ()), *getattr(app, "extensions", ())}
+    for name in sorted(names):
+        spec = importlib.machinery.PathFinder.find_spec(name) if name.isidentifier() else None
+        if spec is not None and spec.origin:
+            found.setdefault(spec.origin, (name, spec.origin))
+    return [(name, path, entry) for name, path in found.values()
+            if (entry := ledger.model_written(path)) is not None]
 
 
 @functools.cache

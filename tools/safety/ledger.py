@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Entry", "entries", "lookup", "model_written", "trust", "update"]
+__all__ = ["Entry", "entries", "lookup", "model_written", "trust", "update", "written_any"]
 
 _NAME = "ledger.json"
 _VERSION = 1
@@ -67,9 +68,15 @@ class Entry:
 
 
 def _home() -> Path:
-    from hermes_nb.tools.config import hermes_home
+    return Path(_home_for(os.environ.get("HERMES_NB_HOME"), os.environ.get("HOME")))
 
-    return Path(os.path.realpath(hermes_home()))
+
+@functools.lru_cache(maxsize=8)
+def _home_for(env: str | None, home: str | None) -> str:
+    """``tools.config.hermes_home()``'s rule, as a real path, worked out once per value: the guard asks on
+    every import, from inside the import system, and ``%load_ext`` must not import the config module
+    (a test holds the two rules equal)."""
+    return os.path.realpath(os.path.expanduser(env) if env else os.path.join(os.path.expanduser("~"), ".hermes_nb"))
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int]:
@@ -77,11 +84,15 @@ def _key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def _parse(data: bytes) -> dict[str, Entry]:
-    raw = json.loads(data or b"{}")
-    out: dict[str, Entry] = {}
-    for workspace, files in (raw.get("workspaces") or {}).items():
-        for path, fields in files.items():
-            out[path] = Entry(path=path, workspace=workspace, **fields)
+    """The file's entries; ValueError for anything else (the guard then fails closed)."""
+    try:
+        raw = json.loads(data or b"{}")
+        out: dict[str, Entry] = {}
+        for workspace, files in (raw.get("workspaces") or {}).items():
+            for path, fields in files.items():
+                out[path] = Entry(path=path, workspace=workspace, **fields)
+    except (AttributeError, TypeError) as exc:
+        raise ValueError(f"{_NAME} is not a ledger: {exc}") from None
     return out
 
 
@@ -108,12 +119,18 @@ def _index() -> dict[str, Entry]:
     return index
 
 
-def lookup(path: str) -> Entry | None:
-    """The ledger's entry for ``path`` (as given, else its real path), whether or not it still holds."""
+def written_any() -> bool:
+    """Whether the ledger holds anything (the guard's fast path: most kernels' ledger is empty)."""
+    return bool(_index())
+
+
+def lookup(path: str, *, real: bool = True) -> Entry | None:
+    """The ledger's entry for ``path`` (as given, else — with ``real`` — its real path), whether or not it
+    still holds."""
     index = _index()
     if not index:
         return None
-    return index.get(path) or index.get(os.path.realpath(path))
+    return index.get(path) or (index.get(os.path.realpath(path)) if real else None)
 
 
 def model_written(path: str) -> Entry | None:
