@@ -55,13 +55,15 @@ class Saved:
 
 @dataclass(kw_only=True, slots=True)
 class Checkpoint:
-    """One tool call's landed changes, in the order they landed. ``undone`` is set by a rollback."""
+    """One tool call's landed changes, in the order they landed. A rollback marks the files it put back
+    (``undone_files``, indexes into ``files``) and, once all are, the call (``undone``)."""
 
     call_id: str
     tool: str
     time: float
     workspace: str
     files: list[Saved] = field(default_factory=list)
+    undone_files: set[int] = field(default_factory=set)
     undone: bool = False
 
 
