@@ -94,9 +94,9 @@ def command_ask(command: str) -> gate.Ask | None:
 
     state = sandbox.status()
     if not state.available:
-        description += " (Not sandboxed: nothing bounds what it can change.)"
+        description += f" (Not sandboxed: nothing bounds what it can change; {state.writes}.)"
     else:
-        description += f" (It runs sandboxed: {state.mechanism}.)"
+        description += f" (It runs sandboxed: {state.mechanism}; {state.writes}.)"
     files = fingerprints(analysis.words, workspace_root()) if analysis.words else ()
     bound = f"  [runs: {'; '.join(files)}]" if files else ""
     if files:

@@ -13,6 +13,7 @@ import fnmatch
 import io
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -81,21 +82,22 @@ def read_file(path: str, offset: int = 1, limit: int = 500) -> str:
     return "\n".join([header, *shown, footer])
 
 
-def write_file(path: str, content: str) -> dict[str, Any]:
-    """Create or replace a file (parent folders are created)."""
+def write_file(path: str, content: str, *, ask: Any = None) -> dict[str, Any]:
+    """Create or replace a file (parent folders are created), through the landing policy.
+
+    ``ask``: who answers an "asks" row (``(change, verdict) -> bool``); the registered tool passes a yes,
+    because the gate asked before the call (``landing_ask``); None asks the current approver."""
     real = resolve_path(path, for_write=True)
     if real.is_dir():
         raise IsADirectoryError(f"{path} is a directory; give a file path")
     data = content.encode("utf-8")
-    with _open(real, path, write=True) as fh:
-        fh.write(data)
+    _land_write("write_file", real, path, data, ask)
     return {"path": display_path(real), "bytes_written": len(data), "lines": content.count("\n") + (
         1 if content and not content.endswith("\n") else 0)}
 
 
-def patch(path: str, old_string: str, new_string: str, replace_all: bool = False) -> dict[str, Any]:
-    """Replace ``old_string`` with ``new_string``; it must occur exactly once unless ``replace_all``."""
-    real = resolve_path(path, for_write=True)
+def _patched(real: Path, path: str, old_string: str, new_string: str, replace_all: bool) -> tuple[bytes, int]:
+    """The file's new content after the replacement, and how many places it replaced."""
     _existing_file(real, path)
     if old_string == "":
         raise ValueError("old_string is empty; give the exact text to replace (use write_file to create a file)")
@@ -111,9 +113,51 @@ def patch(path: str, old_string: str, new_string: str, replace_all: bool = False
         raise ValueError(f"old_string matches {count} places in {path}; include more surrounding lines to make "
                          f"it unique, or pass replace_all=true to replace all {count}")
     text = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
-    with _open(real, path, write=True) as fh:
-        fh.write(text.encode("utf-8"))
-    return {"path": display_path(real), "replacements": count if replace_all else 1}
+    return text.encode("utf-8"), count if replace_all else 1
+
+
+def patch(path: str, old_string: str, new_string: str, replace_all: bool = False, *,
+          ask: Any = None) -> dict[str, Any]:
+    """Replace ``old_string`` with ``new_string``; it must occur exactly once unless ``replace_all``."""
+    real = resolve_path(path, for_write=True)
+    data, count = _patched(real, path, old_string, new_string, replace_all)
+    _land_write("patch", real, path, data, ask)
+    return {"path": display_path(real), "replacements": count}
+
+
+def _planned(real: Path, path: str, data: bytes) -> list[Any]:
+    """The write-set of writing ``data`` to ``real``: its missing folders, then the file."""
+    from hermes_nb.tools.safety.changes import Change
+    from hermes_nb.tools.workspace import workspace_root
+
+    root = workspace_root()
+    folders = [p for p in reversed(real.parents) if p.is_relative_to(root) and p != root and not os.path.lexists(p)]
+    changes: list[Any] = [Change(path=str(p), kind="created", is_dir=True, mode_after=0o755) for p in folders]
+    before, mode = None, None
+    if os.path.lexists(real):
+        with _open(real, path) as fh:  # never through a link: the same open the read tools use
+            before, mode = fh.read(), stat.S_IMODE(os.fstat(fh.fileno()).st_mode)
+    changes.append(Change(path=str(real), kind="created" if before is None else "modified", before=before,
+                          after=data, mode_before=mode, mode_after=mode))
+    return changes
+
+
+def _land_write(tool: str, real: Path, path: str, data: bytes, ask: Any) -> None:
+    """Land one file write through the one landing function; refused or declined raises, naming where the
+    content was kept."""
+    from hermes_nb.tools.safety.gate import current_approver
+    from hermes_nb.tools.safety.lander import approver_asker, land
+    from hermes_nb.tools.workspace import WorkspaceError, workspace_root
+
+    asker = ask if ask is not None else approver_asker(current_approver(), how=f"{tool}")
+    result = land(_planned(real, path, data), workspace=workspace_root(), tool=tool, ask=asker)
+    if not any(c.path == str(real) for c in result.landed):
+        raise WorkspaceError(f"refusing to write {path}: " + " ".join(result.notes)
+                             + ". Ask the person to make this change.")
+
+
+def _gate_said_yes(change: Any, verdict: Any) -> bool:
+    return True  # the registered tools run only after the gate asked about the "asks" row (``landing_ask``)
 
 
 def _walk(start: Path, file_glob: str | None) -> Any:
@@ -173,25 +217,37 @@ def search_files(pattern: str, path: str = ".", file_glob: str | None = None) ->
 _PATH = {"type": "string", "description": "File path, relative to the workspace root (or absolute)."}
 
 
-def shadow_ask(args: dict[str, Any]) -> Any:
-    """The judge of ``write_file`` / ``patch``: ask before a top-level module file or package in a folder the
-    kernel imports from takes the name of a module it can import (``bashlex.py``, ``pandas/__init__.py``):
-    the kernel, or the person's next ``import``, would run it. Anything else needs nobody's yes."""
-    from hermes_nb.tools import workspace
-    from hermes_nb.tools.safety.gate import Ask
-    from hermes_nb.tools.safety.imports import shadowed_name
+def landing_ask(tool: str) -> Any:
+    """The judge of ``write_file`` / ``patch``: the landing policy's "asks" rows (a module the kernel could
+    import, ...) ask before the call, showing the diff; a yes for the session holds for this content only."""
 
-    try:
-        real = workspace.resolve_path(str(args.get("path", "")), for_write=True)
-    except (OSError, ValueError):
-        return None  # refused by the handler itself, with its own message
-    name = shadowed_name(real)
-    if name is None:
-        return None
-    shown = display_path(real)
-    return Ask(tool="file", subject=f"write {shown}", key="shadow-module", scopes=frozenset({f"shadow:{real}"}),
-               description=(f"{shown} would shadow the module {name!r}: the kernel imports from this folder, so "
-                            f"its next `import {name}` (yours or hermes_nb's) would run this file instead."))
+    def judge(args: dict[str, Any]) -> Any:
+        from hermes_nb.tools.safety.changes import sha256
+        from hermes_nb.tools.safety.gate import Ask
+        from hermes_nb.tools.safety.landing import Landscape
+        from hermes_nb.tools.safety.landing import judge as verdict_of
+        from hermes_nb.tools.workspace import workspace_root
+
+        path = str(args.get("path", ""))
+        try:
+            real = resolve_path(path, for_write=True)
+            if tool == "write_file":
+                data = str(args.get("content", "")).encode("utf-8")
+            else:
+                data, _ = _patched(real, path, str(args.get("old_string", "")), str(args.get("new_string", "")),
+                                   bool(args.get("replace_all", False)))
+            change = _planned(real, path, data)[-1]
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None  # refused by the handler itself, with its own message
+        verdict = verdict_of(real, Landscape.here(workspace_root()))
+        if verdict.action != "asks":
+            return None  # lands, or refused and kept aside by the handler (which says where)
+        shown = display_path(real)
+        return Ask(tool="file", subject=f"{tool} {shown}", key="landing-module",
+                   scopes=frozenset({f"landing:{real}:{sha256(data)}"}),
+                   description=f"{shown}: {verdict.reason}.\n{change.diff(label=shown) or '(not text: no diff)'}")
+
+    return judge
 
 
 registry.register(
@@ -234,10 +290,10 @@ registry.register(
             "additionalProperties": False,
         },
     },
-    handler=lambda args, **kw: write_file(args["path"], args["content"]),
+    handler=lambda args, **kw: write_file(args["path"], args["content"], ask=_gate_said_yes),
     emoji="✍️",
     path_params=("path",),
-    metadata={"approval_judge": shadow_ask},
+    metadata={"approval_judge": landing_ask("write_file")},
 )
 
 registry.register(
@@ -260,10 +316,10 @@ registry.register(
         },
     },
     handler=lambda args, **kw: patch(args["path"], args["old_string"], args["new_string"],
-                                     bool(args.get("replace_all", False))),
+                                     bool(args.get("replace_all", False)), ask=_gate_said_yes),
     emoji="🩹",
     path_params=("path",),
-    metadata={"approval_judge": shadow_ask},
+    metadata={"approval_judge": landing_ask("patch")},
 )
 
 registry.register(

@@ -2,10 +2,9 @@
 
 The root is ``$HERMES_NB_WORKSPACE``, else ``workspace:`` in ``config.yaml``, else the working directory
 when the tools were loaded (captured at import, so a later ``%cd`` does not move where the model writes).
-Writes outside the root are refused, symlinks included (paths are compared after ``realpath``), and so
-are writes to the places inside it that ``tools.safety.protected`` lists (the one write-deny list, which the
-sandbox keeps read-only too): the hermes_nb home, ``.git``, shell start-up files, ``.hermes/``, ``.pth``,
-virtualenvs... Reads outside are allowed unless the config says ``workspace_strict_reads: true``. The hermes_nb
+Writes outside the root are refused, symlinks included (paths are compared after ``realpath``); inside it,
+what a write may change is the one landing policy's to say (``tools.safety.landing``: the hermes_nb home,
+``.git``, bytecode, environments, installer configuration... are refused there, importable modules ask). Reads outside are allowed unless the config says ``workspace_strict_reads: true``. The hermes_nb
 home is never read (the serving token, the approvals, earlier sessions' spills), except the tool results this
 session spilled under ``<hermes home>/cache/spillover``, which stay readable even under strict reads; nor is
 the rest of what the sandbox hides (``tools.safety.hidden``: the kernel's connection file, credentials).
@@ -78,9 +77,7 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
     if not for_write and not _in_home(real) and (why := _hidden(real)):
         raise WorkspaceError(f"refusing to read {text}: {why}")
     if real == root or real.is_relative_to(root):
-        if for_write and (why := _protected(real)):
-            raise WorkspaceError(f"refusing to write {text}: {why}. Ask the person to make this change.")
-        return real
+        return real  # what a write may change inside is the landing policy's to say (tools.safety.landing)
     if for_write:
         raise WorkspaceError(f"refusing to write outside the workspace root {root}: {text}"
                              + (f" (resolves to {real})" if str(real) != text else ""))
@@ -88,14 +85,6 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
         raise WorkspaceError(f"refusing to read outside the workspace root {root}: {text}"
                              " (workspace_strict_reads is on)")
     return real
-
-
-def _protected(real: Path) -> str | None:
-    """Why a write to ``real`` (inside the root) is refused, or None: the one write-deny list the sandbox
-    also keeps read-only (``tools.safety.protected``)."""
-    from hermes_nb.tools.safety.protected import write_refusal
-
-    return write_refusal(real, root=workspace_root())
 
 
 def _hidden(real: Path) -> str | None:

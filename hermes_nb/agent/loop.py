@@ -86,6 +86,7 @@ class ToolCallRecord:
     interrupted: bool = False
     parallel: bool = False
     segment: int = 0
+    changes: tuple[Any, ...] = ()  # the files it changed (tools.safety.lander.ChangedFile: path, kind, diff)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -447,13 +448,16 @@ class Agent:
 
 
 def _record(result: Any, content: str, iteration: int) -> ToolCallRecord:
+    from hermes_nb.tools.safety.lander import take_changes
+
     args = result.arguments
     return ToolCallRecord(
         id=result.tool_call_id, name=result.name,
         arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
         content=content, iteration=iteration, started=result.started, ended=result.ended,
         duration=result.duration, is_error=result.is_error, timed_out=result.timed_out,
-        interrupted=result.interrupted, parallel=result.parallel, segment=result.segment)
+        interrupted=result.interrupted, parallel=result.parallel, segment=result.segment,
+        changes=take_changes(result.tool_call_id))
 
 
 def _drain(events: queue.Queue[AgentEvent], view: View) -> None:

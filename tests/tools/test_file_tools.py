@@ -204,15 +204,15 @@ def test_writes_that_would_run_programs_are_refused_inside_the_root(
     monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
     monkeypatch.setenv("HERMES_NB_HOME", str(user_home / "hermes"))
     (user_home / "hermes").mkdir()
-    for path, why in [(str(user_home / "hermes" / "config.yaml"), "hermes_nb home folder"),
-                      ("user/proj/.git/config", ".git folder"),
-                      ("user/proj/sub/.git", ".git folder"),
-                      ("user/.bashrc", "~/.bashrc is a dot-file"),
-                      ("user/.local/bin/ls", "~/.local is a dot-file")]:
+    for path, why in [(str(user_home / "hermes" / "config.yaml"), "hermes_nb home"),
+                      ("user/proj/.git/config", ".git file or folder"),
+                      ("user/proj/sub/.git", ".git file or folder"),
+                      ("user/.bashrc", ".bashrc is a shell start-up file"),
+                      ("user/.local/bin/ls", "~/.local is a dot-entry of your home")]:
         assert why in error(call("write_file", path=path, content="x")), path
     (user_home / "proj" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (user_home / "proj" / "link").symlink_to(user_home / "proj" / ".git")
-    assert ".git folder" in error(call("patch", path="user/proj/link/HEAD", old_string="main", new_string="x"))
+    assert ".git file or folder" in error(call("patch", path="user/proj/link/HEAD", old_string="main", new_string="x"))
     assert not (user_home / "hermes" / "config.yaml").exists()
     # ordinary dot-files of a project stay writable
     assert "bytes_written" in call("write_file", path="user/proj/.gitignore", content="*.pyc\n")
@@ -221,17 +221,17 @@ def test_writes_that_would_run_programs_are_refused_inside_the_root(
 
 # One row per entry of the write-deny list (tools.safety.protected), the same list the sandbox binds read-only.
 REFUSED = [
-    (".git/hooks/pre-commit", ".git folder", "runs at the person's next commit"),
-    (".git/config", ".git folder", "diff.external / textconv run on git diff"),
-    ("sub/.gitattributes", "names the programs", "filter/diff drivers named per folder"),
-    (".gitmodules", "names the programs", "submodule update commands"),
+    (".git/hooks/pre-commit", ".git file or folder", "runs at the person's next commit"),
+    (".git/config", ".git file or folder", "diff.external / textconv run on git diff"),
+    ("sub/.gitattributes", "filters and drivers", "filter/diff drivers named per folder"),
+    (".gitmodules", "filters and drivers", "submodule update commands"),
     (".hermes/plugins/x/__init__.py", "project plugins", "runs in the next kernel with project plugins on"),
     ("lib/evil.pth", ".pth files", "a .pth on a site path runs at every Python start"),
     ("sitecustomize.py", "every Python start", "imported by site at start-up"),
     ("pkg/usercustomize.py", "every Python start", "imported by site at start-up"),
-    (".venv/bin/pip", "virtualenv", "the person's next pip runs it"),
-    (".venv/lib/python3.11/site-packages/x.py", "virtualenv", "imported by the venv's Python"),
-    (".venv/pyvenv.cfg", "virtualenv", "names the interpreter the venv runs"),
+    (".venv/bin/pip", "environment .venv", "the person's next pip runs it"),
+    (".venv/lib/python3.11/site-packages/x.py", "environment .venv", "imported by the venv's Python"),
+    (".venv/pyvenv.cfg", "environment .venv", "names the interpreter the venv runs"),
     (".bashrc", "shell start-up", "a shell rc file (the workspace may be ~)"),
     (".envrc", "shell start-up", "direnv runs it on cd"),
     (".husky/pre-commit", "core.hooksPath", "a hooks folder the repository's config points git at"),
@@ -242,24 +242,29 @@ REFUSED = [
 
 @pytest.mark.parametrize(("path", "said", "why"), REFUSED, ids=[r[0] for r in REFUSED])
 def test_the_write_deny_list_is_refused(ws: Path, path: str, said: str, why: str) -> None:
+    """Refused by the landing policy (tools.safety.landing) and kept aside in the hermes_nb home: a new file
+    never appears, and a patch of one the person made leaves it as it was."""
     (ws / ".venv").mkdir()
     (ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    for tool, args in (("write_file", {"content": "x"}), ("patch", {"old_string": "a", "new_string": "b"})):
-        message = error(call(tool, path=path, **args))
-        assert "refusing to write" in message and said in message, (tool, path, why, message)
-    if path == ".venv/pyvenv.cfg":
-        assert (ws / path).read_text() == "home = /usr/bin\n"
-    else:
+    message = error(call("write_file", path=path, content="x"))
+    assert "refusing to write" in message and said in message and "kept at" in message, (path, why, message)
+    if path != ".venv/pyvenv.cfg":
         assert not (ws / path).exists(), why
+        (ws / path).parent.mkdir(parents=True, exist_ok=True)
+        (ws / path).write_text("a\n")  # the person's own file
+    before = (ws / path).read_text()
+    message = error(call("patch", path=path, old_string=before[0], new_string="b"))
+    assert "refusing to write" in message and said in message, (path, why, message)
+    assert (ws / path).read_text() == before, why
 
 
 @pytest.mark.parametrize("failure", [PermissionError(13, "Permission denied"), RuntimeError("a bug in the list")],
                          ids=["oserror", "bug"])
 def test_a_write_deny_check_that_fails_refuses_the_write(ws: Path, monkeypatch: pytest.MonkeyPatch,
                                                           failure: Exception) -> None:
-    """The list cannot say whether the path is protected: nothing is written (the judge's ``shadow_ask``
-    steps aside on an OSError because the handler's own check refuses again)."""
-    from hermes_nb.tools.safety import protected
+    """The policy cannot say what the path is: nothing is written (the judge ``landing_ask`` steps aside on an
+    OSError because the landing's own check refuses again)."""
+    from hermes_nb.tools.safety import lander
 
     (ws / "notes.txt").write_text("a\n")
 
@@ -268,7 +273,7 @@ def test_a_write_deny_check_that_fails_refuses_the_write(ws: Path, monkeypatch: 
 
     from hermes_nb.tools.safety.gate import use_approver
 
-    monkeypatch.setattr(protected, "write_refusal", broken)
+    monkeypatch.setattr(lander, "judge", broken)
     with use_approver(lambda subject, key, description: "once"):  # a failing judge asks: yes, so the handler runs
         for tool, args in (("write_file", {"path": "new.txt", "content": "x"}),
                            ("patch", {"path": "notes.txt", "old_string": "a", "new_string": "b"})):
@@ -282,9 +287,11 @@ def test_ordinary_files_near_the_list_are_written(ws: Path, path: str) -> None:
 
 
 @pytest.mark.parametrize("path", ["bashlex.py", "ipywidgets.py", "markdown_it.py", "yaml.py", "pandas/__init__.py",
-                                  "json.py", "sqlite3.py", "numpy.cpython-311-x86_64-linux-gnu.so", "openai.pyc"])
-def test_a_module_that_shadows_an_importable_one_asks(ws: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    """The kernel imports from its working folder first: a planted module would run at its next import."""
+                                  "json.py", "sqlite3.py", "numpy.cpython-311-x86_64-linux-gnu.so", "my_analysis.py",
+                                  "src/json.py", "notes/yaml.py", "h2.py", "storemagic.py"])
+def test_a_module_the_kernel_could_import_asks(ws: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """The kernel imports from its working folder: any module there (installed elsewhere or not: a library's
+    optional import finds it too) asks, showing the diff; no means nothing is written."""
     monkeypatch.chdir(ws)
     asked: list[str] = []
 
@@ -293,15 +300,16 @@ def test_a_module_that_shadows_an_importable_one_asks(ws: Path, monkeypatch: pyt
         return "deny"
 
     result = registry.dispatch("write_file", {"path": path, "content": "x = 1\n"}, approval_callback=deny)
-    assert len(asked) == 1 and "would shadow the module" in asked[0], result
+    assert len(asked) == 1 and "the kernel would import it as" in asked[0] and "+x = 1" in asked[0], result
     assert not (ws / path).exists()
     approved = registry.dispatch("write_file", {"path": path, "content": "x = 1\n"},
                                  approval_callback=lambda *a: "once")
     assert "bytes_written" in approved and (ws / path).exists()
 
 
-@pytest.mark.parametrize("path", ["my_analysis.py", "src/json.py", "notes/yaml.py", "pandas_helpers/__init__.py"])
-def test_modules_that_shadow_nothing_need_no_yes(ws: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+@pytest.mark.parametrize("path", ["my-analysis.py", "data-2024/json.py", "notes.txt", "results/table.csv",
+                                  ".env.example"])
+def test_what_nothing_imports_needs_no_yes(ws: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     monkeypatch.chdir(ws)
     result = registry.dispatch("write_file", {"path": path, "content": "x = 1\n"}, approval_callback=lambda *a: "deny")
     assert "bytes_written" in result, result

@@ -213,58 +213,35 @@ def test_without_the_sandbox_the_row_does_its_harm(world: World, row: Row) -> No
     assert row.effect(world, result), (row.cls, row.why, result)
 
 
-def test_what_was_set_aside_is_named_and_kept(world: World) -> None:
+def test_what_was_refused_is_named_and_kept_out_of_the_workspace(world: World) -> None:
     require_bwrap()
     result = run_command("echo x > .gitattributes; echo y > sitecustomize.py; mkdir -p sub/.hermes; echo ok", timeout=30)
     assert result["stdout"] == "ok\n"
     for name in (".gitattributes", "sitecustomize.py", "sub/.hermes"):
-        assert not os.path.lexists(world.ws / name) and (world.ws / (name + ".blocked-by-hermes-nb")).exists()
-        assert f"{name} was created or replaced by the command and renamed" in result["stderr"]
-
-
-def test_a_protected_path_reached_through_a_new_link_is_named(tmp_path: Path, hermes_home: Path) -> None:
-    """A repository's folder swapped for a link to a config laid out elsewhere cannot be renamed from the
-    workspace (no link is followed there); it was skipped without a word, and the person's next git there
-    ran the config's program. Now the result says to check it."""
-    from hermes_nb.tools.safety.watch import Watch
-
-    root, elsewhere = tmp_path / "ws", tmp_path / "writable-elsewhere"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root / "sub")], check=True)
-    watch = Watch(root)
-    (root / "sub").rename(root / "old")  # what the command does (the sandbox pins .git, not its parent)
-    (elsewhere / ".git").mkdir(parents=True)
-    (elsewhere / ".git" / "config").write_text("[core]\n\tfsmonitor = touch m\n")
-    (root / "sub").symlink_to(elsewhere)
-    notes = watch.settle()
-    assert any(n.startswith("sub/.git") and "could not be set aside" in n and "check it" in n for n in notes), notes
+        assert not os.path.lexists(world.ws / name), name
+        assert f"{name} was not landed" in result["stderr"] and "kept at" in result["stderr"], result
 
 
 def test_ordinary_work_still_works(world: World) -> None:
-    """Workspace files, a private /tmp, git add/commit (objects are writable), and a fresh repository."""
+    """Workspace files and a private /tmp land; git's own folder never does (a commit made inside stays in
+    the overlay, and so does a fresh repository: the landing policy refuses .git at any depth)."""
     require_bwrap()
     result = run_command("echo a > made.txt && mkdir -p sub && mv made.txt sub/ && touch $TMPDIR/t && ls $TMPDIR "
                          "&& git add sub/made.txt && git -c user.name=m -c user.email=m@x commit -qm m && "
                          "git init -q fresh && git -C fresh status --short && echo hi > /dev/null", timeout=30)
     assert result["exit_code"] == 0, result
     assert (world.ws / "sub" / "made.txt").read_text() == "a\n" and result["stdout"] == "t\n"
-    assert world.git("log", "--oneline").stdout.count("\n") == 2
-    assert (world.ws / "fresh" / ".git" / "config").exists(), result  # git init's own config passes
-    assert "blocked" not in result["stderr"]
-
-
-def test_a_new_repository_keeps_its_config_unless_it_names_a_program(world: World) -> None:
-    require_bwrap()
-    run_command("git init -q r && git -C r config alias.st '!touch OUT/alias'".replace("OUT", str(world.out)), timeout=30)
-    assert not (world.ws / "r/.git/config").exists() and (world.ws / "r/.git/config.blocked-by-hermes-nb").exists()
+    assert world.git("log", "--oneline").stdout.count("\n") == 1
+    assert not (world.ws / "fresh" / ".git").exists() and (world.ws / "fresh").is_dir()
+    assert "fresh/.git (and " in result["stderr"] and ".git/index was not landed" in result["stderr"], result
 
 
 @pytest.mark.timeout(120)  # reading the pipe after the call held the kernel for good
-def test_a_new_repository_whose_config_is_a_pipe_is_set_aside(world: World) -> None:
+def test_a_pipe_the_command_leaves_is_refused_without_blocking(world: World) -> None:
     require_bwrap()
-    result = run_command("git init -q r && rm r/.git/config && mkfifo r/.git/config && echo ok", timeout=30)
+    result = run_command("mkfifo p && echo ok", timeout=30)
     assert result["stdout"] == "ok\n", result
-    assert not os.path.lexists(world.ws / "r/.git/config") and (world.ws / "r/.git/config.blocked-by-hermes-nb").exists()
+    assert not os.path.lexists(world.ws / "p") and "a fifo, socket or device" in result["stderr"]
 
 
 SLEEPER = f"{sys.executable} -c 'import time; time.sleep(600)' TOKEN"
@@ -311,17 +288,18 @@ def test_the_prompt_names_the_mechanism() -> None:
     from hermes_nb.tools.approval import command_ask
 
     ask = command_ask("rm -rf build")
-    assert ask is not None and f"(It runs sandboxed: {sandbox.status().mechanism}.)" in ask.description
+    assert ask is not None and f"(It runs sandboxed: {sandbox.status().mechanism}; {sandbox.status().writes}.)" in ask.description
 
 
-def test_a_module_the_command_plants_for_the_kernel_is_set_aside(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`write_file` asks before shadowing a module; a command gets the same rule after it ends."""
+def test_a_module_the_command_plants_for_the_kernel_asks(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`write_file` asks before writing a module the kernel could import; a command gets the same rule after it
+    ends (no one to answer: it is not landed)."""
     require_bwrap()
     monkeypatch.chdir(world.ws)
-    result = run_command("echo 'import os' > bashlex.py; mkdir pandas; touch pandas/__init__.py; echo x > mine.py",
+    result = run_command("echo 'import os' > bashlex.py; mkdir pandas; touch pandas/__init__.py; echo x > mine.txt",
                          timeout=30)
-    assert not (world.ws / "bashlex.py").exists() and not (world.ws / "pandas").exists()
-    assert (world.ws / "mine.py").exists() and "shadow the module 'bashlex'" in result["stderr"]
+    assert not (world.ws / "bashlex.py").exists() and not (world.ws / "pandas/__init__.py").exists()
+    assert (world.ws / "mine.txt").exists() and "the kernel would import it as 'bashlex'" in result["stderr"]
 
 
 # -- the Landlock fallback (where bubblewrap cannot run) ----------------------------------------------
@@ -337,7 +315,7 @@ LANDLOCK_ROWS = [
     Row("landlock", f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', PORT), 2)\"",
         lambda w, r: w.connected(), "TCP to 127.0.0.1 (network is off by default)"),
     Row("landlock", "echo x > .gitattributes", lambda w, r: (w.ws / ".gitattributes").exists(),
-        "a new file on the write-deny list is set aside after the call"),
+        "a refused path is moved out after the call (the full-depth scan)"),
 ]
 
 

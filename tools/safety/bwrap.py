@@ -91,8 +91,12 @@ def _mask(path: Path) -> list[str]:
 
 
 def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterable[str] = (),
-         protected: Iterable[Candidate] = (), info_fd: int | None = None) -> list[str]:
+         protected: Iterable[Candidate] = (), info_fd: int | None = None,
+         workspace_from: Path | None = None) -> list[str]:
     """The full argv running ``command`` in the sandbox, in ``workspace``.
+
+    ``workspace_from``: what is bound at the workspace's path instead of the workspace itself (the merged
+    folder of the call's overlay, ``tools.safety.overlay``).
 
     ``protected``: paths inside the writable ones (``tools.safety.protected``); the existing ones stay
     read-only, or pinned in place (a bind on itself cannot be renamed away) when not ``read_only``.
@@ -103,7 +107,8 @@ def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterabl
     binds = [workspace, *(_real(p) for p in writable)]
     for folder in dict.fromkeys(binds):
         if folder.is_dir():
-            args += ["--bind", str(folder), str(folder)]
+            source = workspace_from if workspace_from is not None and folder == workspace else folder
+            args += ["--bind", str(source), str(folder)]
     hidden = hidden_paths()
     for item in protected:
         if os.path.lexists(item.path) and not any(item.path.is_relative_to(h) for h in hidden):

@@ -12,7 +12,7 @@ here gets:
 
 Landlock bounds writes, not reads: what bubblewrap hides (the kernel's connection file, the home, credentials)
 stays readable here, and a path inside the workspace cannot be excluded from a writable folder, so the
-write-deny list holds only through ``tools.safety.watch`` (what a command changed there is set aside after it).
+landing policy holds through a full-depth scan after the command (``tools.safety.scan``; refused paths are moved out).
 
 Pure ctypes system calls, so a pip-installed library needs nothing else. A fresh thread per call restricts
 itself and spawns the command (``Confinement``), so the child is confined from its first instruction

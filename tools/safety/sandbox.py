@@ -9,8 +9,11 @@ One choice per call (``status``), said in ``%tools doctor`` and in every approva
    swept; reads are not bounded there;
 3. **none**: the prompt says "Not sandboxed" (macOS, old kernels, ``sandbox: {enabled: false}``).
 
-With either mechanism, the write-deny list also holds after the call (``tools.safety.watch``): anything the
-command made or swapped in there is set aside and named in its result. ``config.yaml``'s ``sandbox:`` section:
+Writes, said beside the mechanism (``writes``): under bubblewrap the command writes an overlay of the
+workspace (``tools.safety.overlay``), never the workspace itself; when it ends, its exact write-set goes through
+the one landing policy (``tools.safety.lander``): each path lands, asks the person with its diff, or is refused
+and kept aside. Where there is no overlay (Landlock, no user namespaces, not Linux) a full-depth scan of the
+workspace before and after (``tools.safety.scan``) finds the write-set instead, and refused paths are moved out. ``config.yaml``'s ``sandbox:`` section:
 ``enabled`` (default true), ``mechanism`` (``bubblewrap`` / ``landlock``; default the first that works),
 ``network`` (default off; under bubblewrap, on means only through ``tools.safety.netproxy``: public addresses,
 never this machine or its LAN),
@@ -30,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.tools.safety import bwrap, netproxy
+from hermes_nb.tools.safety import bwrap, netproxy, overlay
 from hermes_nb.tools.safety.landlock import Confinement, landlock_abi
-from hermes_nb.tools.safety.watch import Watch
+from hermes_nb.tools.safety.scan import Snapshot
 
 __all__ = ["Box", "Confinement", "SandboxStatus", "landlock_abi", "open_box", "status", "writable_paths"]
 
@@ -51,6 +54,15 @@ class SandboxStatus:
     network: bool = False
     sweeps: bool = False  # leftovers die with the call, even those that left the process group
     hides: bool = False  # the home, the kernel's connection file and credentials are unreadable inside
+    writes: str = ""  # how its writes reach the workspace: through an overlay, or found by a full-depth scan
+
+
+_OVERLAY = "its writes go to an overlay, and each one lands, asks you with its diff, or is refused"
+
+
+def _scan(why: str) -> str:
+    return (f"no overlay ({why}): a full-depth scan after the command finds its writes, and refused ones are "
+            "moved out (a changed file's old content cannot be restored)")
 
 
 def _config() -> dict[str, Any]:
@@ -69,35 +81,38 @@ def status() -> SandboxStatus:
     cfg = _config()
     if cfg.get("enabled", True) is False:
         return SandboxStatus(available=False, mechanism="none", network=True,
+                             writes="its writes land as it makes them, unjudged",
                              detail="not sandboxed: switched off in config.yaml (sandbox: {enabled: false})")
     wanted = cfg.get("mechanism")
     why_not = bwrap.probe() if wanted != "landlock" else "config.yaml asks for landlock"
     if not why_not:
         network = cfg.get("network") is True
+        no_overlay = overlay.probe()
+        writes = _OVERLAY if not no_overlay else _scan(no_overlay)
         detail = ("sandboxed (bubblewrap " + bwrap.version() + "): read-only system, writes only to the workspace "
                   "and a private /tmp; the hermes_nb home, Jupyter's connection files and credentials hidden; "
-                  "shell rc files, .git/hooks, .git/config, venvs and the rest of the write-deny list read-only; "
+                  + writes + "; "
                   + ("network only through a proxy to public addresses (never this machine or its LAN); " if network
                      else "no network; ") + "everything the command starts dies with it")
         return SandboxStatus(available=True, mechanism=f"bubblewrap {bwrap.version()}", detail=detail,
-                             network=network, sweeps=True, hides=True)
+                             network=network, sweeps=True, hides=True, writes=writes)
     abi = landlock_abi()
     if abi < 1:
-        return SandboxStatus(available=False, mechanism="none", network=True,
+        writes = _scan("no sandbox")
+        return SandboxStatus(available=False, mechanism="none", network=True, writes=writes,
                              detail=f"not sandboxed: {why_not}, and this system has no Landlock; commands can "
-                                    "read and write wherever the kernel can")
+                                    f"read and write wherever the kernel can; {writes}")
     network = cfg.get("network") is True
     parts = [f"writes only to the workspace and a private temp dir (Landlock ABI {abi}; {why_not})",
              "reads are not bounded: the kernel's connection file and the hermes_nb home stay readable",
-             "the write-deny list holds only for what a command creates or swaps in, not inside existing "
-             "folders such as .git/hooks or a virtualenv (that needs bubblewrap)"]
+             _scan("Landlock cannot mount one")]
     if not network:
         parts.append("no TCP" if abi >= 4 else "network stays on (needs Landlock ABI 4)")
     sweep = abi >= 6
     parts.append("background jobs die with the call" if sweep else
                  "a background job that calls setsid can outlive the call (needs Landlock ABI 6)")
     return SandboxStatus(available=True, mechanism=f"landlock ABI {abi}", detail="sandboxed: " + "; ".join(parts),
-                         abi=abi, network=network or abi < 4, sweeps=sweep)
+                         abi=abi, network=network or abi < 4, sweeps=sweep, writes=_scan("Landlock cannot mount one"))
 
 
 def writable_paths(workspace: Path, tmp: str) -> list[str]:
@@ -111,14 +126,15 @@ def writable_paths(workspace: Path, tmp: str) -> list[str]:
 
 
 class Box:
-    """One call's sandbox: ``spawn`` the command, ``sweep`` leftovers, ``close`` for the after-call notes."""
+    """One call's sandbox: ``spawn`` the command, ``sweep`` leftovers, ``close`` to land what it wrote."""
 
     def __init__(self, state: SandboxStatus, workspace: Path, tmp: str) -> None:
         self.state, self.workspace, self.tmp = state, workspace, tmp
-        self._watch = Watch(workspace)
         self._landlock: Confinement | None = None
         self._init: int | None = None  # a pidfd of the pid namespace's init (bubblewrap)
         self._proxy: netproxy.Proxy | None = None
+        self._layers: overlay.Layers | None = None
+        self._snapshot: Snapshot | None = None
         if state.mechanism.startswith("landlock"):
             from hermes_nb.tools.config import hermes_home
 
@@ -127,8 +143,14 @@ class Box:
                 raise OSError(f"the hermes_nb home {home} lies inside the workspace, and Landlock cannot keep "
                               "a command from writing it (install bubblewrap, or move HERMES_NB_HOME out)")
             self._landlock = Confinement(writable_paths(workspace, tmp), network=state.network)
+        if state.mechanism.startswith("bubblewrap") and not overlay.usable_for(workspace):
+            self._layers = overlay.layers(workspace)
+        else:  # the whole tree, before the command starts
+            self._snapshot = Snapshot(workspace)
 
     def spawn(self, command: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        if not self.state.available:  # nothing confines it; its write-set is still judged (the scan)
+            return _popen(["bash", "-c", command], self.workspace, env)
         clean = bwrap.scrub_env(env)
         if self._landlock is not None:
             return self._landlock.run(lambda: _popen(["bash", "-c", command], self.workspace, clean))
@@ -142,8 +164,10 @@ class Box:
         read, write = os.pipe()
         try:
             argv = bwrap.argv(inner, workspace=self.workspace, tmp=self.tmp,
-                              writable=writable_paths(self.workspace, self.tmp)[3:],
-                              protected=self._watch.protected, info_fd=write)
+                              writable=writable_paths(self.workspace, self.tmp)[3:], info_fd=write,
+                              workspace_from=self._layers.merged if self._layers is not None else None)
+            if self._layers is not None:
+                argv = overlay.wrap(argv, self.workspace, self._layers)
             proc = _popen(argv, self.workspace, clean, pass_fds=(write,))
         except OSError as exc:  # gone or unrunnable since the probe: never a fallback to running it bare
             raise RuntimeError(f"the sandbox (bubblewrap) could not start, so the command did not run: {exc}") from exc
@@ -167,12 +191,38 @@ class Box:
         return 0
 
     def close(self) -> list[str]:
-        """End the sandbox; what the command put on the write-deny list was set aside (one line each)."""
+        """End the sandbox and land what the command wrote; one line per path that did not land."""
         if self._landlock is not None:
             self._landlock.close()
         if self._proxy is not None:
             self._proxy.close()
-        return self._watch.settle()
+        return self._land()
+
+    def _land(self) -> list[str]:
+        from hermes_nb.tools.safety.gate import current_approver
+        from hermes_nb.tools.safety.lander import approver_asker, land
+
+        if self._layers is not None:
+            try:
+                found = overlay.write_set(self._layers.upper, self.workspace)
+            except OSError as exc:  # fail closed: nothing of a write-set that cannot be read whole lands
+                return [f"the command's writes could not be read from its overlay, so none of them landed: {exc}"]
+            finally:
+                self._layers.remove()
+                self._layers = None
+            changes, special, in_place = found.changes, found.special, False
+            how = "The sandboxed command (writing through an overlay)"
+        elif self._snapshot is not None:
+            changes, special = self._snapshot.changes()
+            in_place, self._snapshot = True, None
+            how = "The command (its writes found by a full-depth scan, no overlay)"
+        else:
+            return []
+        if not changes and not special:
+            return []
+        result = land(changes, workspace=self.workspace, tool="terminal", in_place=in_place, special=special,
+                      ask=approver_asker(current_approver(), how=how))
+        return list(result.notes)
 
 
 def _popen(argv: list[str], cwd: Path, env: Mapping[str, str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
@@ -197,11 +247,12 @@ def _namespace_init(read: int) -> int | None:
 
 
 def open_box(workspace: Path, tmp: str) -> Box | None:
-    """This call's sandbox, or None where there is none; one that exists but cannot be set up raises
+    """This call's sandbox (without a mechanism here: a bare run whose writes are still judged, by a scan), or
+    None when the person switched it off; one that exists but cannot be set up raises
     RuntimeError, so the command does not run (fail closed)."""
+    if _config().get("enabled", True) is False:
+        return None  # the person switched it off: the command runs as they would run it
     state = status()
-    if not state.available:
-        return None
     try:
         return Box(state, workspace, tmp)
     except OSError as exc:

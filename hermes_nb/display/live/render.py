@@ -168,8 +168,29 @@ def card_html(card: Card) -> str:
     return (f'{asked}<details style="margin:3px 0"><summary>{head} <span style="color:{color}">{mark} {dur}</span>'
             f'{note}</summary><pre style="white-space:pre-wrap;max-height:20em;overflow:auto;'
             f'background:{colours.SURFACE};padding:4px;color:{colours.TEXT}">'
-            f'{escape_html(body)}</pre></details>{aside_html(card.aside)}{_children_html(card)}'
-            f'{children_html(card.subagents, False, transcript_html)}')
+            f'{escape_html(body)}</pre></details>{changes_html(card.changes)}{aside_html(card.aside)}'
+            f'{_children_html(card)}{children_html(card.subagents, False, transcript_html)}')
+
+
+_KIND_MARK = {"created": "+", "modified": "~", "deleted": "−"}
+
+
+def changes_html(changes: Sequence[Any]) -> str:
+    """The files a call changed, folded: one line naming them, the diffs inside."""
+    if not changes:
+        return ""
+    names = ", ".join(f"{_KIND_MARK.get(c.kind, '~')}{c.path}" for c in changes[:6]) + (
+        f", … {len(changes) - 6} more" if len(changes) > 6 else "")
+    diffs = "".join(c.diff or f"{c.kind}: {c.path} (not text)\n" for c in changes)
+    return (f'<details style="margin:0 0 3px 1.2em"><summary style="color:{_GREY}">changed {len(changes)} '
+            f'file{"s" if len(changes) != 1 else ""}: {escape_html(names)}</summary><pre style="white-space:pre;'
+            f'max-height:24em;overflow:auto;background:{colours.SURFACE};padding:4px;color:{colours.TEXT}">'
+            f'{escape_html(diffs)}</pre></details>')
+
+
+def changes_text(changes: Sequence[Any]) -> str:
+    """``changes_html``'s text twin: the names on one line (the diffs stay in ``ToolCallRecord.changes``)."""
+    return ("    changed: " + ", ".join(f"{_KIND_MARK.get(c.kind, '~')}{c.path}" for c in changes)) if changes else ""
 
 
 def _children_html(card: Card) -> str:
@@ -202,6 +223,8 @@ def card_text(card: Card) -> str:
     """``card_html``'s text twin: the approval notes, the call's line, the calls a script made indented under
     it, then its sub-agents' transcripts (at any depth, as the HTML shows them)."""
     lines = [*(note_text(n) for n in card.notes), _card_line(card)]
+    if card.changes:
+        lines.append(changes_text(card.changes))
     lines += ["    " + card_text(child).replace("\n", "\n    ") for child in card.children]
     if card.subagents:
         lines.append(children_text(card.subagents, transcript_text))

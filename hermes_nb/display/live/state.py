@@ -51,6 +51,7 @@ class Card:
     children: list[Card] = field(default_factory=list)  # the calls an execute_code script made, in order
     parent: str = ""  # the id of the script's call this one was made from ("" for the model's own calls)
     subagents: dict[int, Transcript] = field(default_factory=dict)  # delegate_task's sub-agents, by task index
+    changes: tuple[Any, ...] = ()  # the files the call changed, each with its diff (ToolCallRecord.changes)
 
 
 @dataclass
@@ -103,6 +104,7 @@ class Transcript:
                     if known is None:
                         continue
                     known.content = rec.content  # after the budget: what the model saw
+                    known.changes = rec.changes
                     known.state = "error" if rec.is_error else "done"
                     for child in known.subagents.values():  # its sub-agents have all answered
                         child.done = True
