@@ -280,6 +280,9 @@ def _setup(case: Case, ws: Path, outside: Path) -> None:
             model_writes(ws, f"{cid}.zip", archive.read_bytes())
         case "runtime_path":  # a folder put on sys.path at run time, no .pth involved
             model_writes(ws, f"vendor_{cid}/{cid}.py", body)
+        case "alias":  # the person's link to the folder: the import sees the file by another path
+            model_writes(ws, f"aliased_{cid}/{cid}.py", body)
+            (ws / f"alias_{cid}").symlink_to(ws / f"aliased_{cid}")
         case "symlink":  # a link the model made, to a file outside the workspace it could not have written
             outside.mkdir(exist_ok=True)
             (outside / f"{cid}_target.py").write_bytes(body)
@@ -313,6 +316,8 @@ LOADERS = [
     Case("g_path", "a folder added to sys.path at run time (no .pth)", "runtime_path",
          "import sys\nsys.path.append('vendor_g_path')\nimport g_path"),
     Case("g_link", "a symbolic link the model made to a file elsewhere", "symlink", "import g_link"),
+    Case("g_alias", "the model's file reached through a linked folder on sys.path (another spelling)", "alias",
+         "import sys\nsys.path.insert(0, 'alias_g_alias')\nimport g_alias"),
     Case("g_reload", "importlib.reload of a module the model changed after its first import", "reload",
          "import importlib, g_reload\nopen('g_reload.py', 'wb').write(PAYLOAD)\nimportlib.reload(g_reload)"),
     Case("g_import_module", "importlib.import_module", "module",
@@ -421,4 +426,4 @@ def test_the_ledgers_home_is_the_config_modules_home(tmp_path: Path, monkeypatch
         else:
             monkeypatch.setenv("HERMES_NB_HOME", env)
         monkeypatch.setenv("HOME", home or str(tmp_path))
-        assert ledger._home() == Path(os.path.realpath(hermes_home()))
+        assert ledger._home() == os.path.realpath(hermes_home())

@@ -138,19 +138,20 @@ def _checked(name: str, path: Any, target: Any) -> Any:
     _local.checking = True
     try:
         try:
-            if not ledger.written_any():
-                return None
+            index = ledger.current()
         except (OSError, ValueError) as exc:  # fail closed: no import from the workspace while it is unreadable
             spec = _find_spec(name, path, target)
             if spec is not None and _untrusted_origin(spec, [str(p) for p in untrusted_folders()]):
                 raise ModuleNotFoundError(f"refusing to import {name!r} from the workspace: hermes_nb cannot read "
                                           f"its ledger of model-written files ({exc})", name=name) from None
             return spec
+        if not index:
+            return None
         spec = _find_spec(name, path, target)
     finally:
         _local.checking = False
     if spec is not None:
-        _refuse_model_written(name, spec)
+        _refuse_model_written(name, spec, index)
     return spec
 
 
@@ -166,27 +167,29 @@ def _find_spec(name: str, path: Any, target: Any) -> Any:
 
 
 def _files(spec: Any) -> Iterator[str]:
-    """The files loading ``spec`` would run: its source or extension, its bytecode cache, an archive it
-    is read from (a zip on ``sys.path``)."""
+    """The files loading ``spec`` would run: its source or extension, its bytecode cache, the archive it is
+    read from (a zip on ``sys.path``)."""
     origin = spec.origin if spec.has_location else None
     if origin:
         yield origin
         with suppress(Exception):  # a loader that cannot name its cache
             if spec.cached:
                 yield spec.cached
-        parent = os.path.dirname(origin)
-        while parent and parent != os.path.dirname(parent) and not os.path.isdir(parent):
-            yield parent  # a zip archive: "x.zip/mod.py"
-            parent = os.path.dirname(parent)
+    archive = getattr(spec.loader, "archive", None)  # zipimport's loader
+    if isinstance(archive, str):
+        yield archive
 
 
-def _refuse_model_written(name: str, spec: Any) -> None:
+def _refuse_model_written(name: str, spec: Any, index: ledger.Index | None = None) -> None:
     """ModuleNotFoundError (an optional import's ``except ImportError`` carries on) when loading ``spec``
     would run a file whose content is still what the model wrote, or when every folder of a namespace
     package is one the model created (the import would succeed only because of it)."""
-    found = next((e for f in _files(spec) if (e := ledger.model_written(f)) is not None), None)
+    index = index if index is not None else ledger.current()
+    if not index:
+        return
+    found = next((e for f in _files(spec) if (e := ledger.model_written(f, index)) is not None), None)
     if found is None and spec.origin is None and spec.submodule_search_locations:
-        dirs = [ledger.model_written(p) for p in spec.submodule_search_locations]
+        dirs = [ledger.model_written(p, index) for p in spec.submodule_search_locations]
         found = dirs[0] if dirs and all(dirs) else None
     if found is not None:
         if found.path not in _said:  # an optional import carries on silently: say once what was kept out
@@ -238,7 +241,7 @@ def _ran_before_load(ip: Any) -> list[tuple[str, str, ledger.Entry]]:
     found: dict[str, tuple[str, str]] = {}
     for name, module in list(sys.modules.items()):
         path = getattr(getattr(module, "__spec__", None), "origin", None)
-        if isinstance(path, str) and ledger.lookup(path, real=False):
+        if isinstance(path, str) and ledger.lookup(path):
             found[path] = (name, path)
     names: set[str] = set()
     if ip is not None:

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -27,13 +28,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Entry", "entries", "lookup", "model_written", "trust", "update", "written_any"]
+__all__ = ["Entry", "Index", "current", "entries", "lookup", "model_written", "trust", "update", "written_any"]
 
 _NAME = "ledger.json"
 _VERSION = 1
 _lock = threading.Lock()
 #: (ledger file, its stat key) -> path index; re-read only when the file changed (another kernel wrote it)
-_cache: tuple[str, tuple[int, int, int], dict[str, Entry]] | None = None
+_cache: tuple[str, tuple[int, int, int], Index] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,8 +68,8 @@ class Entry:
             return False
 
 
-def _home() -> Path:
-    return Path(_home_for(os.environ.get("HERMES_NB_HOME"), os.environ.get("HOME")))
+def _home() -> str:
+    return _home_for(os.environ.get("HERMES_NB_HOME"), os.environ.get("HOME"))
 
 
 @functools.lru_cache(maxsize=8)
@@ -96,46 +97,84 @@ def _parse(data: bytes) -> dict[str, Entry]:
     return out
 
 
-def _index() -> dict[str, Entry]:
-    """The whole ledger (path -> entry), re-read when the file changed since the last read."""
+class Index:
+    """The ledger as read once: by path, and by the file each path names now (device and inode), so a path
+    spelled another way — through a link on ``sys.path``, or relative — finds its entry without a
+    ``realpath`` (which costs a ``stat`` per component, on every import)."""
+
+    __slots__ = ("by_file", "by_path")
+
+    def __init__(self, by_path: dict[str, Entry]) -> None:
+        self.by_path = by_path
+        self.by_file: dict[tuple[int, int], Entry] = {}
+        for entry in by_path.values():
+            try:
+                st = os.stat(entry.path)
+            except OSError:
+                continue
+            self.by_file[(st.st_dev, st.st_ino)] = entry
+
+    def __bool__(self) -> bool:
+        return bool(self.by_path)
+
+    def find(self, path: str) -> Entry | None:
+        """The entry for ``path``, whether or not the file still holds what the model wrote."""
+        entry = self.by_path.get(path)
+        if entry is None and self.by_file:
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                return None
+            entry = self.by_file.get((st.st_dev, st.st_ino))
+        return entry
+
+
+_EMPTY = Index({})
+
+
+def current() -> Index:
+    """The ledger, re-read only when its file changed since the last read (one ``lstat`` otherwise).
+    OSError for a link at its name, ValueError for a file that is no ledger."""
     global _cache
-    file = str(_home() / _NAME)
+    file = os.path.join(_home(), _NAME)
     try:
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        st = os.lstat(file)
     except FileNotFoundError:
-        _cache = (file, (0, 0, 0), {})
-        return {}
+        return _EMPTY
+    if stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, "a link stands where the ledger should be", file)
+    if _cache is not None and _cache[0] == file and _cache[1] == _key(st):
+        return _cache[2]
+    fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         key = _key(os.fstat(fd))
-        if _cache is not None and _cache[0] == file and _cache[1] == key:
-            return _cache[2]
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
     finally:
         os.close(fd)
-    index = _parse(b"".join(chunks))
+    index = Index(_parse(b"".join(chunks)))
     _cache = (file, key, index)
     return index
 
 
+def _index() -> dict[str, Entry]:
+    return current().by_path
+
+
 def written_any() -> bool:
     """Whether the ledger holds anything (the guard's fast path: most kernels' ledger is empty)."""
-    return bool(_index())
+    return bool(current())
 
 
-def lookup(path: str, *, real: bool = True) -> Entry | None:
-    """The ledger's entry for ``path`` (as given, else — with ``real`` — its real path), whether or not it
-    still holds."""
-    index = _index()
-    if not index:
-        return None
-    return index.get(path) or (index.get(os.path.realpath(path)) if real else None)
+def lookup(path: str) -> Entry | None:
+    """The ledger's entry for ``path`` (or for the same file by another path), whether or not it still holds."""
+    return current().find(path)
 
 
-def model_written(path: str) -> Entry | None:
+def model_written(path: str, index: Index | None = None) -> Entry | None:
     """The entry for ``path`` when it still holds what the model wrote; None when trusted or edited since."""
-    entry = lookup(path)
+    entry = (index if index is not None else current()).find(path)
     return entry if entry is not None and entry.still_written() else None
 
 
@@ -146,7 +185,7 @@ def entries() -> list[Entry]:
 @contextmanager
 def _locked() -> Iterator[Path]:
     """The home, held for a read-modify-write of the ledger (this thread and every other kernel)."""
-    home = _home()
+    home = Path(_home())
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     with _lock:
         fd = os.open(home / ".ledger.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
