@@ -80,14 +80,15 @@ def _blob_folder() -> Path:
         return _folders[home]
 
 
-def _keep(data: bytes) -> str:
-    """Save ``data`` (once per content) and return where."""
-    from hermes_nb.tools.safety.safe_write import write_atomic
+def _keep(fd: int, folder: Path, data: bytes) -> str:
+    """Save ``data`` in ``folder`` (open at ``fd``), once per content, and return where."""
+    from hermes_nb.tools.safety.safe_write import write_at
 
     name = sha256(data)
-    folder = _blob_folder()
-    if not (folder / name).is_file():
-        write_atomic(folder, name, data)
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        write_at(fd, name, data)
     return str(folder / name)
 
 
@@ -97,22 +98,33 @@ def blob(where: str) -> bytes:
         return fh.read()
 
 
-def _saved(change: Change) -> Saved:
-    kept = change.before is not None and change.link_before is None and not change.is_dir
-    return Saved(path=change.path, kind=change.kind, is_dir=change.is_dir,
-                 before_blob=_keep(change.before) if kept and change.before is not None else None,
-                 mode_before=change.mode_before, link_before=change.link_before,
-                 after_sha256=sha256(change.after) if change.after is not None else None,
-                 mode_after=change.mode_after, link_after=change.link_after)
+def _saved_all(changes: Sequence[Change]) -> list[Saved]:
+    """The checkpoint's record of ``changes``: pre-images saved (the folder opened once), hashes taken."""
+    from hermes_nb.tools.safety.safe_write import open_folder
+
+    folder = _blob_folder()
+    fd = open_folder(folder, create=False)
+    try:
+        return [Saved(path=c.path, kind=c.kind, is_dir=c.is_dir,
+                      before_blob=_keep(fd, folder, c.before) if _has_content(c.before, c) else None,
+                      mode_before=c.mode_before, link_before=c.link_before,
+                      after_sha256=sha256(c.after) if c.after is not None else None,
+                      mode_after=c.mode_after, link_after=c.link_after) for c in changes]
+    finally:
+        os.close(fd)
 
 
-def _entry(change: Change, *, call_id: str, tool: str, workspace: str, when: float) -> ledger.Entry:
+def _has_content(data: bytes | None, change: Change) -> bool:
+    return data is not None and change.link_before is None and not change.is_dir
+
+
+def _entry(change: Change, saved: Saved, *, call_id: str, tool: str, workspace: str, when: float) -> ledger.Entry:
     if change.link_after is not None:
         kind, digest, target = "link", None, change.link_after
     elif change.is_dir:
         kind, digest, target = "dir", None, None
     else:
-        kind, digest, target = "file", sha256(change.after or b""), None
+        kind, digest, target = "file", saved.after_sha256 or sha256(b""), None
     return ledger.Entry(path=change.path, kind=kind, workspace=workspace, call_id=call_id, tool=tool, time=when,
                         sha256=digest, target=target)
 
@@ -126,9 +138,9 @@ def record(*, call_id: str, tool: str, workspace: Path, changes: Sequence[Change
     ws = os.path.realpath(workspace)
     ok = {os.path.normpath(os.path.join(ws, p)) for p in trusted}  # absolute entries stay as they are (join keeps them)
     when = time.time()
-    saved = [_saved(c) for c in changes]
-    enter = [_entry(c, call_id=call_id, tool=tool, workspace=ws, when=when)
-             for c in changes if c.kind != "deleted" and c.path not in ok]
+    saved = _saved_all(changes)
+    enter = [_entry(c, s, call_id=call_id, tool=tool, workspace=ws, when=when)
+             for c, s in zip(changes, saved, strict=True) if c.kind != "deleted" and c.path not in ok]
     entered = {e.path for e in enter}
     prior = ledger.update(enter=enter, remove=[c.path for c in changes if c.path not in entered])
     saved = [replace(s, ledger_before=prior.get(s.path)) for s in saved]
