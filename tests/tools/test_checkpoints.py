@@ -112,3 +112,23 @@ def test_a_link_planted_at_the_ledger_is_replaced_not_followed(tmp_path: Path) -
     checkpoints.record(call_id=_call(), tool="write_file", workspace=ws, changes=[_land(ws, "x.py", b"x")])
     assert victim.read_text() == "keep\n" and not (tmp_path / "nowhere.json").exists()
     assert not (hermes_home() / "ledger.json").is_symlink()
+
+
+def test_a_killed_kernels_pre_images_are_swept_a_day_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    base = Path(os.path.realpath(hermes_home())) / "checkpoints"
+    base.mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    for name, age in ((f"{dead}-aaaa", 2 * 86_400), (f"{dead}-bbbb", 60), (f"{os.getpid()}-cccc", 2 * 86_400)):
+        (base / name).mkdir()
+        (base / name / "blob").write_bytes(b"x")
+        os.utime(base / name, (os.path.getmtime(base / name) - age,) * 2)
+    monkeypatch.setattr(checkpoints, "_folders", {})
+    ws = _ws(tmp_path)
+    checkpoints.record(call_id=_call(), tool="patch", workspace=ws, changes=[_land(ws, "f.txt", b"x")])
+    left = {p.name for p in base.iterdir()}
+    assert f"{dead}-aaaa" not in left  # dead and a day old
+    assert {f"{dead}-bbbb", f"{os.getpid()}-cccc"} <= left  # too recent; alive

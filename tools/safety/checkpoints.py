@@ -33,6 +33,7 @@ __all__ = ["Checkpoint", "Saved", "blob", "checkpoints", "record"]
 _lock = threading.Lock()
 _checkpoints: list[Checkpoint] = []
 _folders: dict[Path, Path] = {}  # home -> this kernel's folder in it
+_ORPHAN_AGE = 86_400  # seconds: a dead kernel's pre-images are removed by the next kernel a day later
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +78,22 @@ def _blob_folder() -> Path:
             folder.mkdir(parents=True, mode=0o700)
             atexit.register(shutil.rmtree, folder, True)
             _folders[home] = folder
+            _sweep(folder.parent)
         return _folders[home]
+
+
+def _sweep(base: Path) -> None:
+    """Remove the folders of kernels that ended without their exit handler (killed), a day on."""
+    for old in base.iterdir():
+        pid, _, _ = old.name.partition("-")
+        try:
+            if not pid.isdigit() or time.time() - old.lstat().st_mtime < _ORPHAN_AGE:
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue  # alive (another user's, EPERM) or gone meanwhile
 
 
 def _keep(fd: int, folder: Path, data: bytes) -> str:
