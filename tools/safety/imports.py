@@ -234,14 +234,15 @@ def _ran_before_load(ip: Any) -> list[tuple[str, str, ledger.Entry]]:
     one, and the extensions IPython imports at its start (its own ``storemagic`` is tried from the working
     folder first) that resolve to one — a payload that raised after running left no module behind."""
     try:
-        if not ledger.written_any():
-            return []
+        index = ledger.current()
     except (OSError, ValueError):
         return []  # the guard refuses workspace imports from now on; what ran before cannot be told
+    if not index:
+        return []
     found: dict[str, tuple[str, str]] = {}
-    for name, module in list(sys.modules.items()):
+    for name, module in list(sys.modules.items()):  # by path only: a stat per module would slow the load
         path = getattr(getattr(module, "__spec__", None), "origin", None)
-        if isinstance(path, str) and ledger.lookup(path):
+        if isinstance(path, str) and path in index.by_path:
             found[path] = (name, path)
     names: set[str] = set()
     if ip is not None:
@@ -254,7 +255,7 @@ def _ran_before_load(ip: Any) -> list[tuple[str, str, ledger.Entry]]:
         if spec is not None and spec.origin:
             found.setdefault(spec.origin, (name, spec.origin))
     return [(name, path, entry) for name, path in found.values()
-            if (entry := ledger.model_written(path)) is not None]
+            if (entry := ledger.model_written(path, index)) is not None]
 
 
 @functools.cache
