@@ -86,3 +86,26 @@ def test_the_guard_in_a_kernel_refuses_until_trust_and_leaves_with_the_unload(tm
         assert "REFUSED" in refused.stdout and not (ws / "RAN-other").exists()
         assert k.run("%unload_ext hermes_nb\nimport other").status == "ok"
         assert (ws / "RAN-other").exists()
+
+
+def test_a_storemagic_the_model_wrote_runs_at_the_kernels_start_and_the_load_says_so(tmp_path: Path) -> None:
+    """IPython imports its default extension from the working folder before any extension loads: the guard
+    cannot stop that import (the landing policy asks before such a file lands), so the load names it."""
+    from hermes_nb.tools.config import using_home
+    from hermes_nb.tools.safety import checkpoints
+    from hermes_nb.tools.safety.changes import Change
+
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    home.mkdir()
+    body = b"open('RAN-storemagic', 'w').close()\nraise ModuleNotFoundError('storemagic')\n"
+    (ws / "storemagic.py").write_bytes(body)
+    with using_home(home):
+        checkpoints.record(call_id="call_store", tool="write_file", workspace=ws,
+                           changes=[Change(path=str(ws / "storemagic.py"), kind="created", after=body)])
+    with KernelSession(cwd=ws, env={"HERMES_NB_HOME": str(home), "HERMES_NB_WORKSPACE": str(ws)}) as k:
+        assert (ws / "RAN-storemagic").exists()  # it ran at the start, before anything of ours
+        assert "store" in k.run("print(sorted(get_ipython().magics_manager.magics['line']))").stdout  # IPython's
+        loaded = k.run("%load_ext hermes_nb")
+    assert (f"hermes_nb: 'storemagic' was imported from {ws / 'storemagic.py'} before hermes_nb loaded, and the "
+            "model wrote it (tool call call_store)") in loaded.stderr, loaded.stderr
