@@ -76,7 +76,7 @@ def _check_safe_scheduling(nb: Any) -> None:
     if sandbox.status().mechanism.startswith("bubblewrap"):  # the tour's sandbox cell shows what it hides
         shown = _text(_cell(nb, "print(sandbox.status().detail)"))
         assert "wrote outside: False" in shown and ".gitattributes kept: False" in shown, shown
-        assert "No such file" in shown and "renamed to .gitattributes.blocked-by-hermes-nb" in shown, shown
+        assert "No such file" in shown and ".gitattributes was not landed" in shown, shown
 
 
 def _check_mcp_and_plugins(nb: Any) -> None:

@@ -222,6 +222,7 @@ def landing_ask(tool: str) -> Any:
     import, ...) ask before the call, showing the diff; a yes for the session holds for this content only."""
 
     def judge(args: dict[str, Any]) -> Any:
+        from hermes_nb.tools import workspace
         from hermes_nb.tools.safety.changes import sha256
         from hermes_nb.tools.safety.gate import Ask
         from hermes_nb.tools.safety.landing import Landscape
@@ -230,7 +231,7 @@ def landing_ask(tool: str) -> Any:
 
         path = str(args.get("path", ""))
         try:
-            real = resolve_path(path, for_write=True)
+            real = workspace.resolve_path(path, for_write=True)
             if tool == "write_file":
                 data = str(args.get("content", "")).encode("utf-8")
             else:
@@ -243,7 +244,7 @@ def landing_ask(tool: str) -> Any:
         if verdict.action != "asks":
             return None  # lands, or refused and kept aside by the handler (which says where)
         shown = display_path(real)
-        return Ask(tool="file", subject=f"{tool} {shown}", key="landing-module",
+        return Ask(tool="file", subject=f"{tool} {shown}", key="landing-module", bound=f"  [{sha256(data)}]",
                    scopes=frozenset({f"landing:{real}:{sha256(data)}"}),
                    description=f"{shown}: {verdict.reason}.\n{change.diff(label=shown) or '(not text: no diff)'}")
 

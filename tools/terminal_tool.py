@@ -3,7 +3,8 @@
 The command runs as ``bash -c`` in its own session (process group), in the sandbox of
 ``hermes_nb.tools.safety.sandbox`` where there is one (bubblewrap, else Landlock); when it ends or times out
 everything it started is killed (bubblewrap: its pid namespace; otherwise the group and the Landlock domain),
-and what it left on the write-deny list is set aside, said at the end of ``stderr``. Output is read by two threads so neither pipe can fill and stall the
+and what it wrote lands through the landing policy (``tools.safety.lander``): what did not land is said at the end
+of ``stderr``. Output is read by two threads so neither pipe can fill and stall the
 command; each stream keeps its first ``OUTPUT_CAP`` bytes and says how much more there was.
 """
 

@@ -219,7 +219,7 @@ def test_writes_that_would_run_programs_are_refused_inside_the_root(
     assert "bytes_written" in call("write_file", path=".env.example", content="A=1\n")
 
 
-# One row per entry of the write-deny list (tools.safety.protected), the same list the sandbox binds read-only.
+# One row per class of path the landing policy (tools.safety.landing) refuses, for write_file and patch as for a command.
 REFUSED = [
     (".git/hooks/pre-commit", ".git file or folder", "runs at the person's next commit"),
     (".git/config", ".git file or folder", "diff.external / textconv run on git diff"),

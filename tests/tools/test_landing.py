@@ -189,6 +189,12 @@ def test_an_environment_made_in_the_same_write_set_counts(ws: Path) -> None:
     assert judge(ws / "v" / "bin" / "python", scene).action == "refused"
 
 
+def test_a_zip_the_kernels_path_names_asks(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", [*sys.path, str(ws / "vendor.zip")])
+    assert judge(ws / "vendor.zip", _scene(ws)).action == "asks"
+    assert judge(ws / "other.zip", _scene(ws)).action == "lands"
+
+
 def test_a_folder_laid_out_as_a_bare_repository_is_refused(ws: Path) -> None:
     for part in ("HEAD", "objects", "refs"):
         (ws / "r" / part).mkdir(parents=True) if part != "HEAD" else None

@@ -121,6 +121,8 @@ ROWS = [
     Row("links", "ln OUT/target hard 2>/dev/null || ln -s OUT/target hard",
         lambda w: _same_file(w.ws / "hard", w.out / "target"),
         "a hard (or, where the sandbox refuses, symbolic) link to a file outside: writing it writes that file"),
+    Row("links", "ln -s .git/hooks h && printf '#!/bin/sh\\ntouch OUT/viahook\\n' > h/pre-commit && chmod +x h/pre-commit",
+        lambda w: (_commit(w), (w.out / "viahook").exists())[1], "a link inside, into .git, written through"),
     # renames onto a refused path
     Row("rename", "printf 'touch OUT/rc\\n' > x && mv x .bashrc", lambda w: "touch" in (w.ws / ".bashrc").read_text(),
         "renamed onto a shell start-up file"),
@@ -286,3 +288,18 @@ def test_without_an_overlay_a_full_depth_scan_moves_refused_writes_out(world: Wo
     assert not (world.ws / deep / ".git").exists() and (world.ws / deep / "data.txt").exists()
     assert not (world.ws / "uv.toml").exists() and "uv.toml was not landed" in result["stderr"]
     assert any((world.home / "kept-aside").glob(f"*/{deep}/.git/HEAD"))
+
+
+def test_a_mark_the_reader_does_not_follow_fails_closed(tmp_path: Path) -> None:
+    """redirect_dir and metacopy stay off; an upper folder carrying their marks is not guessed at."""
+    ws, upper = tmp_path / "ws", tmp_path / "upper"
+    ws.mkdir()
+    (upper / "moved").mkdir(parents=True)
+    (upper / "moved" / "a.txt").write_text("a\n")
+    assert [c.kind for c in overlay.write_set(upper, ws).changes] == ["created", "created"]
+    try:
+        os.setxattr(upper / "moved", "user.overlay.redirect", b"/elsewhere")
+    except OSError as exc:
+        pytest.skip(f"this file system takes no user xattrs: {exc}")
+    with pytest.raises(OSError, match="redirect or metacopy"):
+        overlay.write_set(upper, ws)

@@ -91,12 +91,8 @@ def _mask(path: Path) -> list[str]:
 
 
 def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterable[str] = (),
-         protected: Iterable[Candidate] = (), info_fd: int | None = None,
-         workspace_from: Path | None = None) -> list[str]:
+         protected: Iterable[Candidate] = (), info_fd: int | None = None) -> list[str]:
     """The full argv running ``command`` in the sandbox, in ``workspace``.
-
-    ``workspace_from``: what is bound at the workspace's path instead of the workspace itself (the merged
-    folder of the call's overlay, ``tools.safety.overlay``).
 
     ``protected``: paths inside the writable ones (``tools.safety.protected``); the existing ones stay
     read-only, or pinned in place (a bind on itself cannot be renamed away) when not ``read_only``.
@@ -107,8 +103,7 @@ def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterabl
     binds = [workspace, *(_real(p) for p in writable)]
     for folder in dict.fromkeys(binds):
         if folder.is_dir():
-            source = workspace_from if workspace_from is not None and folder == workspace else folder
-            args += ["--bind", str(source), str(folder)]
+            args += ["--bind", str(folder), str(folder)]
     hidden = hidden_paths()
     for item in protected:
         if os.path.lexists(item.path) and not any(item.path.is_relative_to(h) for h in hidden):

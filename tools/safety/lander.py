@@ -11,6 +11,7 @@ rest to the workspace without following any link there, records what landed as t
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import secrets
 import stat
@@ -88,9 +89,13 @@ def _merged(changes: Sequence[Change]) -> Callable[[Path], bool]:
     made = {c.path for c in changes if c.kind != "deleted"}
     gone = {c.path for c in changes if c.kind == "deleted"}
 
+    seen: dict[str, bool] = {}
+
     def exists(path: Path) -> bool:
         text = str(path)
-        return text in made or (text not in gone and os.path.lexists(path))
+        if text not in seen:
+            seen[text] = text in made or (text not in gone and os.path.lexists(text))
+        return seen[text]
 
     return exists
 
@@ -143,22 +148,16 @@ def land(changes: Sequence[Change], *, workspace: Path, tool: str, ask: Asker, c
     if in_place:
         landed = landing
     else:
-        for change in _apply_order(landing):
-            if any(p in not_landed for p in map(str, Path(change.path).parents)):
-                why = "its folder was not landed"
+        with _Folders(workspace) as folders:
+            for change in _apply_order(landing):
+                if any(p in not_landed for p in map(str, Path(change.path).parents)):
+                    why = "its folder was not landed"
+                elif (why := _apply(change, workspace, folders)) is None:
+                    landed.append(change)
+                    continue
                 kept.append((change, why, _keep(change, workspace, kept_folder(call_id), in_place=False)))
                 notes.append(_note(change, why, kept[-1][2], workspace))
                 not_landed.add(change.path)
-                continue
-            try:
-                _apply(change, workspace)
-            except OSError as exc:  # a folder became a link or a file meanwhile: never followed, said
-                why = f"it could not be written ({exc.strerror or exc})"
-                kept.append((change, why, _keep(change, workspace, kept_folder(call_id), in_place=False)))
-                notes.append(_note(change, why, kept[-1][2], workspace))
-                not_landed.add(change.path)
-                continue
-            landed.append(change)
     if landed:
         _checkpoint(call_id=call_id, tool=tool, workspace=workspace, changes=landed,
                     trusted=[p for p in trusted if p not in not_landed])
@@ -178,8 +177,8 @@ def _checkpoint(*, call_id: str, tool: str, workspace: Path, changes: Sequence[C
 
 
 def _shown(path: str | Path, workspace: Path) -> str:
-    p = Path(path)
-    return str(p.relative_to(workspace)) if p.is_relative_to(workspace) else str(p)
+    text, top = str(path), str(workspace)
+    return text[len(top) + 1:] if text.startswith(top + os.sep) else text
 
 
 def _with_count(path: str, note: str, count: int, workspace: Path) -> str:
@@ -218,35 +217,76 @@ def _open_parent(path: Path, workspace: Path) -> int:
     return fd
 
 
-def _apply(change: Change, workspace: Path) -> None:
-    path = Path(change.path)
-    if path == workspace or not path.is_relative_to(workspace):
-        raise OSError(0, "not inside the workspace")
-    fd = _open_parent(path, workspace)
+class _Folders:
+    """Descriptors of the workspace's folders, each opened once per landing from its parent's without
+    following a link (a folder that is a link, or not a folder, raises)."""
+
+    def __init__(self, workspace: Path) -> None:
+        self._root = str(workspace)
+        self._fds: dict[str, int] = {}
+
+    def __enter__(self) -> _Folders:
+        self._fds[self._root] = os.open(self._root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def fd(self, folder: str) -> int:
+        if folder not in self._fds:
+            parent, name = os.path.split(folder)
+            if not folder.startswith(self._root + os.sep):
+                raise OSError(0, "not inside the workspace")
+            self._fds[folder] = os.open(name, _DIR_FLAGS, dir_fd=self.fd(parent))
+        return self._fds[folder]
+
+    def forget(self, folder: str) -> None:
+        """Drop ``folder`` and what lies in it (it is about to be removed or replaced)."""
+        for key in [k for k in self._fds if k == folder or k.startswith(folder + os.sep)]:
+            os.close(self._fds.pop(key))
+
+
+def _apply(change: Change, workspace: Path, folders: _Folders) -> str | None:
+    """Write one change; None when done, else why it could not be (nothing is followed through a link)."""
     try:
-        name = path.name
+        parent, name = os.path.split(change.path)
+        if change.path == str(workspace) or not change.path.startswith(str(workspace) + os.sep):
+            raise OSError(0, "not inside the workspace")
+        fd = folders.fd(parent)
         if change.kind == "deleted":
+            folders.forget(change.path)
             _remove(name, fd)
         elif change.is_dir:
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                st = None
-            if st is not None and not stat.S_ISDIR(st.st_mode):
-                os.unlink(name, dir_fd=fd)
-                st = None
-            if st is None:
-                os.mkdir(name, (change.mode_after or 0o755) & _MODE_BITS, dir_fd=fd)
-            sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            try:
-                if change.mode_after is not None:
-                    os.fchmod(sub, change.mode_after & _MODE_BITS)
-            finally:
-                os.close(sub)
+            _make_folder(name, fd, change)
         else:
+            folders.forget(change.path)
             _replace(name, fd, change)
-    finally:
-        os.close(fd)
+    except OSError as exc:  # a folder became a link or a file meanwhile: never followed, said
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            return "a folder on its way is now a symbolic link or not a folder (never followed)"
+        return f"it could not be written ({exc.strerror or exc})"
+    return None
+
+
+def _make_folder(name: str, fd: int, change: Change) -> None:
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        os.unlink(name, dir_fd=fd)
+        st = None
+    mode = (change.mode_after if change.mode_after is not None else 0o755) & _MODE_BITS
+    if st is None:
+        os.mkdir(name, mode, dir_fd=fd)
+    if st is None or change.mode_after is not None:
+        sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        try:
+            os.fchmod(sub, mode)  # exactly, whatever the umask
+        finally:
+            os.close(sub)
 
 
 def _remove(name: str, fd: int) -> None:
@@ -260,21 +300,33 @@ def _remove(name: str, fd: int) -> None:
         os.unlink(name, dir_fd=fd)
 
 
+def _write_new(name: str, fd: int, change: Change) -> None:
+    """Create ``name`` (which must not exist: ``O_EXCL``, never through a link) with the change's content."""
+    mode = change.mode_after if change.mode_after is not None else (change.mode_before or 0o644)
+    out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd)
+    try:
+        view = memoryview(change.after or b"")
+        while view:
+            view = view[os.write(out, view):]
+        os.fchmod(out, mode & _MODE_BITS)
+    finally:
+        os.close(out)
+
+
 def _replace(name: str, fd: int, change: Change) -> None:
-    """Put a file or link at ``name`` in folder ``fd`` by renaming a fresh one over it (never through a link)."""
+    """Put a file or link at ``name`` in folder ``fd``: created in place when nothing is there, else a fresh
+    one renamed over it (a rename replaces a link instead of following it)."""
+    if change.kind == "created" and change.link_after is None:
+        try:
+            _write_new(name, fd, change)
+            return
+        except FileExistsError:
+            pass  # something is there after all: replace it as below
     tmp = f".{name[:100]}.{secrets.token_hex(6)}.hermes-nb"
     if change.link_after is not None:
         os.symlink(change.link_after, tmp, dir_fd=fd)
     else:
-        mode = change.mode_after if change.mode_after is not None else (change.mode_before or 0o644)
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd)
-        try:
-            view = memoryview(change.after or b"")
-            while view:
-                view = view[os.write(out, view):]
-            os.fchmod(out, mode & _MODE_BITS)
-        finally:
-            os.close(out)
+        _write_new(tmp, fd, change)
     try:
         try:
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -339,20 +391,19 @@ def _move_out(path: Path, workspace: Path, folder: Path) -> str:
 # -- asking ----------------------------------------------------------------------------------------------
 
 def approver_asker(approver: Callable[[str, str, str], str] | None, *, how: str) -> Asker:
-    """Ask ``approver`` (the run's, a ``(subject, key, description) -> answer`` callback) about each "asks"
-    row after a command, showing the diff; ``how`` says what wrote it (the mechanism). No approver: no."""
+    """Ask about each "asks" row after the fact (a command's write-set), showing the diff, through the gate's
+    own path (``decide_ask`` for the tool ``landing``: the person's rules, an earlier yes for this very content,
+    then ``approver`` or the run's); ``how`` says what wrote it. No one to answer: no."""
+    from hermes_nb.tools.safety.changes import sha256
+    from hermes_nb.tools.safety.gate import Ask, decide_ask
 
     def ask(change: Change, verdict: Verdict) -> bool:
-        if approver is None:
-            return False
-        shown = change.path
-        diff = change.diff(label=Path(shown).name) or "(not text: no diff)"
-        description = (f"{how} {'created' if change.kind == 'created' else 'changed'} {shown}: {verdict.reason}. "
-                       f"Land it in the workspace?\n{diff}")
-        try:
-            answer = approver(f"land {shown}", "landing-module", description)
-        except TimeoutError:
-            return False
-        return str(answer).split(":", 1)[0].strip() in ("once", "session", "always")
+        content = sha256(change.after or (change.link_after or "").encode())
+        diff = change.diff(label=Path(change.path).name) or "(not text: no diff)"
+        question = Ask(tool="landing", subject=f"land {change.path}", key="landing-module", bound=f"  [{content}]",
+                       scopes=frozenset({f"landing:{change.path}:{content}"}),
+                       description=(f"{how} {'created' if change.kind == 'created' else 'changed'} {change.path}: "
+                                    f"{verdict.reason}. Land it in the workspace?\n{diff}"))
+        return decide_ask("landing", question, approver).approved
 
     return ask

@@ -22,8 +22,8 @@ import importlib.machinery
 import os
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
 from typing import Literal
 
 __all__ = ["Landscape", "Verdict", "judge"]
@@ -82,6 +82,7 @@ class Landscape:
     user_home: Path
     import_folders: tuple[Path, ...]
     exists: Callable[[Path], bool]
+    memo: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def here(cls, workspace: Path, *, exists: Callable[[Path], bool] | None = None,
@@ -104,25 +105,39 @@ def _within(path: Path, folder: Path) -> bool:
     return p == f or p.startswith(f.rstrip(os.sep) + os.sep)
 
 
-def _environment(path: Path, land: Landscape) -> Path | None:
+def _folders_up(path: Path, land: Landscape, *, self_too: bool) -> list[str]:
+    """``path``'s folders inside the workspace, innermost first, as strings (``path`` too with ``self_too``)."""
+    top, text = str(land.workspace), str(path)
+    out = [text] if self_too else []
+    while True:
+        text = os.path.dirname(text)
+        if len(text) <= len(top) or not text.startswith(top + os.sep):
+            return out if text != top else [*out, text]
+        out.append(text)
+
+
+def _folder_is(folder: str, kind: str, land: Landscape) -> bool:
+    """Whether ``folder`` is an environment (``kind`` "env") or a bare repository ("bare"), asked once per
+    folder and write-set."""
+    key = (kind, folder)
+    if key not in land.memo:
+        if kind == "env":
+            found = land.exists(Path(folder, "pyvenv.cfg")) or land.exists(Path(folder, "conda-meta"))
+        else:
+            found = all(land.exists(Path(folder, part)) for part in ("HEAD", "objects", "refs"))
+        land.memo[key] = found
+    return land.memo[key]
+
+
+def _environment(path: Path, land: Landscape) -> str | None:
     """The virtual environment (``pyvenv.cfg``) or conda environment (``conda-meta/``) ``path`` is or lies in,
     below the workspace."""
-    for folder in [path, *path.parents]:
-        if not folder.is_relative_to(land.workspace):
-            return None
-        if land.exists(folder / "pyvenv.cfg") or land.exists(folder / "conda-meta"):
-            return folder
-    return None
+    return next((f for f in _folders_up(path, land, self_too=True) if _folder_is(f, "env", land)), None)
 
 
-def _bare_repository(path: Path, land: Landscape) -> Path | None:
+def _bare_repository(path: Path, land: Landscape) -> str | None:
     """A folder ``path`` lies in that git would take for a bare repository when run inside it."""
-    for folder in path.parents:
-        if not folder.is_relative_to(land.workspace):
-            return None
-        if all(land.exists(folder / part) for part in ("HEAD", "objects", "refs")):
-            return folder
-    return None
+    return next((f for f in _folders_up(path, land, self_too=False) if _folder_is(f, "bare", land)), None)
 
 
 def _module(path: Path, land: Landscape, *, is_dir: bool) -> str | None:
@@ -131,14 +146,16 @@ def _module(path: Path, land: Landscape, *, is_dir: bool) -> str | None:
     an import folder through folders whose names are identifiers (any such folder is a namespace package)."""
     if is_dir:
         return None  # an empty folder imports as a namespace package that runs nothing; its modules ask
-    name = path.name
+    text = str(path)
+    parent, name = os.path.split(text)
     stem = next((name[: -len(s)] for s in _IMPORT_SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
     if stem is None or not stem.isidentifier():
         return None
     names = []
     for folder in land.import_folders:
-        if path.parent == folder or path.parent.is_relative_to(folder):
-            parts = path.parent.relative_to(folder).parts
+        top = str(folder)
+        if parent == top or parent.startswith(top.rstrip(os.sep) + os.sep):
+            parts = [p for p in parent[len(top):].split(os.sep) if p]
             if all(p.isidentifier() for p in parts):
                 dotted = [*parts] if stem == "__init__" else [*parts, stem]
                 names.append(".".join(dotted or [stem]))
@@ -150,7 +167,8 @@ def judge(path: Path, land: Landscape, *, is_dir: bool = False, special: bool = 
     """The verdict on one changed ``path`` (absolute, inside the workspace, not resolved through links).
 
     ``special``: a fifo, socket or device; ``link``: a symbolic link's target."""
-    rel = path.relative_to(land.workspace) if path.is_relative_to(land.workspace) else Path(path.name)
+    text, top = str(path), str(land.workspace)
+    rel = PurePath(text[len(top) + 1:] if text.startswith(top + os.sep) else path.name)
     parts = [p.casefold() for p in rel.parts]
     name = parts[-1] if parts else ""
     # 1. Where hermes_nb keeps the person's approvals, rules, checkpoints and the ledger of model-written files.
@@ -163,7 +181,7 @@ def judge(path: Path, land: Landscape, *, is_dir: bool = False, special: bool = 
     if name in _GIT_WORKTREE:
         return Verdict(action="refused", reason=f"{rel.name} tells git which filters and drivers to run")
     if (bare := _bare_repository(path, land)) is not None:
-        return Verdict(action="refused", reason=f"inside {bare.name}, laid out as a bare git repository that git "
+        return Verdict(action="refused", reason=f"inside {os.path.basename(bare)}, laid out as a bare git repository that git "
                                                 "would use when run inside it")
     # 3. Bytecode runs in place of its source when its stamp matches; .pth lines run at every Python start.
     if "__pycache__" in parts or name.endswith(_BYTECODE_SUFFIXES):
@@ -172,7 +190,7 @@ def judge(path: Path, land: Landscape, *, is_dir: bool = False, special: bool = 
         return Verdict(action="refused", reason=".pth files run code at every Python start")
     # 4. Environments: their programs and packages run whenever the person activates or imports from them.
     if (env := _environment(path, land)) is not None:
-        return Verdict(action="refused", reason=f"inside the environment {env.name} (its programs and packages "
+        return Verdict(action="refused", reason=f"inside the environment {os.path.basename(env)} (its programs and packages "
                                                 "run later; environments are read-only to the model)")
     # 5. Installers' and runners' configuration: where packages come from and what runs while installing.
     if name in _INSTALLER_CONFIG:
@@ -202,20 +220,23 @@ def judge(path: Path, land: Landscape, *, is_dir: bool = False, special: bool = 
     # 10. A link leading out of the workspace: the person's next program that writes or runs it follows it.
     if link is not None and _leaves(path, link, land.workspace):
         return Verdict(action="refused", reason=f"a link to {link}, outside the workspace")
-    # 11. A module the kernel's import system could find: a library's optional import or the next `import`
+    # 11. A path the kernel's sys.path names itself (a zip or folder not made yet): everything in it imports.
+    if not is_dir and path in land.import_folders:
+        return Verdict(action="asks", reason="the kernel's sys.path names it: every module in it would import")
+    # 12. A module the kernel's import system could find: a library's optional import or the next `import`
     #     would run it in the kernel.
     if (module := _module(path, land, is_dir=is_dir)) is not None:
         return Verdict(action="asks", reason=f"the kernel would import it as {module!r} (its next `import "
                                              f"{module.partition('.')[0]}`, or a library's optional import)")
-    # 12. A dotenv file: loaders put its variables (PATH, LD_PRELOAD, PYTHONSTARTUP) in the person's programs.
+    # 13. A dotenv file: loaders put its variables (PATH, LD_PRELOAD, PYTHONSTARTUP) in the person's programs.
     if name == ".env" or (name.startswith(".env.") and name.rpartition(".")[2] not in _ENV_TEMPLATES):
         return Verdict(action="asks", reason=f"{rel.name}: dotenv loaders put its variables in your programs' "
                                              "environment")
-    # 13. A project manifest uv and pip trust: [tool.uv] package sources, the build backend pip runs.
+    # 14. A project manifest uv and pip trust: [tool.uv] package sources, the build backend pip runs.
     if name == "pyproject.toml":
         return Verdict(action="asks", reason="pyproject.toml names package sources uv trusts and the build "
                                              "backend pip runs")
-    # 14. Everything else is data or text nothing runs unasked.
+    # 15. Everything else is data or text nothing runs unasked.
     return Verdict(action="lands", reason="nothing runs it unasked")
 
 

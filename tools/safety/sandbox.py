@@ -4,7 +4,7 @@ One choice per call (``status``), said in ``%tools doctor`` and in every approva
 
 1. **bubblewrap** (``tools.safety.bwrap``), where it is installed and may make namespaces: read-only root,
    the workspace and a private ``/tmp`` writable, the hermes_nb home, Jupyter's runtime files and
-   credentials hidden, the write-deny list read-only, no network, a pid namespace (nothing outlives the call);
+   credentials hidden, the workspace an overlay (its writes land after the call), no network, a pid namespace (nothing outlives the call);
 2. **Landlock** (``tools.safety.landlock``) otherwise, on Linux >= 5.13: writes bounded, no TCP, leftovers
    swept; reads are not bounded there;
 3. **none**: the prompt says "Not sandboxed" (macOS, old kernels, ``sandbox: {enabled: false}``).
@@ -28,6 +28,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,7 @@ class Box:
         self._proxy: netproxy.Proxy | None = None
         self._layers: overlay.Layers | None = None
         self._snapshot: Snapshot | None = None
+        self._unsettled = False  # the pid namespace was not seen empty
         if state.mechanism.startswith("landlock"):
             from hermes_nb.tools.config import hermes_home
 
@@ -164,8 +166,7 @@ class Box:
         read, write = os.pipe()
         try:
             argv = bwrap.argv(inner, workspace=self.workspace, tmp=self.tmp,
-                              writable=writable_paths(self.workspace, self.tmp)[3:], info_fd=write,
-                              workspace_from=self._layers.merged if self._layers is not None else None)
+                              writable=writable_paths(self.workspace, self.tmp)[3:], info_fd=write)
             if self._layers is not None:
                 argv = overlay.wrap(argv, self.workspace, self._layers)
             proc = _popen(argv, self.workspace, clean, pass_fds=(write,))
@@ -185,7 +186,8 @@ class Box:
         if self._landlock is not None:
             return self._landlock.sweep()
         if self._init is not None:
-            select.select([self._init], [], [], _NAMESPACE_GRACE)
+            # the pidfd is readable only once every other process of the namespace has exited
+            self._unsettled = not select.select([self._init], [], [], _NAMESPACE_GRACE)[0]
             os.close(self._init)
             self._init = None
         return 0
@@ -204,11 +206,13 @@ class Box:
 
         if self._layers is not None:
             try:
+                if self._unsettled:  # something may still write the upper folder: nothing of it lands
+                    raise OSError("the command's processes were not all ended when it returned")
                 found = overlay.write_set(self._layers.upper, self.workspace)
             except OSError as exc:  # fail closed: nothing of a write-set that cannot be read whole lands
                 return [f"the command's writes could not be read from its overlay, so none of them landed: {exc}"]
-            finally:
-                self._layers.remove()
+            finally:  # off the call's path: nothing reads them again
+                threading.Thread(target=self._layers.remove, name="hermes-nb-overlay-cleanup", daemon=True).start()
                 self._layers = None
             changes, special, in_place = found.changes, found.special, False
             how = "The sandboxed command (writing through an overlay)"
