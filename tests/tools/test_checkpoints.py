@@ -132,3 +132,12 @@ def test_a_killed_kernels_pre_images_are_swept_a_day_on(tmp_path: Path, monkeypa
     left = {p.name for p in base.iterdir()}
     assert f"{dead}-aaaa" not in left  # dead and a day old
     assert {f"{dead}-bbbb", f"{os.getpid()}-cccc"} <= left  # too recent; alive
+
+
+def test_the_ledger_forgets_files_deleted_since(tmp_path: Path) -> None:
+    """It holds what can still be imported: a file gone from the disk leaves it at the next write."""
+    ws = _ws(tmp_path)
+    checkpoints.record(call_id=_call(), tool="write_file", workspace=ws, changes=[_land(ws, "gone.py", b"g")])
+    (ws / "gone.py").unlink()
+    checkpoints.record(call_id=_call(), tool="write_file", workspace=ws, changes=[_land(ws, "kept.py", b"k")])
+    assert ledger.lookup(str(ws / "gone.py")) is None and ledger.lookup(str(ws / "kept.py")) is not None

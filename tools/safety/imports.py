@@ -184,7 +184,11 @@ def _refuse_model_written(name: str, spec: Any, index: ledger.Index | None = Non
     """ModuleNotFoundError (an optional import's ``except ImportError`` carries on) when loading ``spec``
     would run a file whose content is still what the model wrote, or when every folder of a namespace
     package is one the model created (the import would succeed only because of it)."""
-    index = index if index is not None else ledger.current()
+    if index is None:
+        try:
+            index = ledger.current()
+        except (OSError, ValueError):
+            return  # hermes_nb's own imports: trusted_path() already leaves the workspace out
     if not index:
         return
     found = next((e for f in _files(spec) if (e := ledger.model_written(f, index)) is not None), None)

@@ -229,7 +229,11 @@ def update(*, enter: Iterable[Entry] = (), remove: Iterable[str] = (),
                 index.pop(path, None)
             else:
                 index[path] = entry
-        if any(prior[p] != index.get(p) for p in prior):
+        # deleted since (its folder is there, so not a drive that is away): nothing left to guard
+        gone = [p for p in index if p not in prior and not os.path.lexists(p) and os.path.isdir(os.path.dirname(p))]
+        for path in gone:
+            del index[path]
+        if gone or any(prior[p] != index.get(p) for p in prior):
             _save(home, index)
         return prior
 
