@@ -138,6 +138,8 @@ def current() -> Index:
     OSError for a link at its name, ValueError for a file that is no ledger."""
     global _cache
     file = os.path.join(_home(), _NAME)
+    if not os.access(file, os.F_OK, follow_symlinks=False):  # most kernels: no ledger (no exception raised)
+        return _EMPTY
     try:
         st = os.lstat(file)
     except FileNotFoundError:
