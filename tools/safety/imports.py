@@ -106,8 +106,8 @@ class _TrustedFinder:
 
     @staticmethod
     def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
-        if getattr(_local, "checking", False) or name in sys.builtin_module_names:
-            return None  # the guard's own look-ups; builtins have no file
+        if name in sys.builtin_module_names or name in _checking():
+            return None  # builtins have no file; the guard's own search for this very name
         if path is not None or name == "hermes_nb" or (
                 not getattr(_local, "depth", 0) and not _ours(sys._getframe(1))):
             return _checked(name, path, target)  # a submodule searches its package's own folder
@@ -135,13 +135,15 @@ class _TrustedFinder:
 def _checked(name: str, path: Any, target: Any) -> Any:
     """The spec the rest of the import system finds for ``name``, unless it would load what the model wrote;
     None (the import system carries on as without us) while the ledger is empty."""
-    _local.checking = True
+    checking = _checking()
+    checking.add(name)  # only this name stands aside: what another finder imports meanwhile is checked too
     try:
         try:
             index = ledger.current()
         except (OSError, ValueError) as exc:  # fail closed: no import from the workspace while it is unreadable
             spec = _find_spec(name, path, target)
-            if spec is not None and _untrusted_origin(spec, [str(p) for p in untrusted_folders()]):
+            ours = name == "hermes_nb" or name.startswith("hermes_nb.")  # installed, never the workspace
+            if spec is not None and not ours and _untrusted_origin(spec, [str(p) for p in untrusted_folders()]):
                 raise ModuleNotFoundError(f"refusing to import {name!r} from the workspace: hermes_nb cannot read "
                                           f"its ledger of model-written files ({exc})", name=name) from None
             return spec
@@ -149,10 +151,18 @@ def _checked(name: str, path: Any, target: Any) -> Any:
             return None
         spec = _find_spec(name, path, target)
     finally:
-        _local.checking = False
+        checking.discard(name)
     if spec is not None:
         _refuse_model_written(name, spec, index)
     return spec
+
+
+def _checking() -> set[str]:
+    """The names this thread's guard is searching for right now."""
+    names = getattr(_local, "checking", None)
+    if names is None:
+        names = _local.checking = set()
+    return names
 
 
 def _find_spec(name: str, path: Any, target: Any) -> Any:
