@@ -226,3 +226,19 @@ def test_bad_call_ids_are_one_line_errors(ws: Path, land: Land) -> None:
         rollback.rollback("call_")
     with pytest.raises(rollback.RollbackError, match="not both"):
         rollback.rollback(a, since=a)
+
+
+def test_a_change_without_a_pre_image_is_kept_and_said(ws: Path) -> None:
+    """Without an overlay a full-depth scan sees a file change but not what it held: never truncated."""
+    (ws / "seen.txt").write_bytes(b"the model's\n")
+    (ws / "new.txt").write_bytes(b"n")
+    call = _id()
+    checkpoints.record(call_id=call, tool="terminal", workspace=ws, changes=[
+        Change(path=str(ws / "seen.txt"), kind="modified", after=b"the model's\n", mode_before=0o644),
+        Change(path=str(ws / "gone.txt"), kind="deleted", mode_before=0o644),
+        Change(path=str(ws / "new.txt"), kind="created", after=b"n")])
+    result = rollback.rollback(call)
+    assert result.restored == (str(ws / "new.txt"),)
+    assert [p for p, _ in result.kept] == [str(ws / "gone.txt"), str(ws / "seen.txt")]
+    assert all("was not kept (the command ran without an overlay" in why for _, why in result.kept)
+    assert (ws / "seen.txt").read_bytes() == b"the model's\n" and not (ws / "gone.txt").exists()

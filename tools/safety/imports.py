@@ -2,13 +2,21 @@
 
 The kernel's working folder (the default workspace) is first on its ``sys.path``, so a ``bashlex.py``,
 ``ipywidgets.py`` or ``markdown_it.py`` written there would run at hermes_nb's next lazy import, and a
-``pandas.py`` at the person's next ``import pandas``. Two parts:
+``pandas.py`` at the person's next ``import pandas``. Three parts:
 
 - ``install`` (at ``%load_ext``, undone at unload): a finder first on ``sys.meta_path`` that, for an import
   hermes_nb's own code asks for (its frame's module is ``hermes_nb.*``) and for everything that module's
   loading imports in turn, looks only at ``trusted_path()`` — ``sys.path`` without the folders the model can
   write. A module found nowhere else is a ``ModuleNotFoundError`` naming the workspace, never the planted
-  file. Imports made by the person's code (cells, their own tools) are untouched.
+  file.
+- The same finder, for **every** import (the person's, a library's optional one, ``importlib``, ``runpy``,
+  ``%load_ext``, submodules): when the ledger of model-written files (``tools.safety.ledger``) is not empty,
+  it runs the import system's own search and refuses the spec it finds when a file loading it would run —
+  source, extension, bytecode cache, zip archive; or every folder of a namespace package — still holds what
+  the model wrote and no one trusted (``%trust``). The refusal is a ``ModuleNotFoundError`` naming the file,
+  the call and ``%trust``, so an optional import's ``except ImportError`` carries on; stderr says it once.
+  An unreadable ledger refuses every import from the workspace. What ran before the load (IPython imports
+  ``storemagic`` at the kernel's start) cannot be stopped; the load names it.
 - ``shadowed_name`` (for ``write_file`` / ``patch``, and the sandbox's after-call check): the module a path
   would shadow when it is a top-level module file or package in a folder the kernel imports from; the
   importable names are computed once per kernel.

@@ -121,6 +121,10 @@ def _later_writers(every: Sequence[Checkpoint], calls: Sequence[Checkpoint]) -> 
 
 
 def _why_kept(path: str, chain: list[tuple[Checkpoint, int, Saved]], later: dict[str, str]) -> str | None:
+    first_cp, _, first = chain[0]
+    if first.kind != "created" and not first.is_dir and first.link_before is None and first.before_blob is None:
+        return (f"what it held before call {first_cp.call_id} was not kept (the command ran without an overlay, "
+                "so only a scan saw it change); kept as it is")
     if path in later:
         return f"call {later[path]} changed it later (roll that back first, or use --since)"
     for (older_cp, _, older), (cp, _, newer) in zip(chain, chain[1:], strict=False):
