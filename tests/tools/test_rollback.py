@@ -173,46 +173,74 @@ def test_a_folder_the_person_filled_since_stays(ws: Path, land: Land) -> None:
 
 
 # --- link safety: a link planted where the restore writes never redirects it ------------------------------
+# Each row: the call's change, then what is planted at the path (or a folder above it) between the check for
+# hand edits and the write — the check itself would catch a link there — and what the restore must do.
+
+LINK_ROWS = [
+    ("modified", "link", "replaced", "a modified file's restore renames over the link"),
+    ("modified", "folder_link", "kept", "a folder above swapped for a link: the walk refuses to follow it"),
+    ("modified", "hard_link", "replaced", "a hard link to an outside file: the rename replaces the name only"),
+    ("deleted", "link", "replaced", "a deleted file comes back over the link, not through it"),
+    ("created", "link", "removed", "undoing a created file removes the link, never its target"),
+    ("deleted_dir", "link", "kept", "a deleted folder's restore never chmods through a link"),
+]
 
 
-def _naive_restore(path: Path, data: bytes) -> None:
-    path.write_bytes(data)  # what a restore by name does: it follows a link at the path
-
-
-@pytest.mark.parametrize("where", ["at the path", "at a folder above it"])
+@pytest.mark.parametrize(("change", "plant", "outcome", "reason"), LINK_ROWS)
 def test_a_link_planted_after_the_check_never_redirects_the_restore(ws: Path, land: Land, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch,
-                                                                     where: str) -> None:
-    victim_dir = tmp_path / "outside"
-    victim_dir.mkdir()
-    (victim_dir / "f.txt").write_bytes(b"outside, untouched\n")
+                                                                     change: str, plant: str, outcome: str,
+                                                                     reason: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "f.txt"
+    victim.write_bytes(b"outside, untouched\n")
+    os.chmod(victim, 0o600)
     (ws / "sub").mkdir()
-    (ws / "sub" / "f.txt").write_bytes(b"pre-image\n")
-    call = land([("sub/f.txt", b"the model's\n")])
-    # the swap lands between the hand-edit check and the write (the check itself would catch it)
+    target = ws / "sub" / "f.txt"
+    if change in ("modified", "deleted"):
+        target.write_bytes(b"pre-image\n")
+    if change == "deleted_dir":
+        target.mkdir(mode=0o755)
+    call = land([("sub/f.txt", {"modified": b"the model's\n", "created": b"the model's\n", "deleted": None,
+                                "deleted_dir": None}[change])])
     real_check = rollback._why_kept
 
-    def check_then_swap(*a):
+    def check_then_plant(*a):
         why = real_check(*a)
-        if where == "at the path":
-            (ws / "sub" / "f.txt").unlink()
-            (ws / "sub" / "f.txt").symlink_to(victim_dir / "f.txt")
+        if target.is_dir() and not target.is_symlink():
+            target.rmdir()
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+        if plant == "link":
+            target.symlink_to(outside if change == "deleted_dir" else victim)
+        elif plant == "hard_link":
+            os.link(victim, target)
         else:
-            (ws / "sub" / "f.txt").unlink()
             (ws / "sub").rmdir()
-            (ws / "sub").symlink_to(victim_dir)
+            (ws / "sub").symlink_to(outside)
         return why
 
-    monkeypatch.setattr(rollback, "_why_kept", check_then_swap)
-    # without the defence (a write by name) the restore goes through the link
-    probe = tmp_path / "probe"
-    probe.symlink_to(victim_dir / "probe-target")
-    _naive_restore(probe, b"x")
-    assert (victim_dir / "probe-target").read_bytes() == b"x"
-    rollback.rollback(call)
-    assert (victim_dir / "f.txt").read_bytes() == b"outside, untouched\n"
-    if where == "at the path":  # the link was replaced by the restored file, not followed
-        assert not (ws / "sub" / "f.txt").is_symlink() and (ws / "sub" / "f.txt").read_bytes() == b"pre-image\n"
+    monkeypatch.setattr(rollback, "_why_kept", check_then_plant)
+    before_mode = outside.stat().st_mode
+    result = rollback.rollback(call)
+    assert victim.read_bytes() == b"outside, untouched\n", reason
+    assert os.stat(victim).st_mode & 0o777 == 0o600 and outside.stat().st_mode == before_mode, reason
+    if outcome == "replaced":
+        assert not target.is_symlink() and target.read_bytes() == b"pre-image\n", reason
+    elif outcome == "removed":
+        assert not target.exists() and not target.is_symlink(), reason
+    else:
+        assert [p for p, _ in result.kept] == [str(target)], reason
+
+
+def test_without_the_defence_a_restore_by_name_follows_the_link(tmp_path: Path) -> None:
+    """What the walk and the rename prevent: writing the pre-image back by name goes through a planted link."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"outside\n")
+    (tmp_path / "f.txt").symlink_to(victim)
+    (tmp_path / "f.txt").write_bytes(b"pre-image\n")
+    assert victim.read_bytes() == b"pre-image\n"
 
 
 def test_bad_call_ids_are_one_line_errors(ws: Path, land: Land) -> None:
