@@ -195,7 +195,7 @@ def _files(spec: Any) -> Iterator[str]:
                 yield spec.cached
     archive = getattr(spec.loader, "archive", None)  # zipimport's loader
     if isinstance(archive, str):
-        yield archive
+        yield os.path.abspath(archive)  # as sys.path names it, maybe relative
 
 
 def _refuse_model_written(name: str, spec: Any, index: ledger.Index | None = None) -> None:

@@ -18,6 +18,7 @@ import errno
 import fcntl
 import functools
 import hashlib
+import importlib.machinery
 import json
 import os
 import stat
@@ -108,6 +109,8 @@ class Index:
         self.by_path = by_path
         self.by_file: dict[tuple[int, int], Entry] = {}
         for entry in by_path.values():
+            if entry.kind == "file" and not entry.path.endswith(_LOADABLE):
+                continue  # data the model wrote: no loader opens it, and a stat each would slow every reload
             try:
                 st = os.stat(entry.path)
             except OSError:
@@ -130,6 +133,9 @@ class Index:
 
 
 _EMPTY = Index({})
+#: What the import system can load a module from: its suffixes, and the archives zipimport reads
+#: (an archive of another name is still found by its path).
+_LOADABLE = (*importlib.machinery.all_suffixes(), ".zip", ".egg", ".whl", ".pyz")
 _FIELDS = ("kind", "call_id", "tool", "time", "sha256", "target")
 
 
