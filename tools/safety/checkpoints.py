@@ -29,7 +29,7 @@ from pathlib import Path
 from hermes_nb.tools.safety import ledger
 from hermes_nb.tools.safety.changes import Change, ChangeKind, sha256
 
-__all__ = ["Checkpoint", "Saved", "blob", "checkpoints", "record"]
+__all__ = ["Checkpoint", "Saved", "blob", "checkpoints", "mark_undone", "record"]
 
 _lock = threading.Lock()
 _checkpoints: list[Checkpoint] = []
@@ -167,6 +167,13 @@ def record(*, call_id: str, tool: str, workspace: Path, changes: Sequence[Change
             same.files.extend(saved)
         else:
             _checkpoints.append(Checkpoint(call_id=call_id, tool=tool, time=when, workspace=ws, files=saved))
+
+
+def mark_undone(cp: Checkpoint, indexes: Collection[int]) -> None:
+    """Note that a rollback put back ``cp``'s files at ``indexes`` (the call is undone once all are)."""
+    with _lock:
+        cp.undone_files.update(indexes)
+        cp.undone = len(cp.undone_files) == len(cp.files)
 
 
 def checkpoints() -> list[Checkpoint]:

@@ -18,6 +18,7 @@ import hashlib
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from hermes_nb.tools.safety.checkpoints import Checkpoint, Saved
 __all__ = ["RollbackError", "RollbackResult", "find", "rollback"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_lock = threading.Lock()  # one rollback at a time: each plans from the state the last one left
 
 
 class RollbackError(HermesNbError, ValueError):
@@ -44,8 +46,9 @@ class RollbackResult:
     kept: tuple[tuple[str, str], ...]
 
     def __str__(self) -> str:
-        head = (f"rolled back {', '.join(self.calls)}: {len(self.restored)} path"
-                f"{'' if len(self.restored) == 1 else 's'} restored")
+        n = len(self.restored)
+        head = (f"rolled back {', '.join(self.calls)}: {n} path{'' if n == 1 else 's'} restored" if n else
+                f"nothing of {', '.join(self.calls)} was rolled back")
         return "\n".join([head, *(f"  {p}" for p in self.restored), *(f"kept {p}: {why}" for p, why in self.kept)])
 
 
@@ -74,6 +77,12 @@ def rollback(call_id: str | None = None, *, since: str | None = None) -> Rollbac
         return checkpoints.checkpoints()
     if call_id is not None and since is not None:
         raise RollbackError("give a call id, or since=CALL_ID (not both)")
+    with _lock:
+        return _undo(call_id, since)
+
+
+def _undo(call_id: str | None, since: str | None) -> RollbackResult:
+    """Plan every path (kept, with why, or put back), apply the plan, then the ledger and the marks."""
     every = checkpoints.checkpoints()
     first = find(since if since is not None else call_id or "")
     calls = every[every.index(first):] if since is not None else [first]
@@ -101,10 +110,7 @@ def rollback(call_id: str | None = None, *, since: str | None = None) -> Rollbac
     done = set(_apply(plan, kept))
     ledger.update(restore={p: oldest.ledger_before for p, oldest, _ in plan if p in done})
     for cp in calls:
-        for i, saved in enumerate(cp.files):
-            if saved.path in done:
-                cp.undone_files.add(i)
-        cp.undone = len(cp.undone_files) == len(cp.files)
+        checkpoints.mark_undone(cp, [i for i, saved in enumerate(cp.files) if saved.path in done])
     return RollbackResult(calls=tuple(cp.call_id for cp in calls), restored=tuple(sorted(done)),
                           kept=tuple(sorted(kept)))
 
