@@ -141,3 +141,15 @@ def test_the_ledger_forgets_files_deleted_since(tmp_path: Path) -> None:
     (ws / "gone.py").unlink()
     checkpoints.record(call_id=_call(), tool="write_file", workspace=ws, changes=[_land(ws, "kept.py", b"k")])
     assert ledger.lookup(str(ws / "gone.py")) is None and ledger.lookup(str(ws / "kept.py")) is not None
+
+
+def test_a_landing_stays_undoable_when_the_ledger_cannot_be_written(tmp_path: Path) -> None:
+    """A ledger that is no ledger fails the record (the guard then refuses workspace imports), but the
+    changes already landed keep their checkpoint."""
+    ws = _ws(tmp_path)
+    hermes_home().mkdir(parents=True, exist_ok=True)
+    (hermes_home() / "ledger.json").write_text("[1, 2")
+    call = _call()
+    with pytest.raises(ValueError):
+        checkpoints.record(call_id=call, tool="write_file", workspace=ws, changes=[_land(ws, "x.txt", b"x")])
+    assert [cp.call_id for cp in checkpoints.checkpoints() if cp.call_id == call] == [call]

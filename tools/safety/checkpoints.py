@@ -159,14 +159,21 @@ def record(*, call_id: str, tool: str, workspace: Path, changes: Sequence[Change
     enter = [_entry(c, s, call_id=call_id, tool=tool, workspace=ws, when=when)
              for c, s in zip(changes, saved, strict=True) if c.kind != "deleted" and c.path not in ok]
     entered = {e.path for e in enter}
-    prior = ledger.update(enter=enter, remove=[c.path for c in changes if c.path not in entered])
-    saved = [replace(s, ledger_before=prior.get(s.path)) for s in saved]
+    prior: dict[str, ledger.Entry | None] = {}
+    try:
+        prior = ledger.update(enter=enter, remove=[c.path for c in changes if c.path not in entered])
+    finally:  # the changes landed: they can be rolled back even when the ledger could not be written
+        files = [replace(s, ledger_before=prior.get(s.path)) for s in saved]
+        _keep_checkpoint(Checkpoint(call_id=call_id, tool=tool, time=when, workspace=ws, files=files))
+
+
+def _keep_checkpoint(new: Checkpoint) -> None:
     with _lock:
-        same = next((cp for cp in reversed(_checkpoints) if cp.call_id == call_id and not cp.undone), None)
+        same = next((cp for cp in reversed(_checkpoints) if cp.call_id == new.call_id and not cp.undone), None)
         if same is not None:  # one call landing in parts (several files of one patch) stays one checkpoint
-            same.files.extend(saved)
+            same.files.extend(new.files)
         else:
-            _checkpoints.append(Checkpoint(call_id=call_id, tool=tool, time=when, workspace=ws, files=saved))
+            _checkpoints.append(new)
 
 
 def mark_undone(cp: Checkpoint, indexes: Collection[int]) -> None:
