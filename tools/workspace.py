@@ -4,8 +4,9 @@ The root is ``$HERMES_NB_WORKSPACE``, else ``workspace:`` in ``config.yaml``, el
 when the tools were loaded (captured at import, so a later ``%cd`` does not move where the model writes).
 Writes outside the root are refused, symlinks included (paths are compared after ``realpath``); inside it,
 what a write may change is the one landing policy's to say (``tools.safety.landing``: the hermes_nb home,
-``.git``, bytecode, environments, installer configuration... are refused there, importable modules ask). Reads outside are allowed unless the config says ``workspace_strict_reads: true``. The hermes_nb
-home is never read (the serving token, the approvals, earlier sessions' spills), except the tool results this
+``.git``, bytecode, environments, installer configuration... are refused there, importable modules ask).
+Reads outside are allowed unless the config says ``workspace_strict_reads: true``. The hermes_nb home is never
+read (the serving token, the approvals, earlier sessions' spills), except the tool results this
 session spilled under ``<hermes home>/cache/spillover``, which stay readable even under strict reads; nor is
 the rest of what the sandbox hides (``tools.safety.hidden``: the kernel's connection file, credentials).
 

@@ -201,6 +201,13 @@ def test_a_module_the_command_writes_asks_with_its_diff(world: World) -> None:
     assert len(asked) == 2 and "through an overlay" in asked[0][1] and "+open(" in asked[0][1], asked
     assert "-    return 1" in asked[1][1] and "+    return 2" in asked[1][1]
     assert not (world.ws / "h2.py").exists() and "return 1" in (world.ws / "utils.py").read_text(), result
+    asked.clear()
+    with use_approver(answer(False)):  # a package declined leaves no empty folder to import as a namespace
+        _run(world, "mkdir -p socksio/sub && echo x=1 > socksio/__init__.py && echo y > socksio/sub/data.txt")
+    assert len(asked) == 1 and not (world.ws / "socksio" / "__init__.py").exists()
+    assert (world.ws / "socksio/sub/data.txt").exists()  # a folder that holds what landed stays
+    _run(world, "mkdir h3 && echo x=1 > h3/__init__.py")
+    assert not (world.ws / "h3").exists()
     assert not _imports(world, "h2", "h2")
     recorded: list[dict] = []
     world.out.joinpath("h2").unlink(missing_ok=True)

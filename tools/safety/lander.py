@@ -158,6 +158,7 @@ def land(changes: Sequence[Change], *, workspace: Path, tool: str, ask: Asker, c
                 kept.append((change, why, _keep(change, workspace, kept_folder(call_id), in_place=False)))
                 notes.append(_note(change, why, kept[-1][2], workspace))
                 not_landed.add(change.path)
+            landed = _without_emptied(landed, not_landed, folders)
     if landed:
         _checkpoint(call_id=call_id, tool=tool, workspace=workspace, changes=landed,
                     trusted=[p for p in trusted if p not in not_landed])
@@ -268,6 +269,26 @@ def _apply(change: Change, workspace: Path, folders: _Folders) -> str | None:
             return "a folder on its way is now a symbolic link or not a folder (never followed)"
         return f"it could not be written ({exc.strerror or exc})"
     return None
+
+
+def _without_emptied(landed: list[Change], not_landed: set[str], folders: _Folders) -> list[Change]:
+    """``landed`` without the folders it created that hold nothing now because what was to go in them did not
+    land: an empty ``h2/`` would import as a namespace package, and a library's ``try: import h2`` would then
+    take it for the real one."""
+    gone: set[str] = set()
+    made = [c for c in landed if c.is_dir and c.kind == "created"]
+    for change in sorted(made, key=lambda c: -len(c.path)):  # the deepest first: a parent may empty in turn
+        inside = change.path + os.sep
+        if not any(p.startswith(inside) for p in not_landed | gone):
+            continue
+        parent, name = os.path.split(change.path)
+        try:
+            folders.forget(change.path)
+            os.rmdir(name, dir_fd=folders.fd(parent))
+        except OSError:
+            continue  # something landed in it: it stays
+        gone.add(change.path)
+    return [c for c in landed if c.path not in gone]
 
 
 def _make_folder(name: str, fd: int, change: Change) -> None:

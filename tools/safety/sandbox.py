@@ -28,7 +28,6 @@ import os
 import select
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,8 +210,8 @@ class Box:
                 found = overlay.write_set(self._layers.upper, self.workspace)
             except OSError as exc:  # fail closed: nothing of a write-set that cannot be read whole lands
                 return [f"the command's writes could not be read from its overlay, so none of them landed: {exc}"]
-            finally:  # off the call's path: nothing reads them again
-                threading.Thread(target=self._layers.remove, name="hermes-nb-overlay-cleanup", daemon=True).start()
+            finally:  # now, not in a thread an exiting kernel may cut short: in /dev/shm they would hold memory
+                self._layers.remove()
                 self._layers = None
             changes, special, in_place = found.changes, found.special, False
             how = "The sandboxed command (writing through an overlay)"
