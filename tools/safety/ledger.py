@@ -4,12 +4,15 @@ Every created or modified path a tool call lands (``checkpoints.record``) is ent
 — a file's sha256, a link's target, or "a folder" — the call that wrote it, and when. One JSON file in the
 hermes_nb home, ``ledger.json``, grouped by workspace, so it outlives the kernel: a ``storemagic.py`` written
 today is still the model's at tomorrow's ``import``. A path leaves the ledger when a person trusts it
-(``trust``, ``%trust``), when the model deletes it, or when a rollback puts back what was there before.
+(``trust``, ``%trust``), when the model deletes it, when it is observably gone from the disk, or when a
+rollback puts back what was there before. A file the person edited stays listed but no longer counts: the
+guard compares its hash (``Entry.still_written``).
 
 Writes are read-modify-write under an ``flock`` (several kernels share the home) and land through
-``safe_write`` (a link planted at ``ledger.json`` is replaced, never followed). ``lookup`` is what the guard
-calls on imports: one ``stat`` of the file when nothing changed, never an import (it runs inside the import
-system). Paths are absolute as the import system sees them; ``lookup`` also tries the real path.
+``safe_write`` (a link planted at ``ledger.json`` is replaced, never followed). ``current`` is what the guard
+reads on every import: one ``lstat`` of the file when nothing changed, never an import (it runs inside the
+import system). It finds an entry by path, or by the file a path names (device and inode), so a module reached
+through a linked folder on ``sys.path`` is still found, with no ``realpath``.
 """
 
 from __future__ import annotations
