@@ -85,14 +85,16 @@ def _blob_folder() -> Path:
 
 def _sweep(base: Path) -> None:
     """Remove the folders of kernels that ended without their exit handler (killed), a day on."""
-    for old in base.iterdir():
+    with os.scandir(base) as found:
+        folders = list(found)
+    for old in folders:
         pid, _, _ = old.name.partition("-")
         try:
-            if not pid.isdigit() or time.time() - old.lstat().st_mtime < _ORPHAN_AGE:
+            if not pid.isdigit() or time.time() - old.stat(follow_symlinks=False).st_mtime < _ORPHAN_AGE:
                 continue
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(old.path, ignore_errors=True)
         except OSError:
             continue  # alive (another user's, EPERM) or gone meanwhile
 
