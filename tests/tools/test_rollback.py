@@ -270,3 +270,19 @@ def test_a_change_without_a_pre_image_is_kept_and_said(ws: Path) -> None:
     assert [p for p, _ in result.kept] == [str(ws / "gone.txt"), str(ws / "seen.txt")]
     assert all("was not kept (the command ran without an overlay" in why for _, why in result.kept)
     assert (ws / "seen.txt").read_bytes() == b"the model's\n" and not (ws / "gone.txt").exists()
+
+
+def test_undoing_an_approved_change_brings_back_the_earlier_unapproved_one(ws: Path) -> None:
+    """The person said yes to call B's version; rolled back, the file is call A's again, which nobody approved."""
+    first = _id()
+    (ws / "m.py").write_bytes(b"A\n")
+    checkpoints.record(call_id=first, tool="write_file", workspace=ws,
+                       changes=[Change(path=str(ws / "m.py"), kind="created", after=b"A\n")])
+    second = _id()
+    (ws / "m.py").write_bytes(b"B\n")
+    checkpoints.record(call_id=second, tool="patch", workspace=ws, trusted=["m.py"],
+                       changes=[Change(path=str(ws / "m.py"), kind="modified", before=b"A\n", after=b"B\n")])
+    assert ledger.model_written(str(ws / "m.py")) is None
+    rollback.rollback(second)
+    entry = ledger.model_written(str(ws / "m.py"))
+    assert (ws / "m.py").read_bytes() == b"A\n" and entry is not None and entry.call_id == first
