@@ -150,7 +150,7 @@ def __getattr__(name: str) -> Any:
 
         return Agent
     if name == "rollback":  # issue 32: undo tool calls' file changes (%rollback)
-        from hermes_nb.tools.safety.rollback import rollback
+        from hermes_nb.magics.rollback import rollback
 
         return rollback
     raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -15,7 +17,7 @@ from hermes_nb.magics.arguments import parse_line
 from hermes_nb.magics.comments import uncommented
 from hermes_nb.tools.safety import checkpoints
 
-__all__ = ["CheckpointList", "RollbackMagics"]
+__all__ = ["CheckpointList", "RollbackMagics", "rollback"]
 
 #: Files named in a row of the list before "and N more".
 _FILES_SHOWN = 3
@@ -27,13 +29,19 @@ class CheckpointList:
 
     items: tuple[checkpoints.Checkpoint, ...]
 
+    def __iter__(self) -> Iterator[checkpoints.Checkpoint]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
     def _table(self) -> object:
         from hermes_nb.display.cards import Table
 
         rows = tuple((cp.call_id, cp.tool, time.strftime("%H:%M:%S", time.localtime(cp.time)), _files(cp),
                       "undone" if cp.undone else "partly undone" if cp.undone_files else "")
                      for cp in self.items)
-        return Table(headers=("call id", "tool", "time", "files", ""), rows=rows,
+        return Table(headers=("call id", "tool", "time", "files", "state"), rows=rows,
                      title="checkpoints of this kernel (%rollback CALL_ID undoes one)",
                      empty="no checkpoints: no tool call has changed a file in this kernel")
 
@@ -42,6 +50,17 @@ class CheckpointList:
 
     def __repr__(self) -> str:
         return str(self._table())
+
+
+def rollback(call_id: str | None = None, *, since: str | None = None) -> Any:
+    """``hermes_nb.rollback``: this kernel's checkpoints as a table (no arguments), or undo one call's changes
+    (``rollback("call_8f2c1a")``) or every call's since one (``rollback(since="call_8f2c1a")``), returning
+    what was restored and what was kept (``.restored``, ``.kept``); ``RollbackError`` for an unknown call."""
+    from hermes_nb.tools.safety.rollback import rollback as undo
+
+    if call_id is None and since is None:
+        return CheckpointList(items=tuple(checkpoints.checkpoints()))
+    return undo(call_id, since=since)
 
 
 def _files(cp: checkpoints.Checkpoint) -> str:

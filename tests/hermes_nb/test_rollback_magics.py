@@ -87,8 +87,17 @@ def test_the_magics_leave_with_the_unload(ip: Any) -> None:
 
 
 def test_hermes_nb_rollback_is_exported_lazily() -> None:
-    code = ("import sys, hermes_nb\nassert 'hermes_nb.tools.safety.rollback' not in sys.modules\n"
+    code = ("import sys, hermes_nb\nassert 'hermes_nb.magics.rollback' not in sys.modules\n"
             "assert 'rollback' in hermes_nb.__all__ and 'rollback' in dir(hermes_nb)\n"
-            "assert hermes_nb.rollback() == []\nprint('ok')")
+            "assert hermes_nb.rollback().items == ()\nprint('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_hermes_nb_rollback_is_the_magics_core(ws: Path) -> None:
+    import hermes_nb
+
+    call = _write(ws, "p.py", b"p")
+    assert call in repr(hermes_nb.rollback())
+    result = hermes_nb.rollback(call[:12])
+    assert result.restored == (str(ws / "p.py"),) and repr(result).startswith(f"rolled back {call}: 1 path")

@@ -37,7 +37,7 @@ class RollbackError(HermesNbError, ValueError):
     """A rollback that cannot start: no such call in this kernel's checkpoints."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class RollbackResult:
     """What a rollback did: the calls it undid, each path put back, and each path kept with why."""
 
@@ -50,6 +50,8 @@ class RollbackResult:
         head = (f"rolled back {', '.join(self.calls)}: {n} path{'' if n == 1 else 's'} restored" if n else
                 f"nothing of {', '.join(self.calls)} was rolled back")
         return "\n".join([head, *(f"  {p}" for p in self.restored), *(f"kept {p}: {why}" for p, why in self.kept)])
+
+    __repr__ = __str__  # a notebook shows the lines, not the fields
 
 
 def find(call_id: str) -> Checkpoint:
