@@ -34,6 +34,7 @@ def write_atomic(folder: Path, name: str, chunks: bytes | Iterable[bytes], *, mo
 
     Readers see the old content or the new, never half of it. ``name`` must be a plain file name.
     """
+    _plain(name)  # before the folder is made
     fd = open_folder(folder, create=create)
     try:
         write_at(fd, name, chunks, mode=mode)
@@ -44,8 +45,7 @@ def write_atomic(folder: Path, name: str, chunks: bytes | Iterable[bytes], *, mo
 
 def write_at(fd: int, name: str, chunks: bytes | Iterable[bytes], *, mode: int = 0o600) -> None:
     """``write_atomic`` in the folder open at ``fd`` (for many files in one folder: it is opened once)."""
-    if not name or "/" in name or name in (".", ".."):
-        raise ValueError(f"not a plain file name: {name!r}")
+    _plain(name)
     data = [chunks] if isinstance(chunks, bytes | bytearray) else chunks
     tmp = f".{name}.{secrets.token_hex(6)}.tmp"
     out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
@@ -60,3 +60,8 @@ def write_at(fd: int, name: str, chunks: bytes | Iterable[bytes], *, mode: int =
         except OSError:
             pass
         raise
+
+
+def _plain(name: str) -> None:
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a plain file name: {name!r}")
