@@ -133,7 +133,7 @@ class RollbackMagics(Magics):
 
         args = parse_line(self.trust, line, "%trust")
         if args.path is None:
-            written = [e for e in ledger.entries() if e.still_written()]
+            written = [e for e in ledger.entries() if e.loadable() and e.still_written()]
             for e in written:
                 print(f"{e.path}  (call {e.call_id}, {e.tool})")
             if not written:

@@ -62,8 +62,10 @@ def test_rollback_since_and_its_usage_errors_are_one_line(ip: Any, ws: Path) -> 
 def test_trust_lets_one_file_import_and_lists_the_rest(ip: Any, ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     call = _write(ws, "helpers.py", b"VALUE = 1\n")
     _write(ws, "other.py", b"VALUE = 2\n")
+    _write(ws, "data.csv", b"a,b\n")
     ip.run_line_magic("trust", "")
     listed = capsys.readouterr().out
+    assert "data.csv" not in listed  # data: no import opens it
     assert f"{ws / 'helpers.py'}  (call {call}, write_file)" in listed and str(ws / "other.py") in listed
     ip.run_line_magic("trust", "helpers.py")
     assert f"trusted {ws / 'helpers.py'} (written by call {call}, write_file)" in capsys.readouterr().out

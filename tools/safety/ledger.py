@@ -54,6 +54,11 @@ class Entry:
     sha256: str | None = None
     target: str | None = None
 
+    def loadable(self) -> bool:
+        """Whether the import system could load a module from it (an import suffix, an archive, a folder, a
+        link); the rest is data, listed but never what an import opens."""
+        return self.kind != "file" or self.path.endswith(_LOADABLE)
+
     def still_written(self) -> bool:
         """Whether the path still holds what the model made it (a hand edit since makes it the person's)."""
         try:
@@ -112,7 +117,7 @@ class Index:
         self.by_path = by_path
         self.by_file: dict[tuple[int, int], Entry] = {}
         for entry in by_path.values():
-            if entry.kind == "file" and not entry.path.endswith(_LOADABLE):
+            if not entry.loadable():
                 continue  # data the model wrote: no loader opens it, and a stat each would slow every reload
             try:
                 st = os.stat(entry.path)
