@@ -19,6 +19,7 @@ __all__ = [
     "evaluate",
     "load_ipython_extension",
     "registry",
+    "rollback",
     "timeline",
     "tool",
     "toolsets",
@@ -41,6 +42,7 @@ _FEATURES: tuple[tuple[str, str], ...] = (
     ("hermes_nb.startup", "agent"),  # %%agent, %memory, %sessions; the agent-loop tools' routes outside a run
     ("hermes_nb.startup", "hermes"),  # %hermes; Hermes's own tools when hermes-agent is installed
     ("hermes_nb.startup", "plugins"),  # %plugins (list, enable, disable)
+    ("hermes_nb.startup", "rollback"),  # %rollback (checkpoints of tool calls' changes), %trust (the import guard)
 )
 
 
@@ -153,6 +155,10 @@ def __getattr__(name: str) -> Any:
         from hermes_nb.agent.loop import Agent
 
         return Agent
+    if name == "rollback":  # issue 32: undo tool calls' file changes (%rollback)
+        from hermes_nb.magics.rollback import rollback
+
+        return rollback
     raise AttributeError(f"module 'hermes_nb' has no attribute {name!r}")
 
 

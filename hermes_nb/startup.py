@@ -25,7 +25,8 @@ from hermes_nb.tools.mcp_client.start import (
 )
 from hermes_nb.tools.sources.first_use import defer_until_used
 
-__all__ = ["agent", "cells", "hermes", "interrupts", "mcp", "plugins", "prompts", "tool_magics", "wait_for_mcp_start"]
+__all__ = ["agent", "cells", "hermes", "interrupts", "mcp", "plugins", "prompts", "rollback", "tool_magics",
+           "wait_for_mcp_start"]
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,11 @@ def tool_magics(ip: Any) -> Callable[[], None]:
     """``%%tool``, ``%tools`` and ``%toolsets`` (``hermes_nb.magics.tools.ToolMagics``, configurable)."""
     return add_magics(ip, "hermes_nb.magics.tools:ToolMagics", line=("tools", "toolsets"), cell=("tool",),
                       configurable=True).remove
+
+
+def rollback(ip: Any) -> Callable[[], None]:
+    """``%rollback`` and ``%trust`` (``hermes_nb.magics.rollback.RollbackMagics``)."""
+    return add_magics(ip, "hermes_nb.magics.rollback:RollbackMagics", line=("rollback", "trust")).remove
 
 
 def agent(ip: Any) -> Callable[[], None]:

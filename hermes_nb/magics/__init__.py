@@ -1,5 +1,6 @@
 """The magics, one module per family (as IPython's ``core/magics/``): ``tool`` and ``tools`` (``%%tool``,
-``%tools``, ``%toolsets``), ``agent``, ``mcp``, ``serve``, ``hermes``; ``registry`` adds and removes them."""
+``%tools``, ``%toolsets``), ``agent``, ``mcp``, ``serve``, ``hermes``, ``rollback`` (``%rollback``, ``%trust``);
+``registry`` adds and removes them."""
 
 from __future__ import annotations
 

@@ -112,3 +112,44 @@ def test_a_link_planted_at_the_ledger_is_replaced_not_followed(tmp_path: Path) -
     checkpoints.record(call_id=_call(), tool="write_file", workspace=ws, changes=[_land(ws, "x.py", b"x")])
     assert victim.read_text() == "keep\n" and not (tmp_path / "nowhere.json").exists()
     assert not (hermes_home() / "ledger.json").is_symlink()
+
+
+def test_a_killed_kernels_pre_images_are_swept_a_day_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    base = Path(os.path.realpath(hermes_home())) / "checkpoints"
+    base.mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    for name, age in ((f"{dead}-aaaa", 2 * 86_400), (f"{dead}-bbbb", 60), (f"{os.getpid()}-cccc", 2 * 86_400)):
+        (base / name).mkdir()
+        (base / name / "blob").write_bytes(b"x")
+        os.utime(base / name, (os.path.getmtime(base / name) - age,) * 2)
+    monkeypatch.setattr(checkpoints, "_folders", {})
+    ws = _ws(tmp_path)
+    checkpoints.record(call_id=_call(), tool="patch", workspace=ws, changes=[_land(ws, "f.txt", b"x")])
+    left = {p.name for p in base.iterdir()}
+    assert f"{dead}-aaaa" not in left  # dead and a day old
+    assert {f"{dead}-bbbb", f"{os.getpid()}-cccc"} <= left  # too recent; alive
+
+
+def test_the_ledger_forgets_files_deleted_since(tmp_path: Path) -> None:
+    """It holds what can still be imported: a file gone from the disk leaves it at the next write."""
+    ws = _ws(tmp_path)
+    checkpoints.record(call_id=_call(), tool="write_file", workspace=ws, changes=[_land(ws, "gone.py", b"g")])
+    (ws / "gone.py").unlink()
+    checkpoints.record(call_id=_call(), tool="write_file", workspace=ws, changes=[_land(ws, "kept.py", b"k")])
+    assert ledger.lookup(str(ws / "gone.py")) is None and ledger.lookup(str(ws / "kept.py")) is not None
+
+
+def test_a_landing_stays_undoable_when_the_ledger_cannot_be_written(tmp_path: Path) -> None:
+    """A ledger that is no ledger fails the record (the guard then refuses workspace imports), but the
+    changes already landed keep their checkpoint."""
+    ws = _ws(tmp_path)
+    hermes_home().mkdir(parents=True, exist_ok=True)
+    (hermes_home() / "ledger.json").write_text("[1, 2")
+    call = _call()
+    with pytest.raises(ValueError):
+        checkpoints.record(call_id=call, tool="write_file", workspace=ws, changes=[_land(ws, "x.txt", b"x")])
+    assert [cp.call_id for cp in checkpoints.checkpoints() if cp.call_id == call] == [call]

@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["open_folder", "write_atomic"]
+__all__ = ["open_folder", "write_at", "write_atomic"]
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -34,24 +34,34 @@ def write_atomic(folder: Path, name: str, chunks: bytes | Iterable[bytes], *, mo
 
     Readers see the old content or the new, never half of it. ``name`` must be a plain file name.
     """
-    if not name or "/" in name or name in (".", ".."):
-        raise ValueError(f"not a plain file name: {name!r}")
-    data = [chunks] if isinstance(chunks, bytes | bytearray) else chunks
+    _plain(name)  # before the folder is made
     fd = open_folder(folder, create=create)
     try:
-        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
-        try:
-            with os.fdopen(out, "wb", closefd=True) as fh:
-                for chunk in data:
-                    fh.write(chunk)
-            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=fd)
-            except OSError:
-                pass
-            raise
+        write_at(fd, name, chunks, mode=mode)
     finally:
         os.close(fd)
     return Path(folder, name)
+
+
+def write_at(fd: int, name: str, chunks: bytes | Iterable[bytes], *, mode: int = 0o600) -> None:
+    """``write_atomic`` in the folder open at ``fd`` (for many files in one folder: it is opened once)."""
+    _plain(name)
+    data = [chunks] if isinstance(chunks, bytes | bytearray) else chunks
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+    try:
+        with os.fdopen(out, "wb", closefd=True) as fh:
+            for chunk in data:
+                fh.write(chunk)
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=fd)
+        except OSError:
+            pass
+        raise
+
+
+def _plain(name: str) -> None:
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a plain file name: {name!r}")

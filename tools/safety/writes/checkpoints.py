@@ -8,7 +8,8 @@ write-set (``changes.Change``) after the changes landed. It does two things:
   hand edit from the model's own content. Pre-images live on disk under
   ``<hermes home>/checkpoints/<this kernel>/`` (content-addressed, mode 0600), not in memory: a rollback of a
   deleted data folder must not need the folder in RAM. This kernel's checkpoints are listed by ``%rollback``;
-  the folder goes at the kernel's exit.
+  the folder goes at the kernel's exit (a killed kernel's, a day later, at another kernel's first record).
+  A change the full-depth scan found (no overlay) has no pre-image: a rollback keeps it and says so.
 - enters each created or modified path in the ledger of model-written files (``tools.safety.ledger``), except
   those a person approved (``trusted``), which leave it. Deleted paths leave it too.
 """
@@ -29,11 +30,12 @@ from typing import Literal
 from hermes_nb.tools.safety.writes import ledger
 from hermes_nb.tools.safety.writes.changes import Change, ChangeKind, sha256
 
-__all__ = ["Checkpoint", "Saved", "blob", "checkpoints", "record"]
+__all__ = ["Checkpoint", "Saved", "blob", "checkpoints", "mark_undone", "record"]
 
 _lock = threading.Lock()
 _checkpoints: list[Checkpoint] = []
 _folders: dict[Path, Path] = {}  # home -> this kernel's folder in it
+_ORPHAN_AGE = 86_400  # seconds: a dead kernel's pre-images are removed by the next kernel a day later
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,13 +58,15 @@ class Saved:
 
 @dataclass(kw_only=True, slots=True)
 class Checkpoint:
-    """One tool call's landed changes, in the order they landed. ``undone`` is set by a rollback."""
+    """One tool call's landed changes, in the order they landed. A rollback marks the files it put back
+    (``undone_files``, indexes into ``files``) and, once all are, the call (``undone``)."""
 
     call_id: str
     tool: str
     time: float
     workspace: str
     files: list[Saved] = field(default_factory=list)
+    undone_files: set[int] = field(default_factory=set)
     undone: bool = False
 
 
@@ -76,17 +80,35 @@ def _blob_folder() -> Path:
             folder.mkdir(parents=True, mode=0o700)
             atexit.register(shutil.rmtree, folder, True)
             _folders[home] = folder
+            _sweep(folder.parent)
         return _folders[home]
 
 
-def _keep(data: bytes) -> str:
-    """Save ``data`` (once per content) and return where."""
-    from hermes_nb.tools.safety.safe_write import write_atomic
+def _sweep(base: Path) -> None:
+    """Remove the folders of kernels that ended without their exit handler (killed), a day on."""
+    with os.scandir(base) as found:
+        folders = list(found)
+    for old in folders:
+        pid, _, _ = old.name.partition("-")
+        try:
+            if not pid.isdigit() or time.time() - old.stat(follow_symlinks=False).st_mtime < _ORPHAN_AGE:
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(old.path, ignore_errors=True)
+        except OSError:
+            continue  # alive (another user's, EPERM) or gone meanwhile
+
+
+def _keep(fd: int, folder: Path, data: bytes) -> str:
+    """Save ``data`` in ``folder`` (open at ``fd``), once per content, and return where."""
+    from hermes_nb.tools.safety.safe_write import write_at
 
     name = sha256(data)
-    folder = _blob_folder()
-    if not (folder / name).is_file():
-        write_atomic(folder, name, data)
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        write_at(fd, name, data)
     return str(folder / name)
 
 
@@ -96,23 +118,35 @@ def blob(where: str) -> bytes:
         return fh.read()
 
 
-def _saved(change: Change) -> Saved:
-    kept = change.before is not None and change.link_before is None and not change.is_dir
-    return Saved(path=change.path, kind=change.kind, is_dir=change.is_dir,
-                 before_blob=_keep(change.before) if kept and change.before is not None else None,
-                 mode_before=change.mode_before, link_before=change.link_before,
-                 after_sha256=sha256(change.after) if change.after is not None else None,
-                 mode_after=change.mode_after, link_after=change.link_after)
+def _saved_all(changes: Sequence[Change]) -> list[Saved]:
+    """The checkpoint's record of ``changes``: pre-images saved (the folder opened once), hashes taken."""
+    from hermes_nb.tools.safety.safe_write import open_folder
+
+    folder = _blob_folder()
+    fd = open_folder(folder, create=False)
+    try:
+        return [Saved(path=c.path, kind=c.kind, is_dir=c.is_dir,
+                      before_blob=_keep(fd, folder, c.before) if c.before is not None and _has_content(c.before, c)
+                      else None,
+                      mode_before=c.mode_before, link_before=c.link_before,
+                      after_sha256=sha256(c.after) if c.after is not None else None,
+                      mode_after=c.mode_after, link_after=c.link_after) for c in changes]
+    finally:
+        os.close(fd)
 
 
-def _entry(change: Change, *, call_id: str, tool: str, workspace: str, when: float) -> ledger.Entry:
+def _has_content(data: bytes | None, change: Change) -> bool:
+    return data is not None and change.link_before is None and not change.is_dir
+
+
+def _entry(change: Change, saved: Saved, *, call_id: str, tool: str, workspace: str, when: float) -> ledger.Entry:
     kind: Literal["file", "link", "dir"]
     if change.link_after is not None:
         kind, digest, target = "link", None, change.link_after
     elif change.is_dir:
         kind, digest, target = "dir", None, None
     else:
-        kind, digest, target = "file", sha256(change.after or b""), None
+        kind, digest, target = "file", saved.after_sha256 or sha256(b""), None
     return ledger.Entry(path=change.path, kind=kind, workspace=workspace, call_id=call_id, tool=tool, time=when,
                         sha256=digest, target=target)
 
@@ -126,18 +160,32 @@ def record(*, call_id: str, tool: str, workspace: Path, changes: Sequence[Change
     ws = os.path.realpath(workspace)
     ok = {os.path.normpath(os.path.join(ws, p)) for p in trusted}  # absolute entries stay as they are (join keeps them)
     when = time.time()
-    saved = [_saved(c) for c in changes]
-    enter = [_entry(c, call_id=call_id, tool=tool, workspace=ws, when=when)
-             for c in changes if c.kind != "deleted" and c.path not in ok]
+    saved = _saved_all(changes)
+    enter = [_entry(c, s, call_id=call_id, tool=tool, workspace=ws, when=when)
+             for c, s in zip(changes, saved, strict=True) if c.kind != "deleted" and c.path not in ok]
     entered = {e.path for e in enter}
-    prior = ledger.update(enter=enter, remove=[c.path for c in changes if c.path not in entered])
-    saved = [replace(s, ledger_before=prior.get(s.path)) for s in saved]
+    prior: dict[str, ledger.Entry | None] = {}
+    try:
+        prior = ledger.update(enter=enter, remove=[c.path for c in changes if c.path not in entered])
+    finally:  # the changes landed: they can be rolled back even when the ledger could not be written
+        files = [replace(s, ledger_before=prior.get(s.path)) for s in saved]
+        _keep_checkpoint(Checkpoint(call_id=call_id, tool=tool, time=when, workspace=ws, files=files))
+
+
+def _keep_checkpoint(new: Checkpoint) -> None:
     with _lock:
-        same = next((cp for cp in reversed(_checkpoints) if cp.call_id == call_id and not cp.undone), None)
+        same = next((cp for cp in reversed(_checkpoints) if cp.call_id == new.call_id and not cp.undone), None)
         if same is not None:  # one call landing in parts (several files of one patch) stays one checkpoint
-            same.files.extend(saved)
+            same.files.extend(new.files)
         else:
-            _checkpoints.append(Checkpoint(call_id=call_id, tool=tool, time=when, workspace=ws, files=saved))
+            _checkpoints.append(new)
+
+
+def mark_undone(cp: Checkpoint, indexes: Collection[int]) -> None:
+    """Note that a rollback put back ``cp``'s files at ``indexes`` (the call is undone once all are)."""
+    with _lock:
+        cp.undone_files.update(indexes)
+        cp.undone = len(cp.undone_files) == len(cp.files)
 
 
 def checkpoints() -> list[Checkpoint]:

@@ -4,35 +4,41 @@ Every created or modified path a tool call lands (``checkpoints.record``) is ent
 — a file's sha256, a link's target, or "a folder" — the call that wrote it, and when. One JSON file in the
 hermes_nb home, ``ledger.json``, grouped by workspace, so it outlives the kernel: a ``storemagic.py`` written
 today is still the model's at tomorrow's ``import``. A path leaves the ledger when a person trusts it
-(``trust``, ``%trust``), when the model deletes it, or when a rollback puts back what was there before.
+(``trust``, ``%trust``), when the model deletes it, when it is observably gone from the disk, or when a
+rollback puts back what was there before. A file the person edited stays listed but no longer counts: the
+guard compares its hash (``Entry.still_written``).
 
 Writes are read-modify-write under an ``flock`` (several kernels share the home) and land through
-``safe_write`` (a link planted at ``ledger.json`` is replaced, never followed). ``lookup`` is what the guard
-calls on imports: one ``stat`` of the file when nothing changed, never an import (it runs inside the import
-system). Paths are absolute as the import system sees them; ``lookup`` also tries the real path.
+``safe_write`` (a link planted at ``ledger.json`` is replaced, never followed). ``current`` is what the guard
+reads on every import: one ``lstat`` of the file when nothing changed, never an import (it runs inside the
+import system). It finds an entry by path, or by the file a path names (device and inode), so a module reached
+through a linked folder on ``sys.path`` is still found, with no ``realpath``.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import hashlib
+import importlib.machinery
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Entry", "entries", "lookup", "model_written", "trust", "update"]
+__all__ = ["Entry", "Index", "current", "entries", "lookup", "model_written", "trust", "update", "written_any"]
 
 _NAME = "ledger.json"
 _VERSION = 1
 _lock = threading.Lock()
 #: (ledger file, its stat key) -> path index; re-read only when the file changed (another kernel wrote it)
-_cache: tuple[str, tuple[int, int, int], dict[str, Entry]] | None = None
+_cache: tuple[str, tuple[int, int, int], Index] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +53,11 @@ class Entry:
     time: float
     sha256: str | None = None
     target: str | None = None
+
+    def loadable(self) -> bool:
+        """Whether the import system could load a module from it (an import suffix, an archive, a folder, a
+        link); the rest is data, listed but never what an import opens."""
+        return self.kind != "file" or self.path.endswith(_LOADABLE)
 
     def still_written(self) -> bool:
         """Whether the path still holds what the model made it (a hand edit since makes it the person's)."""
@@ -66,10 +77,16 @@ class Entry:
             return False
 
 
-def _home() -> Path:
-    from hermes_nb.tools.config import hermes_home
+def _home() -> str:
+    return _home_for(os.environ.get("HERMES_NB_HOME"), os.environ.get("HOME"))
 
-    return Path(os.path.realpath(hermes_home()))
+
+@functools.lru_cache(maxsize=8)
+def _home_for(env: str | None, home: str | None) -> str:
+    """``tools.config.hermes_home()``'s rule, as a real path, worked out once per value: the guard asks on
+    every import, from inside the import system, and ``%load_ext`` must not import the config module
+    (a test holds the two rules equal)."""
+    return os.path.realpath(os.path.expanduser(env) if env else os.path.join(os.path.expanduser("~"), ".hermes_nb"))
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int]:
@@ -77,48 +94,104 @@ def _key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def _parse(data: bytes) -> dict[str, Entry]:
-    raw = json.loads(data or b"{}")
-    out: dict[str, Entry] = {}
-    for workspace, files in (raw.get("workspaces") or {}).items():
-        for path, fields in files.items():
-            out[path] = Entry(path=path, workspace=workspace, **fields)
+    """The file's entries; ValueError for anything else (the guard then fails closed)."""
+    try:
+        raw = json.loads(data or b"{}")
+        out: dict[str, Entry] = {}
+        for workspace, files in (raw.get("workspaces") or {}).items():
+            for path, fields in files.items():
+                out[path] = Entry(path=path, workspace=workspace, **fields)
+    except (AttributeError, TypeError) as exc:
+        raise ValueError(f"{_NAME} is not a ledger: {exc}") from None
     return out
 
 
-def _index() -> dict[str, Entry]:
-    """The whole ledger (path -> entry), re-read when the file changed since the last read."""
+class Index:
+    """The ledger as read once: by path, and by the file each path names now (device and inode), so a path
+    spelled another way — through a link on ``sys.path``, or relative — finds its entry without a
+    ``realpath`` (which costs a ``stat`` per component, on every import)."""
+
+    __slots__ = ("by_file", "by_path")
+
+    def __init__(self, by_path: dict[str, Entry]) -> None:
+        self.by_path = by_path
+        self.by_file: dict[tuple[int, int], Entry] = {}
+        for entry in by_path.values():
+            if not entry.loadable():
+                continue  # data the model wrote: no loader opens it, and a stat each would slow every reload
+            try:
+                st = os.stat(entry.path)
+            except OSError:
+                continue
+            self.by_file[(st.st_dev, st.st_ino)] = entry
+
+    def __bool__(self) -> bool:
+        return bool(self.by_path)
+
+    def find(self, path: str) -> Entry | None:
+        """The entry for ``path``, whether or not the file still holds what the model wrote."""
+        entry = self.by_path.get(path)
+        if entry is None and self.by_file:
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                return None
+            entry = self.by_file.get((st.st_dev, st.st_ino))
+        return entry
+
+
+_EMPTY = Index({})
+#: What the import system can load a module from: its suffixes, and the archives zipimport reads
+#: (an archive of another name is still found by its path).
+_LOADABLE = (*importlib.machinery.all_suffixes(), ".zip", ".egg", ".whl", ".pyz")
+_FIELDS = ("kind", "call_id", "tool", "time", "sha256", "target")
+
+
+def current() -> Index:
+    """The ledger, re-read only when its file changed since the last read (one ``lstat`` otherwise).
+    OSError for a link at its name, ValueError for a file that is no ledger."""
     global _cache
-    file = str(_home() / _NAME)
+    file = os.path.join(_home(), _NAME)
+    if not os.access(file, os.F_OK, follow_symlinks=False):  # most kernels: no ledger (no exception raised)
+        return _EMPTY
     try:
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        st = os.lstat(file)
     except FileNotFoundError:
-        _cache = (file, (0, 0, 0), {})
-        return {}
+        return _EMPTY
+    if stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, "a link stands where the ledger should be", file)
+    if _cache is not None and _cache[0] == file and _cache[1] == _key(st):
+        return _cache[2]
+    fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         key = _key(os.fstat(fd))
-        if _cache is not None and _cache[0] == file and _cache[1] == key:
-            return _cache[2]
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
     finally:
         os.close(fd)
-    index = _parse(b"".join(chunks))
+    index = Index(_parse(b"".join(chunks)))
     _cache = (file, key, index)
     return index
 
 
+def _index() -> dict[str, Entry]:
+    return current().by_path
+
+
+def written_any() -> bool:
+    """Whether the ledger holds anything (the guard's fast path: most kernels' ledger is empty)."""
+    return bool(current())
+
+
 def lookup(path: str) -> Entry | None:
-    """The ledger's entry for ``path`` (as given, else its real path), whether or not it still holds."""
-    index = _index()
-    if not index:
-        return None
-    return index.get(path) or index.get(os.path.realpath(path))
+    """The ledger's entry for ``path`` (or for the same file by another path), whether or not it still holds."""
+    return current().find(path)
 
 
-def model_written(path: str) -> Entry | None:
+def model_written(path: str, index: Index | None = None) -> Entry | None:
     """The entry for ``path`` when it still holds what the model wrote; None when trusted or edited since."""
-    entry = lookup(path)
+    entry = (index if index is not None else current()).find(path)
     return entry if entry is not None and entry.still_written() else None
 
 
@@ -129,7 +202,7 @@ def entries() -> list[Entry]:
 @contextmanager
 def _locked() -> Iterator[Path]:
     """The home, held for a read-modify-write of the ledger (this thread and every other kernel)."""
-    home = _home()
+    home = Path(_home())
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     with _lock:
         fd = os.open(home / ".ledger.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -145,9 +218,10 @@ def _save(home: Path, index: Mapping[str, Entry]) -> None:
 
     grouped: dict[str, dict[str, Any]] = {}
     for path, entry in sorted(index.items()):
-        fields = {k: v for k, v in asdict(entry).items() if k not in ("path", "workspace") and v is not None}
+        fields = {k: getattr(entry, k) for k in _FIELDS if getattr(entry, k) is not None}
         grouped.setdefault(entry.workspace, {})[path] = fields
-    write_atomic(home, _NAME, json.dumps({"version": _VERSION, "workspaces": grouped}, indent=1).encode())
+    # compact: the C encoder (an indent makes json use its pure-Python one, 10x slower on a big ledger)
+    write_atomic(home, _NAME, json.dumps({"version": _VERSION, "workspaces": grouped}).encode())
 
 
 def update(*, enter: Iterable[Entry] = (), remove: Iterable[str] = (),
@@ -171,7 +245,11 @@ def update(*, enter: Iterable[Entry] = (), remove: Iterable[str] = (),
                 index.pop(path, None)
             else:
                 index[path] = entry
-        if any(prior[p] != index.get(p) for p in prior):
+        # deleted since (its folder is there, so not a drive that is away): nothing left to guard
+        gone = [p for p in index if p not in prior and not os.path.lexists(p) and os.path.isdir(os.path.dirname(p))]
+        for path in gone:
+            del index[path]
+        if gone or any(prior[p] != index.get(p) for p in prior):
             _save(home, index)
         return prior
 
