@@ -113,6 +113,21 @@ def tool_magics(ip: Any) -> Callable[[], None]:
                       configurable=True).remove
 
 
+def jobs(ip: Any) -> Callable[[], None]:
+    """Background jobs (``terminal(background=true)``): each started in a cell is shown as a live card; the
+    undo (the extension's unload) ends every job, as the kernel's exit does."""
+    from hermes_nb.display.jobs import install_viewer
+    from hermes_nb.tools.jobs import end_all
+
+    forget = install_viewer()
+
+    def undo() -> None:
+        forget()
+        end_all("extension unload")
+
+    return undo
+
+
 def agent(ip: Any) -> Callable[[], None]:
     """``%%agent`` and ``%agent reset``, ``%memory`` and ``%sessions``; on the registry's first use, the routes of
     the agent-loop tools called outside a run and the built-in ``sessions`` memory provider. The undo forgets
