@@ -15,6 +15,7 @@ live card, updated through a display handle) and ``use_inbox`` (a run collects `
 from __future__ import annotations
 
 import atexit
+import contextlib
 import contextvars
 import os
 import secrets
@@ -25,12 +26,12 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Inbox", "Job", "end_all", "find", "inbox_for", "jobs", "set_viewer", "start", "use_inbox"]
+__all__ = ["Inbox", "Job", "current_inbox", "end_all", "find", "inbox_for", "inbox_in", "jobs", "set_viewer", "start", "use_inbox"]
 
 OUTPUT_CAP = 200_000  # characters of output kept (the last ones)
 WATCH_COOLDOWN = 15.0  # seconds between two watch_patterns notices of one job (Hermes's rate)
@@ -75,6 +76,23 @@ def use_inbox(inbox: Inbox) -> Callable[[], None]:
     """Jobs started in this context (a run's task) notify ``inbox``; returns the undo (same context)."""
     token = _inbox.set(inbox)
     return lambda: _inbox.reset(token)
+
+
+def current_inbox() -> Inbox | None:
+    return _inbox.get()
+
+
+@contextlib.contextmanager
+def inbox_in(inbox: Inbox | None) -> Iterator[None]:
+    """``use_inbox`` for a block (a batch's worker thread, which does not inherit the run's context)."""
+    if inbox is None:
+        yield
+        return
+    undo = use_inbox(inbox)
+    try:
+        yield
+    finally:
+        undo()
 
 
 def set_viewer(viewer: Viewer) -> Callable[[], None]:
