@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import sys
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -25,7 +26,8 @@ from hermes_nb.tools.mcp_client.start import (
 )
 from hermes_nb.tools.sources.first_use import defer_until_used
 
-__all__ = ["agent", "cells", "hermes", "interrupts", "mcp", "plugins", "prompts", "tool_magics", "wait_for_mcp_start"]
+__all__ = ["agent", "cells", "hermes", "interrupts", "jobs", "mcp", "plugins", "prompts", "tool_magics",
+           "wait_for_mcp_start"]
 
 log = logging.getLogger(__name__)
 
@@ -114,16 +116,26 @@ def tool_magics(ip: Any) -> Callable[[], None]:
 
 
 def jobs(ip: Any) -> Callable[[], None]:
-    """Background jobs (``terminal(background=true)``): each started in a cell is shown as a live card; the
-    undo (the extension's unload) ends every job, as the kernel's exit does."""
-    from hermes_nb.display.jobs import install_viewer
-    from hermes_nb.tools.jobs import end_all
+    """Background jobs (``terminal(background=true)``): from the registry's first use (no job starts before),
+    each started in a cell is shown as a live card; the undo (the extension's unload) ends every job, as the
+    kernel's exit does."""
+    undos: list[Callable[[], None]] = []
 
-    forget = install_viewer()
+    def install() -> None:
+        from hermes_nb.display.jobs import install_viewer
+
+        undos.append(install_viewer())
+
+    cancel = defer_until_used(install)
 
     def undo() -> None:
-        forget()
-        end_all("extension unload")
+        cancel()
+        while undos:
+            undos.pop()()
+        if "hermes_nb.tools.jobs" in sys.modules:  # a job can only exist once the module is imported
+            from hermes_nb.tools.jobs import end_all
+
+            end_all("extension unload")
 
     return undo
 

@@ -241,12 +241,13 @@ def find(session_id: str) -> Job | None:
         return _jobs.get(session_id)
 
 
-def start(command: str, *, workspace: Path, cwd: Path, use_pty: bool = False, notify_on_complete: bool = False,
-          watch_patterns: tuple[str, ...] = (), timeout: float | None = None) -> tuple[Job, str | None]:
-    """Start ``command`` in the sandbox, in ``cwd``; returns the job and a note when a pty was asked for and
-    none could be had. Raises RuntimeError when the sandbox cannot start (the command did not run)."""
+def start(command: str, *, line: str, env: dict[str, str], workspace: Path, cwd: Path, use_pty: bool = False,
+          notify_on_complete: bool = False, watch_patterns: tuple[str, ...] = (),
+          timeout: float | None = None) -> tuple[Job, str | None]:
+    """Start ``line`` (``command`` as bash runs it from ``cwd``) in the sandbox with ``env``; returns the job and
+    a note when a pty was asked for and none could be had. Raises RuntimeError when the sandbox cannot start
+    (the command did not run)."""
     from hermes_nb.tools.safety.sandbox import open_box
-    from hermes_nb.tools.terminal_tool import _git_guard_env, in_folder
 
     global _atexit
     if not _atexit:  # the kernel's exit ends every job (and lands or refuses what each wrote)
@@ -263,9 +264,8 @@ def start(command: str, *, workspace: Path, cwd: Path, use_pty: bool = False, no
             master, slave = pty.openpty()
         except (ImportError, OSError) as exc:
             note = f"no pseudo-terminal here ({exc}); the job runs with pipes"
-    env = _git_guard_env()
     tmp = tempfile.mkdtemp(prefix="hermes-nb-job-")
-    env["TMPDIR"] = tmp
+    env = {**env, "TMPDIR": tmp}
     box = None
     try:
         box = open_box(workspace, tmp)
@@ -273,7 +273,6 @@ def start(command: str, *, workspace: Path, cwd: Path, use_pty: bool = False, no
             io = (slave, slave, slave)
         else:
             io = (subprocess.PIPE, subprocess.PIPE, subprocess.STDOUT)
-        line = in_folder(command, workspace, cwd)
         if box is not None:
             proc = box.spawn(line, env, io)
         else:

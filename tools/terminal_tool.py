@@ -259,7 +259,8 @@ def _call(args: dict[str, Any]) -> dict[str, Any]:
     if notify and watch:  # as in Hermes: the two together would notify twice; completion wins
         ignored = "watch_patterns ignored: notify_on_complete is set (they are mutually exclusive)"
         watch = ()
-    job, pty_note = jobs.start(command, workspace=root, cwd=cwd, use_pty=bool(args.get("pty")),
+    job, pty_note = jobs.start(command, line=in_folder(command, root, cwd), env=_git_guard_env(), workspace=root,
+                               cwd=cwd, use_pty=bool(args.get("pty")),
                                notify_on_complete=notify, watch_patterns=watch, timeout=args.get("timeout"))
     out: dict[str, Any] = {"output": "Background process started", "session_id": job.id, "pid": job.pid,
                            "exit_code": 0, "error": None}
