@@ -36,6 +36,7 @@ __all__ = ["Inbox", "Job", "current_inbox", "end_all", "find", "inbox_for", "inb
 OUTPUT_CAP = 200_000  # characters of output kept (the last ones)
 WATCH_COOLDOWN = 15.0  # seconds between two watch_patterns notices of one job (Hermes's rate)
 _KILL_GRACE = 2.0
+_EXIT_WAIT = 10.0  # seconds the kernel's exit waits for each killed job's write-set to be judged
 _STDIN_EOF = b"\x04"  # a pty's end of input (Ctrl-D at the start of a line)
 
 
@@ -172,9 +173,10 @@ class Job:
 
     # -- ending ----------------------------------------------------------------------------------------
 
-    def kill(self, source: str = "process.kill", reason: str = "killed") -> bool:
+    def kill(self, source: str = "process.kill", reason: str = "killed", wait: float | None = None) -> bool:
         """End the job and everything it started; False when it had ended already. Returns once it is over
-        (its write-set judged)."""
+        (its write-set judged), or after ``wait`` seconds (the kernel's exit: a landing question nobody can
+        answer any more must not hold the exit; the job's processes are killed either way)."""
         if self.exited:
             return False
         with self._lock:
@@ -183,7 +185,7 @@ class Job:
         proc = self._proc
         if proc is not None:
             _kill_group(proc)
-        self.ended.wait()
+        self.ended.wait(wait)
         return True
 
     # -- the job's own threads -------------------------------------------------------------------------
@@ -392,8 +394,8 @@ def end_all(source: str = "%tools processes kill") -> list[Job]:
     """Kill every running job (the kernel's exit, the extension's unload, ``%tools processes kill``); returns
     the ones it ended."""
     ended = []
+    exiting = source == "kernel exit"
     for job in jobs():
-        reason = "kernel exit" if source == "kernel exit" else "killed"
-        if job.kill(source=source, reason=reason):
+        if job.kill(source=source, reason="kernel exit" if exiting else "killed", wait=_EXIT_WAIT if exiting else None):
             ended.append(job)
     return ended
