@@ -57,11 +57,33 @@ def wait(sid: str, timeout: int = 60) -> dict[str, Any]:
     return result
 
 
+def marked(token: str) -> list[int]:
+    """The live processes given ``token`` as an argument of their own (not the shells and the bwrap whose
+    script text merely holds it)."""
+    from pathlib import Path as P
+
+    found = []
+    for pid in live_pids(token):
+        try:
+            if token.encode() in P(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def started(token: str, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while len(marked(token)) < count:
+        assert time.monotonic() < deadline, f"the job did not start its {count} marked processes"
+        time.sleep(0.05)
+
+
 def gone(token: str) -> bool:
     deadline = time.monotonic() + 10  # killed already; the kernel may take a moment to reap
-    while live_pids(token) and time.monotonic() < deadline:
+    while marked(token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not live_pids(token)
+    return not marked(token)
 
 
 class Notes(jobs.Inbox):
@@ -271,6 +293,7 @@ def test_wait_times_out_with_partial_output() -> None:
 def test_kill_then_kill_again() -> None:
     token = f"job-kill-{os.getpid()}"
     sid = start(f"{SLEEP} {token} & {SLEEP} {token}")
+    started(token, 2)
     killed = call("process", action="kill", session_id=sid)
     assert killed["status"] == "killed" and killed["termination_source"] == "process.kill"
     assert gone(token)
@@ -391,14 +414,51 @@ def test_a_job_cannot_outlive_tools_processes_kill(ip_shell: Any, sandboxed: boo
         save_config({"sandbox": {"enabled": False}})
     token = f"job-escape-{os.getpid()}-{sandboxed}"
     start(f"setsid {SLEEP} {token} & {SLEEP} {token}")
-    deadline = time.monotonic() + 30
-    while len(live_pids(token)) < 2:
-        assert time.monotonic() < deadline, "the job did not start its two processes"
-        time.sleep(0.05)
+    started(token, 2)
     ip_shell.run_line_magic("tools", "processes kill")
     try:
         assert gone(token) is sandboxed
         assert all(j.exited for j in jobs.jobs())
+    finally:
+        for pid in live_pids(token):
+            os.kill(pid, 9)
+
+
+PY = sys.executable
+ESCAPES = [  # (how a hostile job tries to outlive its kill, the shell line (TOKEN marks its processes), whether
+    #          it leaves the job's process group, which only the sandbox's pid namespace still holds)
+    ("setsid: a session of its own", "setsid {sleep} &", True),
+    ("a double fork: reparented away from the job", "( ( {sleep} & ) & )", False),
+    ("nohup and disown", "nohup {sleep} >/dev/null 2>&1 & disown", False),
+    ("a process group of its own",
+     PY + " -c 'import os, time; os.setpgid(0, 0); print(\"ready\", flush=True); time.sleep(300)' TOKEN &", True),
+    ("a daemon: fork, setsid, fork", PY + " -c 'import os, time\nif os.fork(): os._exit(0)\nos.setsid()\n"
+                                          "if os.fork(): os._exit(0)\nprint(\"ready\", flush=True)\n"
+                                          "time.sleep(300)' TOKEN &", True),
+    ("SIGTERM ignored (inherited through exec)", "(trap '' TERM; exec {sleep}) &", False),
+    ("SIGHUP and SIGTERM ignored by python",
+     PY + " -c 'import signal, time; [signal.signal(s, signal.SIG_IGN) for s in (1, 15)]; "
+          "print(\"ready\", flush=True); time.sleep(300)' TOKEN &", False),
+]
+
+
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
+@pytest.mark.parametrize(("why", "line", "leaves_group"), ESCAPES, ids=[r[0] for r in ESCAPES])
+def test_no_escape_outlives_tools_processes_kill(ip_shell: Any, sandboxed: bool, why: str, line: str,
+                                                 leaves_group: bool) -> None:
+    if not sandboxed:  # the person switched the sandbox off: what leaves the group escapes, the rest still dies
+        save_config({"sandbox": {"enabled": False}})
+    token = f"job-esc-{os.getpid()}-{abs(hash(why))}-{sandboxed}"
+    sleep = f"{PY} -c 'import time; time.sleep(300)' {token}"
+    sid = start(line.format(sleep=sleep).replace("TOKEN", token) + f"\n{sleep}")
+    started(token, 2)
+    job = jobs.find(sid)
+    assert job is not None
+    while "ready" in line and "ready" not in job.output():  # escaped (its group or session left) before the kill
+        assert not job.ended.wait(0.05), job.output()
+    ip_shell.run_line_magic("tools", "processes kill")
+    try:
+        assert gone(token) is (sandboxed or not leaves_group), why
     finally:
         for pid in live_pids(token):
             os.kill(pid, 9)
