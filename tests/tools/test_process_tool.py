@@ -363,13 +363,12 @@ def test_a_background_jobs_writes_go_through_the_landing_policy(ws: Path, landin
 
 
 def test_nothing_lands_before_the_job_ends(ws: Path) -> None:
-    sid = start("echo early > early.txt; read x")
-    deadline = time.monotonic() + 30
-    while not jobs.find(sid).output() and time.monotonic() < deadline:  # type: ignore[union-attr]
-        if (ws / "early.txt").exists():
-            break
-        jobs.find(sid).ended.wait(0.05)  # type: ignore[union-attr]
-    assert not (ws / "early.txt").exists()  # written in the overlay, not the workspace
+    sid = start("echo early > early.txt; echo written; read x")
+    job = jobs.find(sid)
+    assert job is not None
+    while "written" not in job.output():  # the file is written (in the overlay) before this line is printed
+        assert not job.ended.wait(0.05), job.output()
+    assert not (ws / "early.txt").exists()  # not in the workspace while the job runs
     call("process", action="submit", session_id=sid, data="")
     wait(sid)
     assert (ws / "early.txt").read_text() == "early\n"
