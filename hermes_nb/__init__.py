@@ -39,6 +39,7 @@ _FEATURES: tuple[tuple[str, str], ...] = (
     ("hermes_nb.startup", "tool_magics"),  # %%tool, %tools, %toolsets (hermes_nb.magics.tools, on first use)
     ("hermes_nb.startup", "prompts"),  # inline approval and clarify prompts, before the first tool call
     ("hermes_nb.startup", "mcp"),  # %mcp; plugins on first use; configured MCP servers in the background
+    ("hermes_nb.startup", "jobs"),  # background jobs' live cards; unloading ends the jobs
     ("hermes_nb.startup", "agent"),  # %%agent, %memory, %sessions; the agent-loop tools' routes outside a run
     ("hermes_nb.startup", "hermes"),  # %hermes; Hermes's own tools when hermes-agent is installed
     ("hermes_nb.startup", "plugins"),  # %plugins (list, enable, disable)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import sys
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -25,7 +26,7 @@ from hermes_nb.tools.mcp_client.start import (
 )
 from hermes_nb.tools.sources.first_use import defer_until_used
 
-__all__ = ["agent", "cells", "hermes", "interrupts", "mcp", "plugins", "prompts", "rollback", "tool_magics",
+__all__ = ["agent", "cells", "hermes", "interrupts", "jobs", "mcp", "plugins", "prompts", "rollback", "tool_magics",
            "wait_for_mcp_start"]
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,31 @@ def tool_magics(ip: Any) -> Callable[[], None]:
 def rollback(ip: Any) -> Callable[[], None]:
     """``%rollback`` and ``%trust`` (``hermes_nb.magics.rollback.RollbackMagics``)."""
     return add_magics(ip, "hermes_nb.magics.rollback:RollbackMagics", line=("rollback", "trust")).remove
+
+
+def jobs(ip: Any) -> Callable[[], None]:
+    """Background jobs (``terminal(background=true)``): from the registry's first use (no job starts before),
+    each started in a cell is shown as a live card; the undo (the extension's unload) ends every job, as the
+    kernel's exit does."""
+    undos: list[Callable[[], None]] = []
+
+    def install() -> None:
+        from hermes_nb.display.jobs import install_viewer
+
+        undos.append(install_viewer())
+
+    cancel = defer_until_used(install)
+
+    def undo() -> None:
+        cancel()
+        while undos:
+            undos.pop()()
+        if "hermes_nb.tools.jobs" in sys.modules:  # a job can only exist once the module is imported
+            from hermes_nb.tools.jobs import end_all
+
+            end_all("extension unload")
+
+    return undo
 
 
 def agent(ip: Any) -> Callable[[], None]:

@@ -279,6 +279,9 @@ registry.register(
                     "@@ def enclosing():\n context line\n-removed line\n+added line\n*** Add File: new.txt\n"
                     "+its content\n*** Delete File: old.txt\n*** End Patch\n('*** Move to: new/path' after an "
                     "Update File line moves it.)")},
+                # as write_file's: Hermes's opt-out of its cross-profile guard; no profiles here, no effect
+                "cross_profile": {"type": "boolean", "default": False,
+                                  "description": "Accepted for Hermes compatibility; no effect here."},
             },
             "required": ["mode"],
             "additionalProperties": False,

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import select
+import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import IO, Any, TypedDict
 
 from hermes_nb.tools.approval import command_ask
@@ -112,9 +114,9 @@ def _git_guard_env() -> dict[str, str]:
     return env
 
 
-def run_command(command: str, timeout: float = 60) -> TerminalResult:
-    """Run ``command`` with bash in the workspace root, in the sandbox when there is one (no approval
-    here); everything it started is killed when it ends, background jobs included."""
+def run_command(command: str, timeout: float = 60, workdir: str | None = None) -> TerminalResult:
+    """Run ``command`` with bash in the workspace root (or ``workdir`` inside it), in the sandbox when there
+    is one (no approval here); everything it started is killed when it ends, background jobs included."""
     from hermes_nb.tools.safety.sandbox.box import open_box
 
     timeout = min(max(float(timeout), 0.1), _MAX_TIMEOUT)
@@ -122,6 +124,7 @@ def run_command(command: str, timeout: float = 60) -> TerminalResult:
     tmp = tempfile.mkdtemp(prefix="hermes-nb-terminal-")
     env["TMPDIR"] = tmp  # the command's private temp dir (writable in the sandbox), removed afterwards
     root = workspace_root()
+    command = in_folder(command, root, resolve_workdir(workdir, root))
     notes: list[str] = []
     box = None
     try:
@@ -146,6 +149,29 @@ def run_command(command: str, timeout: float = 60) -> TerminalResult:
     if notes:
         result["stderr"] += "".join(f"\n[hermes_nb: {line}]" for line in notes)
     return result
+
+
+def resolve_workdir(workdir: str | None, root: Path) -> Path:
+    """``workdir`` (absolute, or relative to the workspace root) as a folder inside the workspace; else a
+    one-line ValueError. The check is on the real path: a link inside leading outside is outside."""
+    if not workdir:
+        return root
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(root / os.path.expanduser(workdir)))
+    if not real.is_relative_to(real_root):
+        raise ValueError(f"workdir {workdir!r} is outside the workspace ({root}); give a folder inside it")
+    if not real.is_dir():
+        raise ValueError(f"workdir {workdir!r} is not a folder in the workspace")
+    return real
+
+
+def in_folder(command: str, root: Path, cwd: Path) -> str:
+    """``command`` run from ``cwd``: a ``cd`` on a line of its own first, so the command's own text (heredocs,
+    ``exit``) is untouched; the sandbox itself starts in the workspace root."""
+    real_root = Path(os.path.realpath(root))
+    if cwd in (root, real_root):
+        return command
+    return f"cd -- {shlex.quote(str(cwd))} || exit 126\n{command}"
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -209,6 +235,59 @@ def terminal(command: str, timeout: float = 60, *, approval_callback: Any = None
     return dict(run_command(command, timeout))
 
 
+def hermes_shaped(run: TerminalResult, timeout: float) -> dict[str, Any]:
+    """A foreground result in Hermes's shape — ``output`` (stdout, then stderr), ``exit_code``, ``error``
+    (None, or why it did not finish) — with hermes_nb's own keys beside it (``stdout``, ``stderr``,
+    ``timed_out``: the streams apart)."""
+    output = "\n".join(part.rstrip("\n") for part in (run["stdout"], run["stderr"]) if part.strip())
+    error = f"Command timed out after {timeout:g} seconds" if run["timed_out"] else None
+    return {"output": output, "exit_code": 124 if run["timed_out"] else run["exit_code"], "error": error, **{
+        k: v for k, v in run.items() if k != "exit_code"}}
+
+
+def _call(args: dict[str, Any]) -> dict[str, Any]:
+    """The registry handler: a foreground command's result, or a background job's session id at once."""
+    command = args["command"]
+    if not command.strip():
+        raise ValueError("command is empty")
+    watch = tuple(args.get("watch_patterns") or ())
+    if not args.get("background"):
+        timeout = args.get("timeout", 60)
+        if timeout > _MAX_TIMEOUT:
+            raise ValueError(f"timeout {timeout} s is over the foreground limit of {_MAX_TIMEOUT} s; "
+                             "use background=true for longer commands")
+        result = hermes_shaped(run_command(command, timeout, args.get("workdir")), timeout)
+        if args.get("pty"):
+            result["pty_note"] = "pty applies to background jobs; this foreground command ran with pipes"
+        return result
+    from hermes_nb.tools import jobs
+
+    root = workspace_root()
+    cwd = resolve_workdir(args.get("workdir"), root)
+    notify = bool(args.get("notify_on_complete"))
+    ignored = None
+    if notify and watch:  # as in Hermes: the two together would notify twice; completion wins
+        ignored = "watch_patterns ignored: notify_on_complete is set (they are mutually exclusive)"
+        watch = ()
+    job, pty_note = jobs.start(command, line=in_folder(command, root, cwd), env=_git_guard_env(), workspace=root,
+                               cwd=cwd, use_pty=bool(args.get("pty")),
+                               notify_on_complete=notify, watch_patterns=watch, timeout=args.get("timeout"))
+    out: dict[str, Any] = {"output": "Background process started", "session_id": job.id, "pid": job.pid,
+                           "exit_code": 0, "error": None}
+    if pty_note:
+        out["pty_note"] = pty_note
+    if ignored:
+        out["watch_patterns_ignored"] = ignored
+    if notify:
+        out["notify_on_complete"] = True
+    if watch:
+        out["watch_patterns"] = list(watch)
+    if not notify and not watch:
+        out["hint"] = ("background=true without notify_on_complete=true: you will not be told when it ends; "
+                       "use process(action='poll' or 'wait') to learn the outcome")
+    return out
+
+
 registry.register(
     name="terminal",
     toolset="terminal",
@@ -216,20 +295,40 @@ registry.register(
         "description": (
             "Run a shell command with bash in the workspace root and return its exit code, stdout and stderr. "
             "Read-only commands run directly; anything that changes files, installs, or uses the network asks "
-            "the person first. Non-interactive: stdin is empty. Each stream is capped at 200 000 bytes."),
+            "the person first. Non-interactive: stdin is empty. Each stream is capped at 200 000 bytes. "
+            "background=true starts it as a job and returns its session_id at once: manage it with the "
+            "process tool (poll, log, wait, kill, write to its stdin); it runs in the same sandbox and its "
+            "writes land when it ends."),
         "parameters": {
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "The bash command line to run."},
-                "timeout": {"type": "number", "minimum": 1, "maximum": _MAX_TIMEOUT, "default": 60,
-                            "description": "Seconds before the command and all its children are killed."},
+                "background": {"type": "boolean", "default": False,
+                               "description": "Start it as a background job and return its session_id at once; "
+                                              "pair with notify_on_complete=true for anything that ends."},
+                "timeout": {"type": "integer", "minimum": 1,
+                            "description": f"Seconds before the command and all its children are killed "
+                                           f"(default 60, foreground at most {_MAX_TIMEOUT}; a background job "
+                                           "runs until it ends, is killed, or the kernel stops unless given)."},
+                "workdir": {"type": "string",
+                            "description": "The folder to run in (absolute, or relative to the workspace root); "
+                                           "it must be inside the workspace."},
+                "pty": {"type": "boolean", "default": False,
+                        "description": "Background jobs: run in a pseudo-terminal (for tools that want a tty)."},
+                "notify_on_complete": {"type": "boolean", "default": False,
+                                       "description": "Background jobs: be told once, in this run, when it ends. "
+                                                      "Exclusive with watch_patterns (which is then dropped)."},
+                "watch_patterns": {"type": "array", "items": {"type": "string"},
+                                   "description": "Background jobs: be told when its output has a line holding "
+                                                  "one of these strings (at most one notice per 15 s)."},
             },
             "required": ["command"],
             "additionalProperties": False,
         },
     },
-    # the gate (tools.safety.gate) judges every call with the shell classifier before this runs
-    handler=lambda args, **kw: dict(run_command(args["command"], args.get("timeout", 60))),
+    # the gate (tools.safety.gate) judges every call with the shell classifier before this runs, background
+    # or not: the same judge on the same command
+    handler=lambda args, **kw: _call(args),
     emoji="💻",
     metadata={"approval_judge": lambda args: command_ask(args["command"]), "approval_command_param": "command"},
 )

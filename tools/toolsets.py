@@ -56,8 +56,8 @@ TOOLSETS: dict[str, ToolsetSpec] = {
         "includes": [],
     },
     "terminal": {
-        "description": "Run shell commands (dangerous ones need approval)",
-        "tools": ["terminal"],
+        "description": "Run shell commands (dangerous ones need approval), and background jobs",
+        "tools": ["terminal", "process"],
         "includes": [],
     },
     "code": {

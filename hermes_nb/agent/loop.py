@@ -70,6 +70,7 @@ from hermes_nb.tools import async_bridge, interaction
 from hermes_nb.tools.batch.scope import NOTHING, reset_offer, set_offer
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
+from hermes_nb.tools.jobs import inbox_for, use_inbox
 from hermes_nb.tools.registry import registry
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ class Agent:
         undo = self._install_approval(emit)
         shown = self.model.name
         undo_code = install_code_host(self, emit)  # execute_code's scripts call this run's tools
+        undo_jobs = use_inbox(inbox_for(self))  # notices of the background jobs this agent starts
         offer = set_offer(NOTHING)  # scope: nothing runs but what a turn offers (each turn sets its own)
         partial: list[str] = []  # the text of the model turn under way: kept if the turn is cut
         emit = hearing(emit, partial)
@@ -280,6 +282,9 @@ class Agent:
                 if not oversize_said and (line := oversize_notice(tools.definitions, self.model)):
                     oversize_said = True  # once a run, in one line, with the count
                     emit(Notice(message=line, level="warning"))
+                for line in inbox_for(self).drain():  # a job it started ended, or printed what it watched for
+                    emit(Notice(message=line))
+                    self.messages.append({"role": "user", "content": f"[hermes_nb notice: {line}]"})
                 sent = with_listing(list(self.messages), tools.listing)
                 turn = await self._complete(sent, tools, emit)
                 turns.append(new_turn(iterations, sent, tools.definitions, turn, self.model,
@@ -330,6 +335,7 @@ class Agent:
         finally:
             reset_offer(offer)
             undo_code()
+            undo_jobs()
             undo()
             run.end(self.messages)
             self._task = None

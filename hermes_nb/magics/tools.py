@@ -125,6 +125,8 @@ class ToolMagics(Magics):
         %tools test [NAME ...]     run the tools' examples; a pass/fail table (the report's .results)
         %tools fuzz NAME [--n 200] [--seed S] [--invalid] [--allow-approval]
                                    call the tool with arguments drawn from its schema; shrunk failures
+        %tools processes           the background jobs (terminal background=true), each a live card
+        %tools processes kill [ID ...]  end them (all when no ID is given), and all they started
 
         Example: %tools call area width=3 height=2   (or: %tools call area {"width": 3, "height": 2})
         """
@@ -170,8 +172,10 @@ class ToolMagics(Magics):
             from hermes_nb.evaluation.fuzz import fuzz_magic
 
             return fuzz_magic(rest)
+        if command == "processes":
+            return _processes(rest.split())
         raise UsageError(f"%tools: unknown subcommand {command!r}; use show, call, rm, doctor, install, export, "
-                         f"test or fuzz (see %tools?)")
+                         f"test, fuzz or processes (see %tools?)")
 
     @line_magic
     @uncommented
@@ -210,6 +214,40 @@ class ToolMagics(Magics):
         from hermes_nb.display.picker import show_picker
 
         return show_picker(self.shell)
+
+
+def _processes(words: list[str]) -> Any:
+    """``%tools processes``: a live card per job (a table outside a kernel); ``... kill [ID ...]`` ends them."""
+    from hermes_nb.tools import jobs
+
+    if words and words[0] == "kill":
+        wanted = words[1:]
+        unknown = [w for w in wanted if jobs.find(w) is None]
+        if unknown:
+            raise UsageError(f"%tools processes kill: no background process {unknown[0]!r} (%tools processes "
+                             "lists them)")
+        chosen = [jobs.find(w) for w in wanted] if wanted else jobs.jobs()
+        ended = [j.id for j in chosen if j is not None and j.kill(source="%tools processes kill")]
+        print(f"ended {len(ended)} background process{'es' if len(ended) != 1 else ''}"
+              + (f": {', '.join(ended)}" if ended else " (none was running)"))
+        return None
+    if words:
+        raise UsageError(f"%tools processes: unknown argument {words[0]!r}; use %tools processes [kill [ID ...]]")
+    found = jobs.jobs()
+    from hermes_nb.display.kernel import in_kernel
+
+    if not in_kernel():
+        return Table(headers=("session_id", "status", "exit code", "command"), title="background processes",
+                     empty="no background processes (terminal with background=true starts one)",
+                     rows=tuple((j.id, j.status if not j.exited else j.completion_reason,
+                                 "" if j.exit_code is None else str(j.exit_code), j.command[:80]) for j in found))
+    if not found:
+        print("no background processes (terminal with background=true starts one)")
+    from hermes_nb.display.jobs import show_job
+
+    for job in found:
+        show_job(job)
+    return None
 
 
 #: The tools each cell registered: re-running a cell replaces all of them.

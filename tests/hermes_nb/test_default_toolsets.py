@@ -224,7 +224,8 @@ def test_agent_magic_toolsets_all_means_every_toolset(ip: Any) -> None:
 
 #: (config.yaml text, what the default offers besides the person's own, why)
 GOOD_CONFIGS = [
-    ("toolsets:\n  default: [file, terminal]\n", {"read_file", "write_file", "patch", "search_files", "terminal"},
+    ("toolsets:\n  default: [file, terminal]\n", {"read_file", "write_file", "patch", "search_files", "terminal",
+                                                  "process"},
      "the listed built-ins join the person's own"),
     ("toolsets: {default: code}\n", {"python"}, "one name may be written without a list"),
     ("toolsets: {default: []}\n", set(), "an empty list: the person's own only"),
@@ -250,9 +251,9 @@ def test_config_default_all_offers_every_toolset(ip: Any, hermes_home: Path) -> 
 
 def test_an_edited_config_applies_at_the_next_read(ip: Any, hermes_home: Path) -> None:
     _config(hermes_home, "toolsets: {default: [terminal]}\n")
-    assert _offered() == {"terminal"}
+    assert _offered() == {"terminal", "process"}
     _config(hermes_home, "toolsets: {default: [code, terminal]}\n")  # a longer file: another size
-    assert _offered() == {"python", "terminal"}
+    assert _offered() == {"python", "terminal", "process"}
 
 
 #: (config.yaml text, words the one line must hold, why it is refused)

@@ -49,7 +49,7 @@ def test_load_imports_no_magics_module_registry_or_yaml_and_first_use_finds_the_
     """, tmp_path)
     assert out["after_load"] == []
     assert {"terminal", "read_file", "clarify"} <= set(out["names"])  # %tools sees the built-ins
-    assert out["defined"] == ["terminal"]  # and so does what %%agent sends the model
+    assert sorted(out["defined"]) == ["process", "terminal"]  # and so does what %%agent sends the model
     assert out["prompts"]  # the inline prompts are installed before any tool can be called
 
 

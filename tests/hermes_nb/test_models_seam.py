@@ -214,7 +214,7 @@ def test_outside_a_notebook_the_default_offers_the_persons_tools_not_terminal_or
         monkeypatch.setattr(sel.selection, "mode", "list")
         monkeypatch.setattr(sel.selection, "enabled", ["terminal"])
         agent.run("two")
-    assert {t["function"]["name"] for t in srv.requests[1]["tools"]} == {"terminal"}
+    assert {t["function"]["name"] for t in srv.requests[1]["tools"]} == {"terminal", "process"}
 
 
 # 8. %%agent --base-url --api-key --tool-choice ----------------------------------------------------------------

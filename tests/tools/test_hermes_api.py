@@ -354,7 +354,7 @@ def test_get_toolset_of_an_unknown_name_is_none():
 
 
 def test_resolve_a_leaf_toolset():
-    assert set(toolsets.resolve_toolset("terminal")) == {"terminal"}
+    assert set(toolsets.resolve_toolset("terminal")) == {"terminal", "process"}  # as in Hermes
 
 
 def test_resolve_a_composite_toolset():
@@ -419,7 +419,7 @@ def test_a_toolset_alias_from_the_live_registry(live):
 
 def test_get_toolset_info_of_a_leaf():
     info = toolsets.get_toolset_info("terminal")
-    assert (info["name"], info["is_composite"], info["tool_count"]) == ("terminal", False, 1)
+    assert (info["name"], info["is_composite"], info["tool_count"]) == ("terminal", False, 2)  # terminal, process
     assert set(info) == {"name", "description", "direct_tools", "includes", "resolved_tools", "tool_count",
                          "is_composite"}
 
@@ -470,7 +470,7 @@ def test_get_all_toolsets_lists_a_plugin_toolset(live):
 def test_include_registry_false_is_the_table_as_written(live):
     live.register(name="read_terminal", toolset="terminal", schema=schema("read_terminal"), handler=ok_handler)
     assert "read_terminal" in toolsets.resolve_toolset("terminal")
-    assert toolsets.resolve_toolset("terminal", include_registry=False) == ["terminal"]
+    assert sorted(toolsets.resolve_toolset("terminal", include_registry=False)) == ["process", "terminal"]
 
 
 def test_get_toolset_static_view():

@@ -28,7 +28,9 @@ def run(**args: object) -> dict:
 
 def test_output_and_exit_code(ws: Path) -> None:
     result = run(command="pwd; echo err >&2; cat missing.txt")
-    assert result == {"exit_code": 1, "stdout": f"{ws}\n", "timed_out": False,
+    assert result == {"output": f"{ws}\nerr\ncat: missing.txt: No such file or directory", "exit_code": 1,
+                      "error": None,  # Hermes's shape; the streams apart beside it
+                      "stdout": f"{ws}\n", "timed_out": False,
                       "stderr": "err\ncat: missing.txt: No such file or directory\n"}
     assert terminal_tool.run_command("exit 3")["exit_code"] == 3
 

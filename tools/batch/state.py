@@ -21,6 +21,7 @@ from hermes_nb.tools.batch.records import INTERRUPTED_MESSAGE, BatchEvent, ToolC
 from hermes_nb.tools.batch.scope import current_offer
 from hermes_nb.tools.calls.call_hooks import call_context
 from hermes_nb.tools.calls.results import execution_failed
+from hermes_nb.tools.jobs import current_inbox, inbox_in
 from hermes_nb.tools.registry import ToolEntry, ToolRegistry, tool_error
 from hermes_nb.tools.safety.approvals import gate
 from hermes_nb.tools.safety.approvals.gate import run_approver
@@ -121,6 +122,7 @@ class Batch:
         # the process-wide ones are looked up when a call asks.
         self.approver = run_approver()
         self.offer = current_offer()  # the run's offer this turn (None outside a run: nothing limited)
+        self.inbox = current_inbox()  # where the background jobs its calls start send their notices (the run's)
         self.ask_lock = _PromptClock(self)  # one approval prompt at a time; the batch's clocks stop meanwhile
         self.plan = plan_tool_batch(tool_calls, registry=registry)
         calls = [unpack_call(c, i) for i, c in enumerate(tool_calls)]
@@ -265,7 +267,7 @@ def run_sync_call(batch: Batch, slot: Slot) -> None:
         return
     assert slot.prepared is not None
     try:
-        with call_context(tool_call_id=slot.call.id):  # plugins' hooks see which call of the model this is
+        with call_context(tool_call_id=slot.call.id), inbox_in(batch.inbox):  # hooks see which call this is
             content, is_error = batch.registry.call_settled(*slot.prepared)
     except BaseException as exc:  # call never raises, except KeyboardInterrupt from a handler
         content, is_error = execution_failed(exc), True
@@ -285,7 +287,7 @@ async def run_async_call(batch: Batch, slot: Slot) -> None:
         return
     assert slot.prepared is not None
     try:
-        with call_context(tool_call_id=slot.call.id):
+        with call_context(tool_call_id=slot.call.id), inbox_in(batch.inbox):
             content, is_error = await batch.registry.acall_settled(*slot.prepared)
     except asyncio.CancelledError:
         raise  # the batch cancelled it (timeout, interrupt); the batch settles it

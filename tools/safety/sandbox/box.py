@@ -43,6 +43,7 @@ from hermes_nb.tools.safety.sandbox.scan import Snapshot
 __all__ = ["Box", "Confinement", "SandboxStatus", "landlock_abi", "open_box", "status", "writable_paths"]
 
 log = logging.getLogger(__name__)
+Stdio = tuple[int, int, int]  # stdin, stdout, stderr: file descriptors or subprocess.PIPE / DEVNULL / STDOUT
 _NAMESPACE_GRACE = 5.0  # seconds for bwrap's report, and for the kernel to empty the pid namespace
 
 
@@ -156,12 +157,15 @@ class Box:
         else:  # the whole tree, before the command starts
             self._snapshot = Snapshot(workspace)
 
-    def spawn(self, command: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    def spawn(self, command: str, env: Mapping[str, str], stdio: Stdio | None = None) -> subprocess.Popen[bytes]:
+        """``bash -c command`` in the box; ``stdio`` (stdin, stdout, stderr) for a background job's pipes or
+        pty, else no stdin and two pipes."""
+        io = stdio or (subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE)
         if not self.state.available:  # nothing confines it; its write-set is still judged (the scan)
-            return _popen(["bash", "-c", command], self.workspace, env)
+            return _popen(["bash", "-c", command], self.workspace, env, io=io)
         clean = bwrap.scrub_env(env)
         if self._landlock is not None:
-            return self._landlock.run(lambda: _popen(["bash", "-c", command], self.workspace, clean))
+            return self._landlock.run(lambda: _popen(["bash", "-c", command], self.workspace, clean, io=io))
         inner = ["bash", "-c", command]
         if self.state.network:  # the only way out: the proxy, offered inside at 127.0.0.1:PORT
             sock = os.path.join(self.tmp, "proxy.sock")
@@ -175,7 +179,7 @@ class Box:
             argv = bwrap.argv(inner, workspace=self.workspace, tmp=self.tmp, writable=extra, info_fd=write)
             if self._layers is not None:
                 argv = overlay.wrap(argv, self.workspace, self._layers, direct=extra)
-            proc = _popen(argv, self.workspace, clean, pass_fds=(write,))
+            proc = _popen(argv, self.workspace, clean, pass_fds=(write,), io=io)
         except OSError as exc:  # gone or unrunnable since the probe: never a fallback to running it bare
             raise RuntimeError(f"the sandbox (bubblewrap) could not start, so the command did not run: {exc}") from exc
         finally:
@@ -243,9 +247,10 @@ def _readable(workspace: Path, tmp: str) -> list[str]:
     return [str(p) for p in view(workspace).readable(back)]
 
 
-def _popen(argv: list[str], cwd: Path, env: Mapping[str, str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, pass_fds=pass_fds)
+def _popen(argv: list[str], cwd: Path, env: Mapping[str, str], pass_fds: tuple[int, ...] = (), *,
+           io: Stdio) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=io[0], stdout=io[1], stderr=io[2],
+                            start_new_session=True, pass_fds=pass_fds)
 
 
 def _namespace_init(read: int) -> int | None:
