@@ -1,0 +1,393 @@
+"""The one place a run's spans are made: a ``Recorder`` fed by the loop's own events.
+
+``Agent._core`` makes one per run (``begin``) and passes every event it emits through ``Recorder.hear``; the
+recorder turns them into spans by the OpenTelemetry GenAI conventions: ``invoke_agent {agent}`` for the run,
+``chat {model}`` per model turn, ``execute_tool {tool}`` per call. Two small hooks add what no event carries:
+``child`` (an MCP request or a sandboxed command inside a tool call) and ``approval_heard`` (the gate asked and
+someone answered). A sub-agent's run finds its ``delegate_task`` span through a context variable (same task)
+and nests under it; work in a worker thread (no inherited context) finds its call by the call's id.
+
+Events come from the background loop, worker threads and the waiting thread at once: one lock per recorder.
+A recorder never breaks a run: a failure in it is logged and the run goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from hermes_nb.agent.events import (
+    AgentEvent,
+    Emit,
+    ToolCallQueued,
+    ToolEnded,
+    ToolStarted,
+    TurnDone,
+    TurnStarted,
+)
+from hermes_nb.traces.records import SpanEvent, SpanKind, SpanRecord, Trace
+
+if TYPE_CHECKING:
+    from hermes_nb.traces.otel import Sink
+
+__all__ = ["Recorder", "approval_heard", "begin", "child", "last_trace", "tagged"]
+
+log = logging.getLogger(__name__)
+
+#: The agent name a top-level run reports (``gen_ai.agent.name``); a sub-agent reports its task's label.
+AGENT_NAME = "hermes_nb"
+
+_ids = itertools.count(1)
+_current: ContextVar[Recorder | None] = ContextVar("hermes_nb_trace_recorder", default=None)
+_tags: ContextVar[Mapping[str, Any]] = ContextVar("hermes_nb_trace_tags", default=MappingProxyType({}))
+# Calls now open, by the model's call id, for work in threads that do not inherit the run's context. Ids are
+# unique within a conversation, not across concurrent runs (an evaluation's cases replay one script): the
+# newest open call of that id wins, and the context variable is asked first wherever it is set.
+_open_calls: dict[str, list[tuple[Recorder, _Open]]] = {}
+_open_lock = threading.Lock()
+_last: list[Trace] = []
+
+
+class _Open:
+    """A span still open (mutable until it ends; then frozen into a ``SpanRecord``)."""
+
+    __slots__ = ("arguments", "attributes", "began", "events", "handle", "id", "kind", "name", "parent", "start",
+                 "tool")
+
+    def __init__(self, kind: SpanKind, name: str, parent: _Open | None, start: float,
+                 attributes: dict[str, Any]) -> None:
+        self.id = next(_ids)
+        self.kind = kind
+        self.name = name
+        self.parent = parent
+        self.start = start
+        self.attributes = attributes
+        self.events: list[SpanEvent] = []
+        self.began: float | None = None
+        self.handle: Any = None  # the OpenTelemetry span, when a provider is configured
+        self.arguments = ""  # a tool call's arguments (exported only when content is captured)
+        self.tool = ""
+
+
+class Recorder:
+    """Spans of one run (and, once they end, of its sub-agents' runs)."""
+
+    def __init__(self, *, agent_name: str, model: str, provider: str, conversation: str, sink: Sink | None,
+                 parent: tuple[Recorder, _Open] | None = None, tags: Mapping[str, Any] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._sink = sink
+        self._up = parent
+        self._done: list[SpanRecord] = []
+        self._calls: dict[str, _Open] = {}
+        self._turn: _Open | None = None
+        self.model = model
+        self.provider = provider
+        self.conversation = conversation
+        self.tags = dict(tags or {})
+        attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent_name,
+                 "gen_ai.provider.name": provider, "gen_ai.request.model": model,
+                 "gen_ai.conversation.id": conversation, **self.tags}
+        self.root = self._open("agent", f"invoke_agent {agent_name}", parent[1] if parent else None, attributes=attrs)
+
+    # -- feeding ---------------------------------------------------------------------------------------
+
+    def hear(self, emit: Emit) -> Emit:
+        """``emit`` that records each event first."""
+        def both(event: AgentEvent) -> None:
+            self.feed(event)
+            emit(event)
+        return both
+
+    def feed(self, event: AgentEvent) -> None:
+        try:
+            self._feed(event)
+        except Exception:  # a trace must never stop a run
+            log.exception("trace recorder failed on %s", type(event).__name__)
+
+    def _feed(self, event: AgentEvent) -> None:
+        now = time.perf_counter()
+        if isinstance(event, TurnStarted):
+            with self._lock:
+                self._turn = self._open("chat", f"chat {self.model}", self.root, now, {
+                    "gen_ai.operation.name": "chat", "gen_ai.provider.name": self.provider,
+                    "gen_ai.request.model": self.model, "gen_ai.conversation.id": self.conversation})
+        elif isinstance(event, TurnDone):
+            with self._lock:
+                span, self._turn = self._turn, None
+            if span is not None:
+                response = event.turn.response
+                usage = response.usage
+                span.attributes.update({
+                    "gen_ai.response.model": response.model or self.model,
+                    "gen_ai.usage.input_tokens": usage.get("prompt_tokens", 0),
+                    "gen_ai.usage.output_tokens": usage.get("completion_tokens", 0),
+                    "gen_ai.response.finish_reasons": (response.finish_reason or "stop",),
+                    "hermes_nb.turn": event.turn.iteration})
+                self._end(span, now, content={"gen_ai.output.messages": _output(response)})
+        elif isinstance(event, ToolCallQueued):
+            self._queued(event, now)
+        elif isinstance(event, ToolStarted):
+            with self._lock:
+                call = self._calls.get(event.tool_call_id)
+            if call is not None:
+                call.began = event.time
+                call.attributes["hermes_nb.tool.parallel"] = event.parallel
+        elif isinstance(event, ToolEnded):
+            self._tool_ended(event)
+
+    def _queued(self, event: ToolCallQueued, now: float) -> None:
+        from hermes_nb.tools.registry import registry
+
+        entry = registry.get_entry(event.name)
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": event.name,
+                                 "gen_ai.tool.call.id": event.id, "gen_ai.tool.type": "function"}
+        if entry is not None and entry.description:
+            attrs["gen_ai.tool.description"] = entry.description
+        with self._lock:
+            parent = self._calls.get(event.parent) if event.parent else None
+            span = self._open("tool", f"execute_tool {event.name}", parent or self.root, now, attrs)
+            span.arguments, span.tool = event.arguments, event.name
+            self._calls[event.id] = span
+        with _open_lock:
+            _open_calls.setdefault(event.id, []).append((self, span))
+
+    def _tool_ended(self, event: ToolEnded) -> None:
+        with self._lock:
+            span = self._calls.pop(event.tool_call_id, None)
+        if span is None:
+            return
+        _forget(event.tool_call_id, span)
+        result = event.result
+        content: dict[str, Any] = {"gen_ai.tool.call.arguments": span.arguments}
+        error = ""
+        if result is not None:
+            span.attributes["hermes_nb.tool.segment"] = result.segment
+            content["gen_ai.tool.call.result"] = result.content
+            if result.is_error:
+                error = "timeout" if result.timed_out else "interrupted" if result.interrupted else "tool_error"
+        self._end(span, event.time, content=content, error=error)
+
+    def _asking(self, tool: str) -> _Open | None:
+        """The call an approval was for: the first of that tool not started yet (the gate asks before the
+        clock starts, one prompt at a time per batch)."""
+        with self._lock:
+            for span in self._calls.values():
+                if span.began is None and (not tool or span.tool == tool) \
+                        and not any(e.name == "approval.answered" for e in span.events):
+                    return span
+        return None
+
+    # -- spans -------------------------------------------------------------------------------------------
+
+    def _open(self, kind: SpanKind, name: str, parent: _Open | None, start: float | None = None,
+              attributes: dict[str, Any] | None = None) -> _Open:
+        span = _Open(kind, name, parent, time.perf_counter() if start is None else start, attributes or {})
+        if self._sink is not None:
+            try:
+                span.handle = self._sink.start(span)
+            except Exception:
+                log.exception("starting span %s failed", name)
+        return span
+
+    def _end(self, span: _Open, end: float, *, content: Mapping[str, Any] | None = None, error: str = "") -> None:
+        if error:
+            span.attributes["error.type"] = error
+        record = SpanRecord(id=span.id, parent=span.parent.id if span.parent else None, kind=span.kind,
+                            name=span.name, start=span.start, end=max(end, span.start),
+                            attributes=MappingProxyType(dict(span.attributes)), events=tuple(span.events),
+                            error=error, began=span.began)
+        with self._lock:
+            self._done.append(record)
+        if self._sink is not None and span.handle is not None:
+            try:
+                self._sink.end(span.handle, record, content or {})
+            except Exception:  # an exporter's trouble is not the run's
+                log.exception("ending span %s failed", span.name)
+
+    @contextlib.contextmanager
+    def child(self, parent: _Open, kind: SpanKind, name: str, attributes: dict[str, Any]) -> Iterator[_Open]:
+        span = self._open(kind, name, parent, None, attributes)
+        error = ""
+        try:
+            yield span
+        except BaseException as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            self._end(span, time.perf_counter(), error=span.attributes.pop("error.type", error))
+
+    def adopt(self, records: list[SpanRecord]) -> None:
+        """A sub-agent's finished spans, so this run's waterfall shows them under their ``delegate_task``."""
+        with self._lock:
+            self._done.extend(records)
+
+    def finish(self, stopped_reason: str, error: str | None) -> Trace:
+        """End what is still open (a cut turn, unanswered calls) and the run; the run's ``Trace``."""
+        now = time.perf_counter()
+        with self._lock:
+            turn, self._turn = self._turn, None
+            calls, self._calls = list(self._calls.items()), {}
+        if turn is not None:
+            self._end(turn, now, error="interrupted" if stopped_reason == "interrupted" else "model_error")
+        for call_id, span in calls:
+            _forget(call_id, span)
+            self._end(span, now, error="interrupted")
+        self.root.attributes["hermes_nb.stopped_reason"] = stopped_reason
+        bad = {"error": "model_error", "interrupted": "interrupted"}.get(stopped_reason, "")
+        self._end(self.root, now, error=bad if error or bad else "")
+        with self._lock:
+            spans = _ordered(self._done)
+        if self._up is not None:
+            self._up[0].adopt(list(spans))
+        return Trace(spans=spans)
+
+
+def _approval_events(span: _Open, asked: float, answered: float, choice: str, by: str) -> None:
+    span.events.append(SpanEvent(name="approval.asked", time=asked))
+    span.events.append(SpanEvent(name="approval.answered", time=answered, attributes={
+        "hermes_nb.approval.choice": choice, "hermes_nb.approval.by": by,
+        "hermes_nb.approval.waited_s": round(answered - asked, 6)}))
+
+
+def _forget(call_id: str, span: _Open) -> None:
+    with _open_lock:
+        opened = _open_calls.get(call_id)
+        if opened:
+            opened[:] = [o for o in opened if o[1] is not span]
+            if not opened:
+                del _open_calls[call_id]
+
+
+def _ordered(records: list[SpanRecord]) -> tuple[SpanRecord, ...]:
+    """Parents before children, siblings by start time (a depth-first walk)."""
+    kids: dict[int | None, list[SpanRecord]] = {}
+    ids = {r.id for r in records}
+    for r in records:
+        kids.setdefault(r.parent if r.parent in ids else None, []).append(r)
+    out: list[SpanRecord] = []
+    stack = sorted(kids.get(None, []), key=lambda r: r.start, reverse=True)
+    while stack:
+        r = stack.pop()
+        out.append(r)
+        stack.extend(sorted(kids.get(r.id, []), key=lambda c: c.start, reverse=True))
+    return tuple(out)
+
+
+def _output(response: Any) -> str:
+    import json
+    parts: list[dict[str, Any]] = []
+    if response.content:
+        parts.append({"type": "text", "content": response.content})
+    for call in response.tool_calls:
+        parts.append({"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments})
+    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": response.finish_reason or "stop"}],
+                      ensure_ascii=False)
+
+
+def _call_of(call_id: str) -> tuple[Recorder, _Open] | None:
+    recorder = _current.get()
+    if recorder is not None:
+        with recorder._lock:
+            span = recorder._calls.get(call_id)
+        if span is not None:
+            return recorder, span
+    with _open_lock:
+        opened = _open_calls.get(call_id)
+        return opened[-1] if opened else None
+
+
+def _running_call() -> tuple[Recorder, _Open] | None:
+    from hermes_nb.tools.calls.call_hooks import call_fields
+
+    call_id = call_fields().get("tool_call_id")
+    return _call_of(call_id) if isinstance(call_id, str) else None
+
+
+# -- the entry points ---------------------------------------------------------------------------------------
+
+def begin(agent: Any) -> tuple[Recorder, Any]:
+    """A recorder for a run of ``agent`` starting now, and the token that ``end`` gives back. A sub-agent's
+    run (inside its parent's ``delegate_task`` call) nests under that call's span."""
+    from hermes_nb.traces.otel import sink
+
+    parent = _running_call()
+    label = getattr(agent, "_trace_label", "") or AGENT_NAME
+    conversation = agent.__dict__.setdefault("_trace_conversation", f"{next(_ids):x}-{time.time_ns():x}")
+    model = agent.model
+    tags = {**(parent[0].tags if parent else {}), **_tags.get()}
+    recorder = Recorder(agent_name=label, model=model.name, provider=_provider(model), conversation=conversation,
+                        sink=parent[0]._sink if parent else sink(), parent=parent, tags=tags)
+    return recorder, _current.set(recorder)
+
+
+def end(recorder: Recorder, token: Any, stopped_reason: str, error: str | None) -> Trace:
+    _current.reset(token)
+    return recorder.finish(stopped_reason, error)
+
+
+def _provider(model: Any) -> str:
+    base = str(getattr(model, "base_url", "") or "")
+    if type(model).__name__ == "LocalModel" or "127.0.0.1" in base or "localhost" in base:
+        return "hermes_nb.local" if type(model).__name__ == "LocalModel" else "openai"  # a server speaking its API
+    return "openai"
+
+
+@contextlib.contextmanager
+def child(kind: SpanKind, name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    """A span inside the tool call running here (an MCP request, a sandboxed command); nothing outside one.
+    The span's ``attributes`` may be added to before it ends (``error.type`` marks it failed)."""
+    found = _running_call()
+    if found is None:
+        yield None
+        return
+    recorder, call = found
+    with recorder.child(call, kind, name, attributes) as span:
+        yield span
+
+
+def approval_heard(tool: str, asked: float, answered: float, choice: str, by: str) -> None:
+    """The gate asked about a call of ``tool`` and ``by`` answered ``choice``: two events on its span."""
+    call_id = None
+    from hermes_nb.tools.calls.call_hooks import call_fields
+
+    call_id = call_fields().get("tool_call_id")
+    found = _call_of(call_id) if isinstance(call_id, str) else None
+    if found is None:
+        recorder = _current.get()
+        candidates = [recorder] if recorder is not None else []
+        if not candidates:
+            with _open_lock:
+                candidates = list(dict.fromkeys(r for opened in _open_calls.values() for r, _ in opened))
+        for rec in candidates:
+            span = rec._asking(tool)
+            if span is not None:
+                found = rec, span
+                break
+    if found is not None:
+        _approval_events(found[1], asked, answered, choice, by)
+
+
+@contextlib.contextmanager
+def tagged(**tags: Any) -> Iterator[None]:
+    """Runs started inside carry ``tags`` as span attributes (``evaluate`` tags each case's run)."""
+    token = _tags.set({**_tags.get(), **tags})
+    try:
+        yield
+    finally:
+        _tags.reset(token)
+
+
+def remember(trace: Trace) -> None:
+    """The last run from a cell (``%trace`` draws it)."""
+    _last[:] = [trace]
+
+
+def last_trace() -> Trace | None:
+    return _last[0] if _last else None

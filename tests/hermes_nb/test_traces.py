@@ -1,0 +1,252 @@
+"""Traces (issue 36): a run's spans by the OpenTelemetry GenAI conventions, checked through the SDK's in-memory
+exporter, and the waterfall drawn from the same records (HTML and text)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+from hermes_nb.agent.loop import Agent
+from hermes_nb.tools.registry import registry
+from hermes_nb.traces import otel
+from tests.support.fake_openai import FakeOpenAI, Reply, call
+from tests.support.routed_openai import RoutedOpenAI
+
+OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+@pytest.fixture
+def tools():
+    """`meet`: two calls that must be in flight together (a barrier, no sleeps); `guarded`: asks first."""
+    both = threading.Barrier(2, timeout=20)
+
+    def meet(args: dict[str, Any], **kw: Any) -> str:
+        both.wait()
+        return f"met {args['n']}"
+
+    registry.register("meet", "traced", {"description": "Meet the other call.", "parameters": OBJ}, meet,
+                      read_only=True)
+    registry.register("guarded", "traced", {"description": "Needs a yes.", "parameters": OBJ},
+                      lambda a, **kw: "guarded ran", needs_approval=True)
+    yield
+
+
+@pytest.fixture
+def exported(monkeypatch: pytest.MonkeyPatch):
+    """The person's own provider (the SDK, an in-memory exporter), as ``trace.set_tracer_provider`` would make
+    it; set here without making it global, so other tests in this process see no provider."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(otel, "_persons_provider", lambda: provider)
+    monkeypatch.delenv(otel.CONTENT_VARIABLE, raising=False)
+    yield exporter
+    provider.shutdown()
+
+
+def _route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+    if prompt == "go":
+        script = [Reply(tool_calls=(call("meet", {"n": 1}, "m1"), call("meet", {"n": 2}, "m2"))),
+                  Reply(tool_calls=(call("guarded", {"n": 3}, "g1"),)),
+                  Reply(tool_calls=(call("delegate_task", {"tasks": [{"goal": "count"}]}, "d1"),)),
+                  Reply(content="all done")]
+        return script[turn]
+    return Reply(content=f"{prompt}: 12")  # the sub-agent
+
+
+def _run(**kw: Any) -> Any:
+    answers: list[str] = []
+
+    def approve(command: str, key: str, description: str) -> str:
+        answers.append(command)
+        return "once"
+
+    with RoutedOpenAI(_route) as srv:
+        agent = Agent(model="m", base_url=srv.base_url, enabled_toolsets=["traced", "delegation"], display=False,
+                      stream=False, approval_callback=approve, **kw)
+        result = agent.run("go")
+    assert answers, "the guarded call asked"
+    return result
+
+
+def _by_name(spans: Any) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for s in spans:
+        out.setdefault(s.name, []).append(s)
+    return out
+
+
+def test_a_run_exports_the_standard_span_tree(tools, exported) -> None:
+    result = _run()
+    spans = exported.get_finished_spans()
+    named = _by_name(spans)
+    (root,) = named["invoke_agent hermes_nb"]
+    assert root.parent is None
+    assert root.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert root.attributes["gen_ai.agent.name"] == "hermes_nb"
+    assert root.attributes["gen_ai.provider.name"] == "openai" and root.attributes["gen_ai.request.model"] == "m"
+    conversation = root.attributes["gen_ai.conversation.id"]
+    root_id = root.context.span_id
+    chats = [s for s in named["chat m"] if s.parent.span_id == root_id]
+    assert len(chats) == 4  # one per model turn of the parent
+    assert all(c.kind.name == "CLIENT" and c.attributes["gen_ai.operation.name"] == "chat" for c in chats)
+    assert all(c.attributes["gen_ai.usage.input_tokens"] == 10 and c.attributes["gen_ai.usage.output_tokens"] == 5
+               for c in chats)
+    assert all(c.attributes["gen_ai.conversation.id"] == conversation for c in chats)
+    m1, m2 = named["execute_tool meet"]
+    for span in (m1, m2):
+        assert span.parent.span_id == root_id and span.kind.name == "INTERNAL"
+        assert span.attributes["gen_ai.operation.name"] == "execute_tool"
+        assert span.attributes["gen_ai.tool.name"] == "meet"
+        assert span.attributes["gen_ai.tool.type"] == "function"
+        assert span.attributes["gen_ai.tool.description"] == "Meet the other call."
+        assert "error.type" not in span.attributes
+    assert {m1.attributes["gen_ai.tool.call.id"], m2.attributes["gen_ai.tool.call.id"]} == {"m1", "m2"}
+    assert m1.start_time < m2.end_time and m2.start_time < m1.end_time  # the parallel calls overlap
+    (guarded,) = named["execute_tool guarded"]
+    asked, answered = guarded.events
+    assert (asked.name, answered.name) == ("approval.asked", "approval.answered")
+    assert answered.attributes["hermes_nb.approval.choice"] == "once"
+    assert answered.attributes["hermes_nb.approval.by"] == "approval_callback"
+    assert answered.attributes["hermes_nb.approval.waited_s"] >= 0 and asked.timestamp <= answered.timestamp
+    (delegate,) = named["execute_tool delegate_task"]
+    (child,) = named["invoke_agent sub-agent 1: count"]
+    assert child.parent.span_id == delegate.context.span_id  # the sub-agent nests under its delegate_task
+    assert child.attributes["gen_ai.agent.name"] == "sub-agent 1: count"
+    child_chats = [s for s in named["chat m"] if s.parent.span_id == child.context.span_id]
+    assert len(child_chats) == 1
+    assert len({s.context.trace_id for s in spans}) == 1  # one trace
+    # the notebook's records are the same spans
+    assert sorted(s.name for s in result.trace.spans) == sorted(s.name for s in spans)
+
+
+def test_content_goes_on_spans_only_when_the_person_opts_in(tools, exported, monkeypatch) -> None:
+    _run()
+    plain = exported.get_finished_spans()
+    assert not any(k in s.attributes for s in plain for k in ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+                                                               "gen_ai.output.messages"))
+    exported.clear()
+    monkeypatch.setenv(otel.CONTENT_VARIABLE, "SPAN_ONLY")
+    _run()
+    named = _by_name(exported.get_finished_spans())
+    m1 = next(s for s in named["execute_tool meet"] if s.attributes["gen_ai.tool.call.id"] == "m1")
+    assert json.loads(m1.attributes["gen_ai.tool.call.arguments"]) == {"n": 1}
+    assert m1.attributes["gen_ai.tool.call.result"] == "met 1"
+    last = json.loads(named["chat m"][-1].attributes["gen_ai.output.messages"])
+    assert last[0]["role"] == "assistant"
+
+
+@pytest.mark.parametrize(("value", "expected", "reason"), [
+    ("true", True, "the boolean form"),
+    ("SPAN_ONLY", True, "gen_ai_latest_experimental's span value"),
+    ("span_and_event", True, "any case"),
+    ("EVENT_ONLY", False, "events only: nothing on spans"),
+    ("NO_CONTENT", False, "the explicit no"),
+    ("false", False, "the boolean no"),
+    ("", False, "unset is off"),
+    ("yes please", False, "an unknown word is off (fail closed)"),
+])
+def test_the_content_variable(value: str, expected: bool, reason: str, monkeypatch) -> None:
+    monkeypatch.setenv(otel.CONTENT_VARIABLE, value)
+    assert otel.capture_content({}) is expected, reason
+
+
+def test_config_content_key_opts_in(monkeypatch) -> None:
+    monkeypatch.delenv(otel.CONTENT_VARIABLE, raising=False)
+    assert otel.capture_content({"capture_content": True}) is True
+    assert otel.capture_content({"capture_content": "yes"}) is False  # only a real true
+
+
+def test_a_failed_call_carries_error_type(exported) -> None:
+    def boom(args: dict[str, Any], **kw: Any) -> str:
+        raise RuntimeError("no")
+
+    registry.register("boom", "traced_err", {"description": "Fails.", "parameters": OBJ}, boom)
+    script = [Reply(tool_calls=(call("boom", {"n": 1}, "b1"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        Agent(model="m", base_url=srv.base_url, enabled_toolsets=["traced_err"], display=False).run("go")
+    (span,) = _by_name(exported.get_finished_spans())["execute_tool boom"]
+    assert span.attributes["error.type"] == "tool_error" and span.status.status_code.name == "ERROR"
+
+
+def test_waterfall_draws_overlap_and_the_approval_wait(tools) -> None:
+    result = _run()
+    text = str(result.trace)
+    lines = text.splitlines()
+    assert lines[0].startswith("trace: 5 model turns, 4 tool calls, 1 sub-agent")
+    meets = [line for line in lines if line.lstrip().startswith("execute_tool meet")]
+    assert len(meets) == 2 and all("parallel" in line for line in meets)
+    bars = [line[line.index("│") + 1:line.rindex("│")] for line in meets]
+    cells = [{i for i, ch in enumerate(bar) if ch != " "} for bar in bars]
+    assert cells[0] & cells[1], "the parallel calls' bars share columns"
+    guarded = next(line for line in lines if line.lstrip().startswith("execute_tool guarded"))
+    assert "approval once after" in guarded
+    child = next(line for line in lines if "invoke_agent sub-agent 1" in line)
+    assert child.startswith("    "), "the sub-agent is indented under its delegate_task"
+    assert lines[-1].startswith("legend:")
+    html = result.trace._repr_mimebundle_()["text/html"]
+    assert html.count('data-kind="chat"') == 5 and html.count('data-kind="tool"') == 4
+    assert "var(--jp-brand-color1" in html and "repeating-linear-gradient" in html  # theme colours, a shaded wait
+    assert "background:#3f51b5;background:var(--jp-brand-color1" in html  # a plain colour an untrusted page keeps
+
+
+def test_percent_trace_draws_the_last_run(tools) -> None:
+    from hermes_nb.traces import last_trace
+
+    result = _run()
+    assert last_trace() is result.trace
+
+
+def test_no_provider_no_opentelemetry_import() -> None:
+    """With nothing configured a run imports no OpenTelemetry module and makes no sink."""
+    code = ("import os, sys\n"
+            "for k in [k for k in os.environ if k.startswith('OTEL_')]: del os.environ[k]\n"
+            "from hermes_nb.agent.loop import Agent\n"
+            "from tests.support.fake_openai import FakeOpenAI, Reply\n"
+            "with FakeOpenAI([Reply(content='hi')]) as srv:\n"
+            "    r = Agent(model='m', base_url=srv.base_url, display=False).run('go')\n"
+            "assert len(r.trace) == 2, r.trace\n"
+            "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+                         env={**_clean_env(), "HERMES_NB_HOME": _tmp_home()})
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_persons_global_provider_is_found() -> None:
+    """``trace.set_tracer_provider`` (the usual way) is enough; a proxy default is not a provider."""
+    code = ("from hermes_nb.traces import otel\n"
+            "assert otel.sink() is None\n"
+            "from opentelemetry import trace\n"
+            "assert otel.sink() is None  # imported, but the API's proxy default\n"
+            "from opentelemetry.sdk.trace import TracerProvider\n"
+            "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+            "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+            "exp = InMemorySpanExporter(); p = TracerProvider(); p.add_span_processor(SimpleSpanProcessor(exp))\n"
+            "trace.set_tracer_provider(p)\n"
+            "from hermes_nb.agent.loop import Agent\n"
+            "from tests.support.fake_openai import FakeOpenAI, Reply\n"
+            "with FakeOpenAI([Reply(content='hi')]) as srv:\n"
+            "    Agent(model='m', base_url=srv.base_url, display=False).run('go')\n"
+            "print(sorted(s.name for s in exp.get_finished_spans()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+                         env={**_clean_env(), "HERMES_NB_HOME": _tmp_home()})
+    assert out.stdout.strip() == "['chat m', 'invoke_agent hermes_nb']", out.stdout + out.stderr
+
+
+def _clean_env() -> dict[str, str]:
+    import os
+    return {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+
+
+def _tmp_home() -> str:
+    import tempfile
+    return tempfile.mkdtemp(prefix="hermes-nb-traces-")
