@@ -250,3 +250,19 @@ def _clean_env() -> dict[str, str]:
 def _tmp_home() -> str:
     import tempfile
     return tempfile.mkdtemp(prefix="hermes-nb-traces-")
+
+
+def test_percent_trace_magic(ip: Any, tools, capsys) -> None:
+    from IPython.core.error import UsageError
+
+    from hermes_nb.traces import recorder
+
+    recorder._last.clear()
+    with pytest.raises(UsageError, match="no agent run yet"):
+        ip.run_line_magic("trace", "")
+    result = _run()
+    assert ip.run_line_magic("trace", "") is result.trace
+    assert ip.run_line_magic("trace", "--text") is None
+    assert capsys.readouterr().out.startswith("trace: 5 model turns")
+    with pytest.raises(UsageError, match="%trace"):
+        ip.run_line_magic("trace", "--nope")
