@@ -266,3 +266,33 @@ def test_percent_trace_magic(ip: Any, tools, capsys) -> None:
     assert capsys.readouterr().out.startswith("trace: 5 model turns")
     with pytest.raises(UsageError, match="%trace"):
         ip.run_line_magic("trace", "--nope")
+
+
+def test_evaluate_tags_each_cases_run(exported, tmp_path) -> None:
+    """Concurrent cases replay one script (the same call ids): each case's spans still carry its own id, and
+    every span of a case's run, tool calls included, is under that case's invoke_agent."""
+    import hermes_nb
+
+    def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    from hermes_nb.tools.schema.derive import tool
+
+    tool(add, toolset="traced_eval")
+
+    def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        return Reply(tool_calls=(call("add", {"a": 1, "b": 2}, "c0"),)) if turn == 0 else Reply(content="3")
+
+    cases = [{"prompt": f"add {i}", "expected_tools": ["add"], "name": f"case-{i}"} for i in range(4)]
+    with RoutedOpenAI(route) as srv:
+        hermes_nb.evaluate(cases, agent={"model": "m", "base_url": srv.base_url, "enabled_toolsets": ["traced_eval"],
+                                         "stream": False}, concurrency=4, display=False, out_dir=tmp_path / "nightly")
+    spans = exported.get_finished_spans()
+    roots = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert sorted(r.attributes["hermes_nb.eval.case_id"] for r in roots) == [f"case-{i}" for i in range(4)]
+    assert {r.attributes["hermes_nb.eval.name"] for r in roots} == {"nightly"}
+    by_trace = {r.context.trace_id: r.attributes["hermes_nb.eval.case_id"] for r in roots}
+    assert len(by_trace) == 4  # one trace per case
+    tools_ = [s for s in spans if s.name == "execute_tool add"]
+    assert len(tools_) == 4 and {by_trace[s.context.trace_id] for s in tools_} == set(by_trace.values())
