@@ -112,10 +112,19 @@ class Recorder:
             log.exception("trace recorder failed on %s", type(event).__name__)
 
     def _feed(self, event: AgentEvent) -> None:
-        now = time.perf_counter()
-        if isinstance(event, TurnStarted):
+        if isinstance(event, ToolStarted):  # the most frequent first
             with self._lock:
-                self._turn = self._open("chat", f"chat {self.model}", self.root, now, {
+                call = self._calls.get(event.tool_call_id)
+            if call is not None:
+                call.began = event.time
+                call.attributes["hermes_nb.tool.parallel"] = event.parallel
+        elif isinstance(event, ToolEnded):
+            self._tool_ended(event)
+        elif isinstance(event, ToolCallQueued):
+            self._queued(event, time.perf_counter())
+        elif isinstance(event, TurnStarted):
+            with self._lock:
+                self._turn = self._open("chat", f"chat {self.model}", self.root, None, {
                     "gen_ai.operation.name": "chat", "gen_ai.provider.name": self.provider,
                     "gen_ai.request.model": self.model, "gen_ai.conversation.id": self.conversation})
         elif isinstance(event, TurnDone):
@@ -130,26 +139,18 @@ class Recorder:
                     "gen_ai.usage.output_tokens": usage.get("completion_tokens", 0),
                     "gen_ai.response.finish_reasons": (response.finish_reason or "stop",),
                     "hermes_nb.turn": event.turn.iteration})
-                self._end(span, now, content={"gen_ai.output.messages": _output(response)})
-        elif isinstance(event, ToolCallQueued):
-            self._queued(event, now)
-        elif isinstance(event, ToolStarted):
-            with self._lock:
-                call = self._calls.get(event.tool_call_id)
-            if call is not None:
-                call.began = event.time
-                call.attributes["hermes_nb.tool.parallel"] = event.parallel
-        elif isinstance(event, ToolEnded):
-            self._tool_ended(event)
+                self._end(span, time.perf_counter(), content={"gen_ai.output.messages": _output(response)}
+                          if self._sink is not None and self._sink.content else None)
 
     def _queued(self, event: ToolCallQueued, now: float) -> None:
-        from hermes_nb.tools.registry import registry
-
-        entry = registry.get_entry(event.name)
         attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": event.name,
                                  "gen_ai.tool.call.id": event.id, "gen_ai.tool.type": "function"}
-        if entry is not None and entry.description:
-            attrs["gen_ai.tool.description"] = entry.description
+        if self._sink is not None:  # exported only: the waterfall does not show it
+            from hermes_nb.tools.registry import registry
+
+            entry = registry.get_entry(event.name)
+            if entry is not None and entry.description:
+                attrs["gen_ai.tool.description"] = entry.description
         with self._lock:
             parent = self._calls.get(event.parent) if event.parent else None
             span = self._open("tool", f"execute_tool {event.name}", parent or self.root, now, attrs)
@@ -165,11 +166,14 @@ class Recorder:
             return
         _forget(event.tool_call_id, span)
         result = event.result
-        content: dict[str, Any] = {"gen_ai.tool.call.arguments": span.arguments}
+        content: dict[str, Any] | None = None
+        if self._sink is not None and self._sink.content:  # built only when it goes anywhere
+            content = {"gen_ai.tool.call.arguments": span.arguments}
+            if result is not None:
+                content["gen_ai.tool.call.result"] = result.content
         error = ""
         if result is not None:
             span.attributes["hermes_nb.tool.segment"] = result.segment
-            content["gen_ai.tool.call.result"] = result.content
             if result.is_error:
                 error = "timeout" if result.timed_out else "interrupted" if result.interrupted else "tool_error"
         self._end(span, event.time, content=content, error=error)
@@ -201,10 +205,9 @@ class Recorder:
             span.attributes["error.type"] = error
         record = SpanRecord(id=span.id, parent=span.parent.id if span.parent else None, kind=span.kind,
                             name=span.name, start=span.start, end=max(end, span.start),
-                            attributes=MappingProxyType(dict(span.attributes)), events=tuple(span.events),
+                            attributes=MappingProxyType(span.attributes), events=tuple(span.events),
                             error=error, began=span.began)
-        with self._lock:
-            self._done.append(record)
+        self._done.append(record)  # one append: atomic, no lock needed
         if self._sink is not None and span.handle is not None:
             try:
                 self._sink.end(span.handle, record, content or {})
@@ -259,10 +262,14 @@ def _approval_events(span: _Open, asked: float, answered: float, choice: str, by
 def _forget(call_id: str, span: _Open) -> None:
     with _open_lock:
         opened = _open_calls.get(call_id)
-        if opened:
-            opened[:] = [o for o in opened if o[1] is not span]
-            if not opened:
-                del _open_calls[call_id]
+        if opened is None:
+            return
+        for i, (_, open_span) in enumerate(opened):
+            if open_span is span:
+                del opened[i]
+                break
+        if not opened:
+            del _open_calls[call_id]
 
 
 def _ordered(records: list[SpanRecord]) -> tuple[SpanRecord, ...]:
