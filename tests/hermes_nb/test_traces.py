@@ -296,3 +296,65 @@ def test_evaluate_tags_each_cases_run(exported, tmp_path) -> None:
     assert len(by_trace) == 4  # one trace per case
     tools_ = [s for s in spans if s.name == "execute_tool add"]
     assert len(tools_) == 4 and {by_trace[s.context.trace_id] for s in tools_} == set(by_trace.values())
+
+
+def test_config_endpoint_exports_over_otlp_http(tmp_path, monkeypatch) -> None:
+    """``tracing: {otlp_endpoint: ...}`` in config.yaml: the spans reach a real OTLP/HTTP receiver (a local
+    HTTP server decoding the protobuf body with OpenTelemetry's own message types)."""
+    import http.server
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    got: list[tuple[str, Any]] = []
+    arrived = threading.Event()
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            got.append((self.path, request))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.end_headers()
+            arrived.set()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "config.yaml").write_text(
+            f"tracing:\n  otlp_endpoint: http://127.0.0.1:{server.server_port}\n")
+        monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path))
+        for name in (*otel._ENDPOINT_VARIABLES, otel.CONTENT_VARIABLE):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setattr(otel, "_persons_provider", lambda: None)
+        with FakeOpenAI([Reply(content="hi")]) as srv:
+            Agent(model="m", base_url=srv.base_url, display=False).run("go")
+        otel.flush()
+        assert arrived.wait(20)
+    finally:
+        server.shutdown()
+        server.server_close()
+    path, request = got[0]
+    assert path == "/v1/traces"
+    (resource,) = request.resource_spans
+    assert any(a.key == "service.name" and a.value.string_value == "hermes_nb" for a in resource.resource.attributes)
+    spans = [s for scope in resource.scope_spans for s in scope.spans]
+    names = {s.name: s for s in spans}
+    assert set(names) == {"invoke_agent hermes_nb", "chat m"}
+    assert names["chat m"].parent_span_id == names["invoke_agent hermes_nb"].span_id
+    attrs = {a.key: a.value for a in names["chat m"].attributes}
+    assert attrs["gen_ai.request.model"].string_value == "m" and attrs["gen_ai.usage.input_tokens"].int_value == 10
+
+
+def test_a_missing_exporter_is_one_line_once(monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)  # not installed
+    endpoint = "http://127.0.0.1:9/nothing-listens"
+    assert otel._own_provider(endpoint) is None
+    assert otel._own_provider(endpoint) is None
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["hermes_nb: tracing is configured but its packages are missing: "
+                   "pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"]
