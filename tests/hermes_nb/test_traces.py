@@ -309,7 +309,7 @@ def test_config_endpoint_exports_over_otlp_http(tmp_path, monkeypatch) -> None:
     arrived = threading.Event()
 
     class Receiver(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)
