@@ -358,3 +358,49 @@ def test_a_missing_exporter_is_one_line_once(monkeypatch, capsys) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["hermes_nb: tracing is configured but its packages are missing: "
                    "pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"]
+
+
+TIME_SERVER = str(__import__("pathlib").Path(sys.executable).parent / "mcp-server-time")
+
+
+def test_an_mcp_request_is_a_child_of_its_calls_span(exported) -> None:
+    import os
+
+    from hermes_nb.tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
+
+    if not os.path.exists(TIME_SERVER):
+        pytest.skip(f"{TIME_SERVER} is not installed")
+    try:
+        discover_mcp_tools({"mcp_servers": {"time": {"command": TIME_SERVER}}})
+        script = [Reply(tool_calls=(call("mcp__time__get_current_time", {"timezone": "UTC"}, "t1"),)),
+                  Reply(content="now")]
+        with FakeOpenAI(script) as srv:
+            Agent(model="m", base_url=srv.base_url, enabled_toolsets=["mcp-time"], display=False).run("time?")
+    finally:
+        shutdown_mcp_servers()
+    named = _by_name(exported.get_finished_spans())
+    (tool_span,) = named["execute_tool mcp__time__get_current_time"]
+    (request,) = named["tools/call get_current_time"]
+    assert request.parent.span_id == tool_span.context.span_id and request.kind.name == "CLIENT"
+    assert request.attributes["mcp.method.name"] == "tools/call"
+    assert request.attributes["hermes_nb.mcp.server"] == "time"
+    assert tool_span.start_time <= request.start_time <= request.end_time <= tool_span.end_time
+
+
+def test_a_sandboxed_command_is_a_child_of_its_calls_span(exported, tmp_path, monkeypatch) -> None:
+    from hermes_nb.tools.model_tools import ensure_discovered
+    from hermes_nb.tools.safety import sandbox
+
+    if not sandbox.status().available:
+        pytest.skip("no sandbox on this machine")
+    ensure_discovered()
+    monkeypatch.chdir(tmp_path)
+    script = [Reply(tool_calls=(call("terminal", {"command": "echo hi"}, "s1"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        Agent(model="m", base_url=srv.base_url, enabled_toolsets=["terminal"], display=False,
+              approval_callback=lambda *a: "once").run("say hi")
+    named = _by_name(exported.get_finished_spans())
+    (tool_span,) = named["execute_tool terminal"]
+    (command,) = named["sandbox bash"]
+    assert command.parent.span_id == tool_span.context.span_id
+    assert "error.type" not in command.attributes
