@@ -181,7 +181,7 @@ async def _call(server: str, tool: str, args: dict[str, Any], progress: Callable
             except Exception:  # a display callback must not fail the call
                 log.exception("progress callback failed")
 
-    from hermes_nb.traces.recorder import child as traced
+    from hermes_nb.tools.calls.tracing import child as traced
 
     try:
         with traced("mcp", f"tools/call {tool}", {"mcp.method.name": "tools/call", "gen_ai.tool.name": tool,

@@ -154,7 +154,7 @@ def _traced(box: Any) -> Any:
 
     if box is None:
         return contextlib.nullcontext()
-    from hermes_nb.traces.recorder import child
+    from hermes_nb.tools.calls.tracing import child
 
     return child("sandbox", "sandbox bash", {"hermes_nb.sandbox": type(box).__name__})
 

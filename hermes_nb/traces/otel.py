@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes_nb.traces.recorder import _Open
     from hermes_nb.traces.records import SpanRecord
 
 __all__ = ["CONTENT_VARIABLE", "Sink", "capture_content", "sink", "tracing_config"]
@@ -59,7 +58,7 @@ class Sink:
     def _ns(self, t: float) -> int:
         return self._offset + int(t * 1e9)
 
-    def start(self, span: _Open) -> Any:
+    def start(self, span: Any) -> Any:  # the recorder's open span (kind, name, parent, start, attributes)
         parent = span.parent.handle if span.parent is not None else None
         context = self._trace.set_span_in_context(parent) if parent is not None else None
         kind = getattr(self._trace.SpanKind, _KINDS.get(span.kind, "INTERNAL"))

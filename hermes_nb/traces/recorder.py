@@ -32,6 +32,7 @@ from hermes_nb.agent.events import (
     TurnDone,
     TurnStarted,
 )
+from hermes_nb.tools.calls.tracing import install as install_core
 from hermes_nb.traces.records import SpanEvent, SpanKind, SpanRecord, Trace
 
 if TYPE_CHECKING:
@@ -398,3 +399,13 @@ def remember(trace: Trace) -> None:
 
 def last_trace() -> Trace | None:
     return _last[0] if _last else None
+
+
+class _CoreTracer:
+    """What the core's seam (``hermes_nb.tools.calls.tracing``) calls: this module's two hooks."""
+
+    child = staticmethod(child)
+    approval_heard = staticmethod(approval_heard)
+
+
+_undo_core = install_core(_CoreTracer())  # on first use (a run imports this module), never at %load_ext

@@ -10,9 +10,15 @@ notebook read); the text rendering draws the same bars in characters.
 
 from __future__ import annotations
 
+from typing import Any, TypeAlias
+
 from hermes_nb.display import colours
 from hermes_nb.display.escaping import escape_html
-from hermes_nb.traces.records import SpanRecord, Trace
+
+# A Trace (hermes_nb.traces.records) and its SpanRecords, read by their fields: records imports this module
+# to show itself, so this one names them only as Any.
+Trace: TypeAlias = Any
+SpanRecord: TypeAlias = Any
 
 __all__ = ["TEXT_WIDTH", "waterfall_html", "waterfall_text"]
 

@@ -257,7 +257,7 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
         log.exception("approval callback failed; denying %r", ask.subject)
         answer = "deny"
     # asked, answered, by whom, waited how long: two events on the asking call's span
-    from hermes_nb.traces.recorder import approval_heard
+    from hermes_nb.tools.calls.tracing import approval_heard
 
     approval_heard(tool, asked, time.perf_counter(), str(answer).partition(":")[0].strip(),
                    "approval_callback" if callback is approver or callback is _run_approver.get() else "person")
