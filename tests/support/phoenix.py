@@ -40,21 +40,24 @@ def phoenix_server(*, ready_within: float = 180) -> Iterator[str]:
     env = {"PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc),
            "PHOENIX_WORKING_DIR": work, "PATH": str(venv / "bin") + ":/usr/bin:/bin", "HOME": work,
            "PHOENIX_TELEMETRY_ENABLED": "false"}
-    proc = subprocess.Popen([str(python_of(venv)), "-m", "phoenix.server.main", "serve"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = Path(work) / "phoenix.log"  # a file, not a pipe nobody drains while the test runs
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(python_of(venv)), "-m", "phoenix.server.main", "serve"], env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + ready_within
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"phoenix exited: {proc.stdout.read().decode()[-3000:] if proc.stdout else ''}")
+                raise RuntimeError(f"phoenix exited: {log.read_text(errors='replace')[-3000:]}")
             try:
                 with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
                     if response.status == 200:
                         break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("phoenix did not answer in time") from None
+                    raise RuntimeError(f"phoenix did not answer in time: {log.read_text(errors='replace')[-3000:]}") \
+                        from None
                 time.sleep(0.2)
         yield base
     finally:
