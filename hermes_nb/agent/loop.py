@@ -71,6 +71,7 @@ from hermes_nb.tools.batch.scope import NOTHING, reset_offer, set_offer
 from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
 from hermes_nb.tools.registry import registry
+from hermes_nb.traces.caller import caller_context
 
 if TYPE_CHECKING:
     from hermes_nb.display.live import View
@@ -151,6 +152,7 @@ class Agent:
         self._check_config(prompt)
         events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
+        self._trace_caller = caller_context()  # the person's current span, if any: the run's spans go under it
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
         try:
             # Approval and clarify prompts asked by tools in worker threads are shown from here, the
@@ -178,6 +180,7 @@ class Agent:
         self._check_config(prompt)
         events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
+        self._trace_caller = caller_context()
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
         waiter = asyncio.wrap_future(future)
         try:

@@ -46,12 +46,13 @@ class Sink:
     """Turns records into spans of ``tracer``; parents are the records' own (explicit, so a span made in a worker
     thread or on the background loop nests where it belongs, whatever that thread's current context is)."""
 
-    def __init__(self, tracer: Any, content: bool) -> None:
+    def __init__(self, tracer: Any, content: bool, caller: Any = None) -> None:
         from opentelemetry import trace
 
         self._trace = trace
         self._tracer = tracer
         self.content = content
+        self._caller = caller  # the context the run was started in: its root span's parent
         # perf_counter seconds -> epoch nanoseconds, fixed once so every span of the run shares the axis
         self._offset = time.time_ns() - int(time.perf_counter() * 1e9)
 
@@ -60,7 +61,7 @@ class Sink:
 
     def start(self, span: Any) -> Any:  # the recorder's open span (kind, name, parent, start, attributes)
         parent = span.parent.handle if span.parent is not None else None
-        context = self._trace.set_span_in_context(parent) if parent is not None else None
+        context = self._trace.set_span_in_context(parent) if parent is not None else self._caller
         kind = getattr(self._trace.SpanKind, _KINDS.get(span.kind, "INTERNAL"))
         return self._tracer.start_span(span.name, context=context, kind=kind, attributes=_plain(span.attributes),
                                        start_time=self._ns(span.start))
@@ -131,8 +132,9 @@ def _endpoint(cfg: Mapping[str, Any]) -> str:
     return ""
 
 
-def sink() -> Sink | None:
-    """The run's sink, or None (the common case, and cheap: no import, one dict look-up and a stat)."""
+def sink(caller: Any = None) -> Sink | None:
+    """The run's sink, or None (the common case, and cheap: no import, one dict look-up and a stat). ``caller``:
+    the OpenTelemetry context the run was started in (``hermes_nb.traces.caller``), its root span's parent."""
     person = _persons_provider()
     cfg = tracing_config()
     endpoint = "" if person is not None else _endpoint(cfg)
@@ -141,7 +143,7 @@ def sink() -> Sink | None:
     provider = person if person is not None else _own_provider(endpoint)
     if provider is None:
         return None
-    return Sink(provider.get_tracer(_SCOPE), capture_content(cfg))
+    return Sink(provider.get_tracer(_SCOPE), capture_content(cfg), caller)
 
 
 def _persons_provider() -> Any:

@@ -330,8 +330,10 @@ def begin(agent: Any) -> tuple[Recorder, Any]:
     conversation = agent.__dict__.setdefault("_trace_conversation", f"{next(_ids):x}-{time.time_ns():x}")
     model = agent.model
     tags = {**(parent[0].tags if parent else {}), **_tags.get()}
+    caller = agent.__dict__.pop("_trace_caller", None)  # run()/arun(): the person's span, if one was open
+    run_sink = parent[0]._sink if parent else sink(caller)
     recorder = Recorder(agent_name=label, model=model.name, provider=_provider(model), conversation=conversation,
-                        sink=parent[0]._sink if parent else sink(), parent=parent, tags=tags)
+                        sink=run_sink, parent=parent, tags=tags)
     return recorder, _current.set(recorder)
 
 

@@ -404,3 +404,16 @@ def test_a_sandboxed_command_is_a_child_of_its_calls_span(exported, tmp_path, mo
     (command,) = named["sandbox bash"]
     assert command.parent.span_id == tool_span.context.span_id
     assert "error.type" not in command.attributes
+
+
+def test_a_run_nests_under_the_persons_open_span(exported) -> None:
+    """``with tracer.start_as_current_span(...)`` around ``agent.run``: the run's root is that span's child, though
+    the run's core works on another thread."""
+    provider = otel._persons_provider()
+    tracer = provider.get_tracer("experiment")
+    with FakeOpenAI([Reply(content="hi")]) as srv, tracer.start_as_current_span("my experiment") as outer:
+        Agent(model="m", base_url=srv.base_url, display=False).run("go")
+    named = _by_name(exported.get_finished_spans())
+    (root,) = named["invoke_agent hermes_nb"]
+    assert root.parent is not None and root.parent.span_id == outer.get_span_context().span_id
+    assert root.context.trace_id == outer.get_span_context().trace_id
