@@ -10,6 +10,7 @@ notebook read); the text rendering draws the same bars in characters.
 
 from __future__ import annotations
 
+import math
 from typing import Any, TypeAlias
 
 from hermes_nb.display import colours
@@ -155,16 +156,18 @@ def waterfall_text(trace: Trace) -> str:
         def col(t: float) -> int:
             return min(TEXT_WIDTH - 1, max(0, int((t - t0) / span * TEXT_WIDTH)))
 
-        first, last = col(s.start), max(col(s.start), col(s.end) - (1 if s.end > s.start else 0))
+        # a bar covers every column its time touches: from the one it starts in to the one it ends in
+        first = col(s.start)
+        last = max(first, min(TEXT_WIDTH - 1, math.ceil((s.end - t0) / span * TEXT_WIDTH) - 1))
         mark = _ERROR_CHAR if s.error else _CHARS[s.kind]
         for i in range(first, last + 1):
             cells[i] = mark
-        if s.began is not None and s.began > s.start:
-            for i in range(first, min(col(s.began), last)):  # its own mark keeps at least its last cell
+        if s.began is not None and s.began > s.start:  # the cells whose middle it waited through
+            for i in range(first, min(round((s.began - t0) / span * TEXT_WIDTH), last)):  # its mark keeps the last
                 cells[i] = _QUEUED_CHAR
         for asked, answered in _waits(s):
-            for i in range(col(asked), min(max(col(answered), col(asked) + 1), last + 1)):
-                cells[i] = _WAIT_CHAR
+            for i in range(col(asked), min(max(col(answered), col(asked) + 1), max(last, first + 1))):
+                cells[i] = _WAIT_CHAR  # the call's own mark keeps its last cell, as after a wait to start
         label = "  " * depth[s.id] + _label(s)
         label = label if len(label) <= _LABEL else label[:_LABEL - 1] + "…"
         note = _note(s)
