@@ -13,9 +13,11 @@ A recorder never breaks a run: a failure in it is logged and the run goes on.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -245,7 +247,9 @@ class Recorder:
             self._end(span, now, error="interrupted")
         self.root.attributes["hermes_nb.stopped_reason"] = stopped_reason
         bad = {"error": "model_error", "interrupted": "interrupted"}.get(stopped_reason, "")
-        self._end(self.root, now, error=bad if error or bad else "")
+        if bad == "model_error" and error and " " not in error:  # an exception's class (see ``end``)
+            bad = error
+        self._end(self.root, now, error=bad)
         with self._lock:
             spans = _ordered(self._done)
         if self._up is not None:
@@ -338,7 +342,12 @@ def begin(agent: Any) -> tuple[Recorder, Any]:
 
 
 def end(recorder: Recorder, token: Any, stopped_reason: str, error: str | None) -> Trace:
+    """End the run's spans (called from the run's ``finally``: an exception on its way out, such as a replay's
+    drift, marks the run failed with its class as ``error.type``)."""
     _current.reset(token)
+    leaving = sys.exc_info()[1]
+    if leaving is not None and not isinstance(leaving, (asyncio.CancelledError, KeyboardInterrupt)):
+        return recorder.finish("error", type(leaving).__name__)
     return recorder.finish(stopped_reason, error)
 
 

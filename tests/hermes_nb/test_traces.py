@@ -417,3 +417,22 @@ def test_a_run_nests_under_the_persons_open_span(exported) -> None:
     (root,) = named["invoke_agent hermes_nb"]
     assert root.parent is not None and root.parent.span_id == outer.get_span_context().span_id
     assert root.context.trace_id == outer.get_span_context().trace_id
+
+
+def test_a_run_that_raises_ends_its_spans_failed(exported) -> None:
+    """An exception on its way out of a run (not a model error the run answers) still ends every span, the run's
+    marked with the exception's class."""
+
+    class Broken:
+        name = "broken"
+
+        async def complete(self, *args: Any, **kwargs: Any) -> Any:
+            raise LookupError("the seam broke")
+
+    with pytest.raises(LookupError):
+        Agent(model=Broken(), display=False).run("go")  # type: ignore[arg-type]
+    named = _by_name(exported.get_finished_spans())
+    (root,) = named["invoke_agent hermes_nb"]
+    (turn,) = named["chat broken"]
+    assert root.attributes["error.type"] == "LookupError" and root.status.status_code.name == "ERROR"
+    assert turn.attributes["error.type"] == "model_error" and turn.parent.span_id == root.context.span_id
