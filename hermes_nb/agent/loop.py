@@ -247,14 +247,14 @@ class Agent:
             result.turns, self.model, [c.cost for c in result.children if c.cost is not None]))
         view.finish(result)
         if result.trace is not None:
-            from hermes_nb.traces.recorder import remember
+            from hermes_nb.traces.runs import remember
             remember(result.trace)  # %trace draws the last run from a cell
         return result
 
     # -- the core, on the background loop ---------------------------------------------------------
 
     async def _core(self, prompt: str, emit: Emit) -> AgentResult:
-        from hermes_nb.traces import recorder as traces
+        from hermes_nb.traces import runs as traces
 
         self._task = asyncio.current_task()
         tracer, trace_token = traces.begin(self)  # the run's spans, made from its own events (hermes_nb.traces)

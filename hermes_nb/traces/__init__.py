@@ -4,7 +4,7 @@ Every ``Agent`` run records its spans (``hermes_nb.traces.recorder``); ``result.
 draws the last run's. When a tracer provider is configured (``hermes_nb.traces.otel``) the same spans are exported.
 """
 
-from hermes_nb.traces.recorder import last_trace, tagged
 from hermes_nb.traces.records import SpanEvent, SpanRecord, Trace
+from hermes_nb.traces.runs import last_trace, tagged
 
 __all__ = ["SpanEvent", "SpanRecord", "Trace", "last_trace", "tagged"]

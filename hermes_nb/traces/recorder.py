@@ -1,11 +1,9 @@
 """The one place a run's spans are made: a ``Recorder`` fed by the loop's own events.
 
-``Agent._core`` makes one per run (``begin``) and passes every event it emits through ``Recorder.hear``; the
-recorder turns them into spans by the OpenTelemetry GenAI conventions: ``invoke_agent {agent}`` for the run,
-``chat {model}`` per model turn, ``execute_tool {tool}`` per call. Two small hooks add what no event carries:
-``child`` (an MCP request or a sandboxed command inside a tool call) and ``approval_heard`` (the gate asked and
-someone answered). A sub-agent's run finds its ``delegate_task`` span through a context variable (same task)
-and nests under it; work in a worker thread (no inherited context) finds its call by the call's id.
+``Agent._core`` makes one per run (``hermes_nb.traces.runs.begin``) and passes every event it emits through
+``Recorder.hear``; the recorder turns them into spans by the OpenTelemetry GenAI conventions: ``invoke_agent
+{agent}`` for the run, ``chat {model}`` per model turn, ``execute_tool {tool}`` per call. What no event carries (an
+MCP request or a sandboxed command inside a call, an approval) comes through ``child`` and ``approval_events``.
 
 Events come from the background loop, worker threads and the waiting thread at once: one lock per recorder.
 A recorder never breaks a run: a failure in it is logged and the run goes on.
@@ -13,15 +11,12 @@ A recorder never breaks a run: a failure in it is logged and the run goes on.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import logging
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -34,28 +29,21 @@ from hermes_nb.agent.events import (
     TurnDone,
     TurnStarted,
 )
-from hermes_nb.tools.calls.tracing import install as install_core
 from hermes_nb.traces.records import SpanEvent, SpanKind, SpanRecord, Trace
 
 if TYPE_CHECKING:
     from hermes_nb.traces.otel import Sink
 
-__all__ = ["Recorder", "approval_heard", "begin", "child", "last_trace", "tagged"]
+__all__ = ["Recorder", "approval_events", "newest_open", "open_recorders"]
 
 log = logging.getLogger(__name__)
 
-#: The agent name a top-level run reports (``gen_ai.agent.name``); a sub-agent reports its task's label.
-AGENT_NAME = "hermes_nb"
-
 _ids = itertools.count(1)
-_current: ContextVar[Recorder | None] = ContextVar("hermes_nb_trace_recorder", default=None)
-_tags: ContextVar[Mapping[str, Any]] = ContextVar("hermes_nb_trace_tags", default=MappingProxyType({}))
 # Calls now open, by the model's call id, for work in threads that do not inherit the run's context. Ids are
 # unique within a conversation, not across concurrent runs (an evaluation's cases replay one script): the
 # newest open call of that id wins, and the context variable is asked first wherever it is set.
 _open_calls: dict[str, list[tuple[Recorder, _Open]]] = {}
 _open_lock = threading.Lock()
-_last: list[Trace] = []
 
 
 class _Open:
@@ -98,6 +86,11 @@ class Recorder:
                  "gen_ai.provider.name": provider, "gen_ai.request.model": model,
                  "gen_ai.conversation.id": conversation, **self.tags}
         self.root = self._open("agent", f"invoke_agent {agent_name}", parent[1] if parent else None, attributes=attrs)
+
+    @property
+    def sink(self) -> Sink | None:
+        """Where its spans are exported (None: kept for the waterfall only); a sub-agent's run shares it."""
+        return self._sink
 
     # -- feeding ---------------------------------------------------------------------------------------
 
@@ -181,7 +174,11 @@ class Recorder:
                 error = "timeout" if result.timed_out else "interrupted" if result.interrupted else "tool_error"
         self._end(span, event.time, content=content, error=error)
 
-    def _asking(self, tool: str) -> _Open | None:
+    def open_call(self, call_id: str) -> _Open | None:
+        with self._lock:
+            return self._calls.get(call_id)
+
+    def asking(self, tool: str) -> _Open | None:
         """The call an approval was for: the first of that tool not started yet (the gate asks before the
         clock starts, one prompt at a time per batch)."""
         with self._lock:
@@ -257,7 +254,7 @@ class Recorder:
         return Trace(spans=spans)
 
 
-def _approval_events(span: _Open, asked: float, answered: float, choice: str, by: str) -> None:
+def approval_events(span: _Open, asked: float, answered: float, choice: str, by: str) -> None:
     span.events.append(SpanEvent(name="approval.asked", time=asked))
     span.events.append(SpanEvent(name="approval.answered", time=answered, attributes={
         "hermes_nb.approval.choice": choice, "hermes_nb.approval.by": by,
@@ -303,120 +300,14 @@ def _output(response: Any) -> str:
                       ensure_ascii=False)
 
 
-def _call_of(call_id: str) -> tuple[Recorder, _Open] | None:
-    recorder = _current.get()
-    if recorder is not None:
-        with recorder._lock:
-            span = recorder._calls.get(call_id)
-        if span is not None:
-            return recorder, span
+def newest_open(call_id: str) -> tuple[Recorder, _Open] | None:
+    """The newest open call of that id in any run (for a thread that did not inherit its run's context)."""
     with _open_lock:
         opened = _open_calls.get(call_id)
         return opened[-1] if opened else None
 
 
-def _running_call() -> tuple[Recorder, _Open] | None:
-    from hermes_nb.tools.calls.call_hooks import call_fields
-
-    call_id = call_fields().get("tool_call_id")
-    return _call_of(call_id) if isinstance(call_id, str) else None
-
-
-# -- the entry points ---------------------------------------------------------------------------------------
-
-def begin(agent: Any) -> tuple[Recorder, Any]:
-    """A recorder for a run of ``agent`` starting now, and the token that ``end`` gives back. A sub-agent's
-    run (inside its parent's ``delegate_task`` call) nests under that call's span."""
-    from hermes_nb.traces.otel import sink
-
-    parent = _running_call()
-    label = getattr(agent, "_trace_label", "") or AGENT_NAME
-    conversation = agent.__dict__.setdefault("_trace_conversation", f"{next(_ids):x}-{time.time_ns():x}")
-    model = agent.model
-    tags = {**(parent[0].tags if parent else {}), **_tags.get()}
-    caller = agent.__dict__.pop("_trace_caller", None)  # run()/arun(): the person's span, if one was open
-    run_sink = parent[0]._sink if parent else sink(caller)
-    recorder = Recorder(agent_name=label, model=model.name, provider=_provider(model), conversation=conversation,
-                        sink=run_sink, parent=parent, tags=tags)
-    return recorder, _current.set(recorder)
-
-
-def end(recorder: Recorder, token: Any, stopped_reason: str, error: str | None) -> Trace:
-    """End the run's spans (called from the run's ``finally``: an exception on its way out, such as a replay's
-    drift, marks the run failed with its class as ``error.type``)."""
-    _current.reset(token)
-    leaving = sys.exc_info()[1]
-    if leaving is not None and not isinstance(leaving, (asyncio.CancelledError, KeyboardInterrupt)):
-        return recorder.finish("error", type(leaving).__name__)
-    return recorder.finish(stopped_reason, error)
-
-
-def _provider(model: Any) -> str:
-    base = str(getattr(model, "base_url", "") or "")
-    if type(model).__name__ == "LocalModel" or "127.0.0.1" in base or "localhost" in base:
-        return "hermes_nb.local" if type(model).__name__ == "LocalModel" else "openai"  # a server speaking its API
-    return "openai"
-
-
-@contextlib.contextmanager
-def child(kind: SpanKind, name: str, attributes: dict[str, Any]) -> Iterator[Any]:
-    """A span inside the tool call running here (an MCP request, a sandboxed command); nothing outside one.
-    The span's ``attributes`` may be added to before it ends (``error.type`` marks it failed)."""
-    found = _running_call()
-    if found is None:
-        yield None
-        return
-    recorder, call = found
-    with recorder.child(call, kind, name, attributes) as span:
-        yield span
-
-
-def approval_heard(tool: str, asked: float, answered: float, choice: str, by: str) -> None:
-    """The gate asked about a call of ``tool`` and ``by`` answered ``choice``: two events on its span."""
-    call_id = None
-    from hermes_nb.tools.calls.call_hooks import call_fields
-
-    call_id = call_fields().get("tool_call_id")
-    found = _call_of(call_id) if isinstance(call_id, str) else None
-    if found is None:
-        recorder = _current.get()
-        candidates = [recorder] if recorder is not None else []
-        if not candidates:
-            with _open_lock:
-                candidates = list(dict.fromkeys(r for opened in _open_calls.values() for r, _ in opened))
-        for rec in candidates:
-            span = rec._asking(tool)
-            if span is not None:
-                found = rec, span
-                break
-    if found is not None:
-        _approval_events(found[1], asked, answered, choice, by)
-
-
-@contextlib.contextmanager
-def tagged(**tags: Any) -> Iterator[None]:
-    """Runs started inside carry ``tags`` as span attributes (``evaluate`` tags each case's run)."""
-    token = _tags.set({**_tags.get(), **tags})
-    try:
-        yield
-    finally:
-        _tags.reset(token)
-
-
-def remember(trace: Trace) -> None:
-    """The last run from a cell (``%trace`` draws it)."""
-    _last[:] = [trace]
-
-
-def last_trace() -> Trace | None:
-    return _last[0] if _last else None
-
-
-class _CoreTracer:
-    """What the core's seam (``hermes_nb.tools.calls.tracing``) calls: this module's two hooks."""
-
-    child = staticmethod(child)
-    approval_heard = staticmethod(approval_heard)
-
-
-_undo_core = install_core(_CoreTracer())  # on first use (a run imports this module), never at %load_ext
+def open_recorders() -> list[Recorder]:
+    """The runs with a call open now."""
+    with _open_lock:
+        return list(dict.fromkeys(r for opened in _open_calls.values() for r, _ in opened))

@@ -255,9 +255,9 @@ def _tmp_home() -> str:
 def test_percent_trace_magic(ip: Any, tools, capsys) -> None:
     from IPython.core.error import UsageError
 
-    from hermes_nb.traces import recorder
+    from hermes_nb.traces import runs
 
-    recorder._last.clear()
+    runs._last.clear()
     with pytest.raises(UsageError, match="no agent run yet"):
         ip.run_line_magic("trace", "")
     result = _run()
