@@ -147,6 +147,8 @@ class Recorder:
             entry = registry.get_entry(event.name)
             if entry is not None and entry.description:
                 attrs["gen_ai.tool.description"] = entry.description
+            if entry is not None and entry.source == "mcp":  # the conventions' word for a tool run elsewhere
+                attrs["gen_ai.tool.type"] = "extension"
         with self._lock:
             parent = self._calls.get(event.parent) if event.parent else None
             span = self._open("tool", f"execute_tool {event.name}", parent or self.root, now, attrs)
