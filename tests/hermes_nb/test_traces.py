@@ -437,3 +437,36 @@ def test_a_run_that_raises_ends_its_spans_failed(exported) -> None:
     (turn,) = named["chat broken"]
     assert root.attributes["error.type"] == "LookupError" and root.status.status_code.name == "ERROR"
     assert turn.attributes["error.type"] == "model_error" and turn.parent.span_id == root.context.span_id
+
+
+def test_an_interrupted_run_ends_every_span(exported) -> None:
+    """■ while a call runs: the call's span and the run's end as interrupted, none left open."""
+    import _thread
+
+    from tests.support.interrupts import interrupts_land
+
+    started, release = threading.Event(), threading.Event()
+
+    def hang(args: dict[str, Any], **kw: Any) -> str:
+        started.set()
+        release.wait(60)
+        return "late"
+
+    registry.register("hang", "traced_stop", {"description": "Waits.", "parameters": OBJ}, hang, read_only=True)
+    script = [Reply(tool_calls=(call("hang", {"n": 1}, "h1"),)), Reply(content="never")]
+    try:
+        with FakeOpenAI(script) as srv:
+            timer = threading.Thread(target=lambda: (started.wait(240), _thread.interrupt_main()))
+            with interrupts_land():
+                timer.start()
+                result = Agent(model="m", base_url=srv.base_url, enabled_toolsets=["traced_stop"],
+                               display=False).run("go")
+                timer.join()
+    finally:
+        release.set()
+    assert result.stopped_reason == "interrupted"
+    named = _by_name(exported.get_finished_spans())
+    (call_span,) = named["execute_tool hang"]
+    (root,) = named["invoke_agent hermes_nb"]
+    assert call_span.attributes["error.type"] == "interrupted" and root.attributes["error.type"] == "interrupted"
+    assert len(result.trace) == len(exported.get_finished_spans()) == 3  # run, one turn, one call: all ended
