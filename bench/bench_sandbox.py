@@ -21,7 +21,7 @@ from statistics import median
 
 from bench.common import fmt, verdict
 from hermes_nb.tools.config import save_config, using_home
-from hermes_nb.tools.safety import sandbox
+from hermes_nb.tools.safety.sandbox import box as sandbox
 from hermes_nb.tools.terminal_tool import run_command
 
 TARGET = 20e-3
@@ -41,7 +41,7 @@ def _timed(n: int) -> list[float]:
 
 
 def _bare_bwrap() -> float:
-    from hermes_nb.tools.safety import bwrap
+    from hermes_nb.tools.safety.sandbox import bwrap
 
     sandboxed = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *bwrap._NAMESPACES, "true"]
     times: dict[str, list[float]] = {"bwrap": [], "true": []}
@@ -79,8 +79,8 @@ def _landing(root: Path) -> tuple[float, float]:
     one of them a changed file), from an upper folder laid out as an overlay leaves it; and the median time
     of the bare writes of as many files in the same place."""
     from hermes_nb.tools.config import using_home
-    from hermes_nb.tools.safety import overlay
-    from hermes_nb.tools.safety.lander import land
+    from hermes_nb.tools.safety.sandbox import overlay
+    from hermes_nb.tools.safety.writes.lander import land
 
     times, bare = [], []
     for n in range(5):

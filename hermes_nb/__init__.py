@@ -32,7 +32,7 @@ _moved.install()  # old module paths (hermes_nb.replay, hermes_nb.tools.plugins,
 #: Feature modules set up on load, in order: (module, function returning an undo). Each is cheap: the
 #: magics are stand-ins until first used, and what only a tool call needs waits for the registry's first use.
 _FEATURES: tuple[tuple[str, str], ...] = (
-    ("hermes_nb.tools.safety.imports", "install"),  # hermes_nb's own imports never come from the workspace
+    ("hermes_nb.tools.safety.writes.imports", "install"),  # hermes_nb's own imports never come from the workspace
     ("hermes_nb.startup", "cells"),  # which cell runs: its number and id (%%tool's errors, its tools)
     ("hermes_nb.startup", "interrupts"),  # ■ inside hermes_nb: one line, not library frames
     ("hermes_nb.startup", "tool_magics"),  # %%tool, %tools, %toolsets (hermes_nb.magics.tools, on first use)

@@ -78,7 +78,7 @@ def _check_safe_scheduling(nb: Any) -> None:
     plan = _text(_cell(nb, "explain(batch)"))
     assert "BatchSegment(" not in plan and "segment 0: fetch_doc, fetch_doc, fetch_doc, fetch_doc · read-only" in plan
     assert "segment 1: read_note · same file notes.txt → one at a time" in plan, plan
-    from hermes_nb.tools.safety import sandbox
+    from hermes_nb.tools.safety.sandbox import box as sandbox
 
     if sandbox.status().mechanism.startswith("bubblewrap"):  # the tour's sandbox cell shows what it hides
         shown = _text(_cell(nb, "print(sandbox.status().detail)"))

@@ -1,14 +1,14 @@
 """Shell-command classification and the approval policy.
 
-A command is read by two parsers (``hermes_nb.tools.safety.classifier``: bashlex's tree, and a reader
+A command is read by two parsers (``hermes_nb.tools.safety.commands.classifier``: bashlex's tree, and a reader
 written from bash's manual that sees every expansion in every word). It is safe only when every simple
-command in it is a known read-only program with harmless flags (``hermes_nb.tools.safety.command_rules``)
+command in it is a known read-only program with harmless flags (``hermes_nb.tools.safety.commands.command_rules``)
 and nothing around those commands runs, hides or writes anything: no expansion beyond a bare ``$NAME``,
 subshell, function, assignment, variable in command position, pipe into a shell, or redirection to a
 file. Anything else, including anything either parser cannot read, needs a person's approval.
 
-The policy is the gate's (``hermes_nb.tools.safety.gate``): rules, then earlier approvals, then the
-approver. What the answers remember is exact (``hermes_nb.tools.safety.remembered``):
+The policy is the gate's (``hermes_nb.tools.safety.approvals.gate``): rules, then earlier approvals, then the
+approver. What the answers remember is exact (``hermes_nb.tools.safety.approvals.remembered``):
 - ``once``: nothing.
 - ``session``: each flagged simple command exactly (program and arguments as written), or the whole
   line when the problem is the line's structure or a word expands; never a key another command shares.
@@ -21,9 +21,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from hermes_nb.tools.safety import gate, remembered, rules
-from hermes_nb.tools.safety.classifier import analyse as _analyse
-from hermes_nb.tools.safety.visible import make_visible
+from hermes_nb.tools.safety.approvals import gate, remembered, rules
+from hermes_nb.tools.safety.approvals.visible import make_visible
+from hermes_nb.tools.safety.commands.classifier import analyse as _analyse
 from hermes_nb.tools.workspace import workspace_root
 
 __all__ = [
@@ -89,8 +89,8 @@ def command_ask(command: str) -> gate.Ask | None:
         return None
     reasons = list(dict.fromkeys(f.description for f in findings))
     description = " ".join(r[:1].upper() + r[1:] for r in reasons[:3])
-    from hermes_nb.tools.safety import sandbox
-    from hermes_nb.tools.safety.bound_files import fingerprints
+    from hermes_nb.tools.safety.commands.bound_files import fingerprints
+    from hermes_nb.tools.safety.sandbox import box as sandbox
 
     state = sandbox.status()
     if not state.available:

@@ -57,7 +57,7 @@ def code_ask(code: str) -> Any:
     if _code_config().get("require_approval") is False:
         return None
     from hermes_nb.tools.code_execution.named_files import bound
-    from hermes_nb.tools.safety.gate import Ask
+    from hermes_nb.tools.safety.approvals.gate import Ask
     from hermes_nb.tools.workspace import workspace_root
 
     tied = bound(code, workspace_root())
@@ -67,7 +67,7 @@ def code_ask(code: str) -> Any:
 
 def _request_approval(code: str, callback: Any) -> str | None:
     """``None`` when the code may run, else the message for the model saying why it did not."""
-    from hermes_nb.tools.safety.gate import decide_ask
+    from hermes_nb.tools.safety.approvals.gate import decide_ask
 
     decision = decide_ask("python", code_ask(code), callback)
     return None if decision.approved else decision.message

@@ -109,7 +109,7 @@ def code_ask(code: str) -> Any:
     """The judge: every script asks, showing its code (no switch turns this off); "always" is tied to the
     files the script names."""
     from hermes_nb.tools.code_execution.named_files import bound
-    from hermes_nb.tools.safety.gate import Ask
+    from hermes_nb.tools.safety.approvals.gate import Ask
     from hermes_nb.tools.workspace import workspace_root
 
     tied = bound(code, workspace_root())
@@ -232,13 +232,14 @@ def _result(script: Any, limits: Limits, parent: str) -> dict[str, Any]:
         result["error"] = script.error
         result["traceback"] = script.traceback
     started = script.threads.started
-    running = [t.name for t in started if t.is_alive()]
+    alive = script.threads.running()  # with any a script's thread is starting right now
+    running = [t.name for t in alive]
     if running:  # the card and the model both see them: Python keeps running there after the script ended
         result["threads_running"] = running
         result["threads_note"] = ("threads this script started are still running; they are stopped when this run "
                                   "ends (join them in the script to wait for them)")
     if len(running) < len(started):
-        result["threads_ended"] = [t.name for t in started if not t.is_alive()]
+        result["threads_ended"] = [t.name for t in started if t not in alive]
     return result
 
 

@@ -180,7 +180,7 @@ def install(requirements: Sequence[str], *, approver: Any = None, why: str = "",
     if shown_before is not None and shown_before != shown:
         return InstallResult(command=shown, ok=False, message="the install command changed since it was shown; "
                                                               "nothing ran (look at the new one first)")
-    from hermes_nb.tools.safety.gate import Ask, decide_ask
+    from hermes_nb.tools.safety.approvals.gate import Ask, decide_ask
 
     ask = Ask(tool="install_packages", subject=shown, key=PATTERN_KEY, scopes=frozenset(),
               description=f"installs {', '.join(needed)} into the kernel's environment{why}.")

@@ -47,7 +47,7 @@ from hermes_nb.tools.calls.results import (
     tool_result,
 )
 from hermes_nb.tools.errors import ToolArgumentError
-from hermes_nb.tools.safety.gate import adecide, blocked, decide
+from hermes_nb.tools.safety.approvals.gate import adecide, blocked, decide
 from hermes_nb.tools.sources.hermes_compat import (
     HermesQueries,
     caller_globals,

@@ -1,7 +1,7 @@
 """Built-in toolset ``terminal``: run a shell command in the workspace root, behind the approval gate.
 
 The command runs as ``bash -c`` in its own session (process group), in the sandbox of
-``hermes_nb.tools.safety.sandbox`` where there is one (bubblewrap, else Landlock); when it ends or times out
+``hermes_nb.tools.safety.sandbox.box`` where there is one (bubblewrap, else Landlock); when it ends or times out
 everything it started is killed (bubblewrap: its pid namespace; otherwise the group and the Landlock domain),
 and what it wrote lands through the landing policy (``tools.safety.lander``): what did not land is said at the end
 of ``stderr``. Output is read by two threads so neither pipe can fill and stall the
@@ -115,7 +115,7 @@ def _git_guard_env() -> dict[str, str]:
 def run_command(command: str, timeout: float = 60) -> TerminalResult:
     """Run ``command`` with bash in the workspace root, in the sandbox when there is one (no approval
     here); everything it started is killed when it ends, background jobs included."""
-    from hermes_nb.tools.safety.sandbox import open_box
+    from hermes_nb.tools.safety.sandbox.box import open_box
 
     timeout = min(max(float(timeout), 0.1), _MAX_TIMEOUT)
     env = _git_guard_env()

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from hermes_nb.tools.safety.changes import Change
+from hermes_nb.tools.safety.writes.changes import Change
 
 __all__ = ["FileOp", "Hunk", "PatchError", "changes", "parse"]
 

@@ -90,7 +90,7 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
 
 
 def _hidden(real: Path) -> str | None:
-    from hermes_nb.tools.safety.hidden import hidden_reason
+    from hermes_nb.tools.safety.sandbox.hidden import hidden_reason
 
     return hidden_reason(real, workspace_root())
 

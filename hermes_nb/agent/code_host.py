@@ -69,6 +69,7 @@ def install_code_host(agent: Agent, emit: Emit) -> Callable[[], None]:
     def undo() -> None:
         scope.__exit__(None, None, None)
         try:
+            threads.close()  # no thread starts from here on; one a script's thread was starting gets to its start
             running = threads.running()
             left = stop(running) if running else []
             stopped = [t.name for t in running if t not in left]

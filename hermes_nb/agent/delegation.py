@@ -117,7 +117,7 @@ async def _task(run: Any, index: int, task: dict[str, Any], call_id: str, limit:
         emit(ModelNamed(name=child.model.name))  # its header names its own model (a replay: its own cassette)
 
         begun = time.monotonic()
-        from hermes_nb.tools.safety.gate import use_approver
+        from hermes_nb.tools.safety.approvals.gate import use_approver
 
         with use_approver(_naming_approver(label)):
             result = await child._core(goal, emit)
@@ -247,7 +247,7 @@ def _sibling(path: Path, key: str) -> Path:
 
 def _naming_approver(label: str) -> Any:
     """The parent's approver (its run's, else the notebook's prompt), with the child named in the question."""
-    from hermes_nb.tools.safety.gate import run_approver
+    from hermes_nb.tools.safety.approvals.gate import run_approver
 
     return _NamingApprover(label, run_approver())
 
@@ -260,7 +260,7 @@ class _NamingApprover:
         self.label, self.parent = label, parent
 
     def _callback(self) -> Any:
-        from hermes_nb.tools.safety.gate import default_approvers
+        from hermes_nb.tools.safety.approvals.gate import default_approvers
 
         return self.parent or default_approvers().current()
 

@@ -387,7 +387,7 @@ class Agent:
         callback = self.approval_callback
         if callback is None:
             return lambda: None  # the default (the inline prompt) shows its own record
-        from hermes_nb.tools.safety.gate import use_approver
+        from hermes_nb.tools.safety.approvals.gate import use_approver
 
         def answer(command: str, key: str, description: str) -> str:
             choice = callback(command, key, description)

@@ -51,7 +51,7 @@ class LeftOut:
 
     def line(self) -> str:
         """One line for the transcript: which entry, why, and how to get rid of it."""
-        from hermes_nb.tools.safety.visible import make_visible
+        from hermes_nb.tools.safety.approvals.visible import make_visible
 
         preview = make_visible(self.entry, keep="")
         preview = preview if len(preview) <= 60 else preview[:60] + "…"
@@ -227,7 +227,7 @@ def _clean(content: Any) -> str:
     """The entry as stored: stripped, nothing hidden in it (zero-width, bidi and other invisible characters are
     written out, ``tools.safety.visible``: it goes into later system prompts), and never holding the delimiter
     (which would split it in two)."""
-    from hermes_nb.tools.safety.visible import make_visible
+    from hermes_nb.tools.safety.approvals.visible import make_visible
 
     text = make_visible(str(content or "").strip(), keep="\n")
     return text.replace(DELIMITER, "\n").replace("\n§", "\n§ ") if "§" in text else text

@@ -64,7 +64,7 @@ class AgentResult:
 
 
 def record_of(result: Any, content: str, iteration: int) -> ToolCallRecord:
-    from hermes_nb.tools.safety.lander import take_changes
+    from hermes_nb.tools.safety.writes.lander import take_changes
 
     args = result.arguments
     return ToolCallRecord(

@@ -147,7 +147,7 @@ def _memory(run: Run | None, args: dict[str, Any]) -> Any:
 
 
 def _written(target: str, op: Any) -> str:
-    from hermes_nb.tools.safety.visible import make_visible
+    from hermes_nb.tools.safety.approvals.visible import make_visible
 
     op = op if isinstance(op, dict) else {}
     where = " (about you, USER.md)" if target == "user" else ""

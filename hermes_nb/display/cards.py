@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_nb.display import colours
 from hermes_nb.display.escaping import escape_html
 from hermes_nb.tools.registry import ToolEntry, registry
-from hermes_nb.tools.safety.visible import make_visible
+from hermes_nb.tools.safety.approvals.visible import make_visible
 
 if TYPE_CHECKING:
     from hermes_nb.display.asides import Aside

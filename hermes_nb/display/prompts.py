@@ -33,7 +33,7 @@ from hermes_nb.display.escaping import escape_html
 from hermes_nb.tools import interaction
 from hermes_nb.tools.approval import set_default_approval_callback
 from hermes_nb.tools.interaction import run_on_main
-from hermes_nb.tools.safety.visible import make_visible
+from hermes_nb.tools.safety.approvals.visible import make_visible
 
 __all__ = ["ApprovalPrompt", "ClarifyPrompt", "Prompts", "approval_prompt", "clarify_prompt", "install",
            "no_one_to_ask"]

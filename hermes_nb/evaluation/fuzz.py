@@ -240,7 +240,7 @@ class _Probe:
         prepared = self.reg.prepare(self.entry.name, args)
         if isinstance(prepared, str):
             return args, ("refused", f"arguments that satisfy the schema were refused: {_error_text(prepared)}")
-        from hermes_nb.tools.safety.gate import decide
+        from hermes_nb.tools.safety.approvals.gate import decide
 
         decision = decide(self.entry, prepared[1], self.approver)  # what dispatch decides before the handler
         if not decision.approved:  # the gate's doing, not the tool's: not run, not a problem of the tool

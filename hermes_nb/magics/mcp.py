@@ -29,7 +29,7 @@ _ACTIONS = ("add", "remove", "reload", "approve", "show", "attachment", "serve")
 
 
 def _one_line(text: str, limit: int = 120) -> str:
-    from hermes_nb.tools.safety.visible import make_visible
+    from hermes_nb.tools.safety.approvals.visible import make_visible
 
     text = make_visible(text, keep="")
     return text if len(text) <= limit else text[: limit - 1] + "…"

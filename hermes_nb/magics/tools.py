@@ -284,7 +284,7 @@ def _doctor() -> Table:
     rows += [(f.name, f"load ({f.source})", "", f.message + (f" — {f.detail}" if f.detail else ""))
              for f in failures()]
     if "terminal" in registry:  # issue 10: say whether shell commands are confined
-        from hermes_nb.tools.safety.sandbox import status
+        from hermes_nb.tools.safety.sandbox.box import status
 
         rows.append(("terminal", "sandbox", registry.get_toolset_for_tool("terminal") or "", status().detail))
     rows += _stuck_rows()

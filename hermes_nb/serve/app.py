@@ -37,8 +37,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from hermes_nb.serve import bridge as served_bridge
 from hermes_nb.tools.registry import ToolRegistry
-from hermes_nb.tools.safety.remembered import asked_by
-from hermes_nb.tools.safety.visible import make_visible
+from hermes_nb.tools.safety.approvals.remembered import asked_by
+from hermes_nb.tools.safety.approvals.visible import make_visible
 
 __all__ = ["CallEvents", "ClientStats", "ServedApp", "ToolView", "asking_client"]
 

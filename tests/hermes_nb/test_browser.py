@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -59,7 +60,9 @@ def test_picker_renders_and_a_click_reaches_the_kernel(tmp_path: Path) -> None:
             text_box = page.get_by_role("checkbox", name="text (1 tool)", exact=True)
             expect(geometry).to_be_visible(timeout=90_000)
             expect(text_box).to_be_visible()
-            expect(page.get_by_text("SELECTION None")).to_be_visible(timeout=60_000)  # Run All finished
+            # Run All finished; the default selection is the person's own toolsets (issue 31), both ticked
+            expect(page.get_by_text(re.compile(r"SELECTION \[('geometry', 'text'|'text', 'geometry')\]"))).to_be_visible(
+                timeout=60_000)
 
             text_box.click()  # untick the text toolset
             expect(page.get_by_text("the model sees", exact=False).first).to_be_visible()
@@ -73,7 +76,7 @@ def test_picker_renders_and_a_click_reaches_the_kernel(tmp_path: Path) -> None:
                 panel.content.activeCellIndex = {last};
                 return window.jupyterapp.commands.execute('notebook:run-cell');
             }}""")
-            out = page.locator(".jp-OutputArea-output", has_text="SELECTION [")
+            out = page.locator(".jp-OutputArea-output", has_text="SELECTION ['geometry']")  # the re-run's, not Run All's
             expect(out).to_be_visible(timeout=60_000)
             selection = out.inner_text()
             page.screenshot(path=str(ARTIFACTS / "toolset-picker-after-click.png"), full_page=True)

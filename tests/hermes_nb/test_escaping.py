@@ -20,7 +20,7 @@ HELPER = REPO / "hermes_nb" / "display" / "escaping.py"
 _OWN_ESCAPING = [
     (re.compile(r"\bhtml\.escape\s*\("), "calls html.escape"),
     (re.compile(r"^\s*import html\s*(?:$|as\b|,)", re.M), "imports the html module (for its escape)"),
-    (re.compile(r"^\s*from html import\b", re.M), "imports from the html module"),
+    (re.compile(r"^\s*from html import\b(?!\s*unescape\s*$)", re.M), "imports from the html module"),  # unescape reads
     (re.compile(r"\bescapeHtml\b"), "uses markdown-it's escapeHtml"),
     (re.compile(r"\bmarkupsafe\b"), "uses markupsafe's escape"),
     (re.compile(r"""["']&lt;["']"""), "writes its own escaping table"),
@@ -66,6 +66,7 @@ def test_the_scan_finds_a_planted_offender(line: str, expected: str) -> None:
 
 def test_the_scan_lets_the_helper_and_harmless_lines_through() -> None:
     assert _offences("from html.parser import HTMLParser\ntext = html_text.strip()\n") == []
+    assert _offences("from html import unescape\nplain = unescape(text)\n") == []  # decoding, not escaping
 
 
 def test_no_module_escapes_html_but_the_helper() -> None:

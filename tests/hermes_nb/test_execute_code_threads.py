@@ -70,6 +70,77 @@ def test_threads_a_script_started_are_named_in_its_card_and_stopped_when_the_run
     assert len(lines) == 1 and all(n in lines[0] for n in names) and lines[0].startswith("the run ended: stopped")
 
 
+def _held(monkeypatch: pytest.MonkeyPatch, name: str) -> tuple[threading.Event, threading.Event]:
+    """Hold the thread named ``name`` between ``start()`` and its first line (in ``threading.enumerate()``, not yet
+    alive, no id) until ``go`` is set: the gap a thread a script's thread starts may be in at its end. ``handed`` is
+    set once it is in the gap."""
+    go, handed = threading.Event(), threading.Event()
+    real = threading._start_new_thread  # type: ignore[attr-defined]
+
+    def start_new_thread(function: Any, args: tuple[Any, ...]) -> Any:
+        if getattr(getattr(function, "__self__", None), "name", None) != name:
+            return real(function, args)
+        handed.set()
+        return real(lambda: (go.wait(30), function()), args)
+
+    monkeypatch.setattr(threading, "_start_new_thread", start_new_thread)
+    return go, handed
+
+
+def test_a_thread_still_starting_when_the_script_ends_is_named_and_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured: 1 run in 2 the grandchild was in the gap as the script ended: missing from ``threads_running``,
+    and left running Python after the run when it was still there at the run's end."""
+    import hermes_nb.tools.execute_code_tool as tool
+
+    go, _ = _held(monkeypatch, "grandchild")
+    real_result = tool._result
+
+    def result_then_go(*args: Any) -> dict[str, Any]:  # the card is made while the grandchild is in the gap
+        try:
+            return real_result(*args)
+        finally:
+            go.set()
+
+    monkeypatch.setattr(tool, "_result", result_then_go)
+    code, names, _ = next(row for row in STARTS if "grandchild" in row[1])
+    result, answer = _run(code)
+    assert sorted(answer["threads_running"]) == sorted(names) and "threads_ended" not in answer
+    assert _alive(names) == [], "still running Python after the run ended"
+    assert "stopped 2 thread(s) execute_code started" in transcript_text(result.transcript)
+
+
+def test_the_runs_end_refuses_later_threads_and_waits_for_those_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_nb.tools.code_execution.threads import Threads, ThreadStopped, stop, watch
+
+    spin = threading.Event()
+    run = Threads()
+    script = Threads(parent=run)
+    go, handed = _held(monkeypatch, "starting")
+    unwatch = watch()
+    unadopt = script.adopt_current()  # this thread plays the script's
+    try:
+        starting = threading.Thread(target=lambda: [None for _ in iter(lambda: spin.wait(0.005), True)],
+                                    name="starting", daemon=True)  # runs Python until stopped
+        starter = threading.Thread(target=starting.start, name="starter", daemon=True)
+        starter.start()  # a thread of the script's, starting one more
+        assert handed.wait(10)
+        assert not starting.is_alive() and starting in run.running() and starting in script.running()  # the gap
+        run.close(wait=0.0)  # its end began; the held one cannot arrive
+        late = threading.Thread(target=spin.wait, name="late", daemon=True)
+        with pytest.raises(ThreadStopped):
+            late.start()
+        assert late not in run.started and not late.is_alive()
+        assert starting in stop(run.running(), wait=0.0)  # no id to raise into: named as left, not as stopped
+        go.set()
+        run.close(wait=10.0)  # it arrives (its starter, stopped while it waited for it, lets it)
+        assert starting.is_alive() and stop(run.running(), wait=10.0) == []
+        assert not starting.is_alive() and not starter.is_alive()
+    finally:
+        unadopt()
+        unwatch()
+        spin.set()
+
+
 def test_a_thread_that_cannot_be_stopped_is_named_as_still_running() -> None:
     hold = threading.Event()
     code = ("import threading\n"

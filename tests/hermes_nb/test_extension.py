@@ -146,4 +146,4 @@ def test_the_load_imports_only_its_stand_ins(tmp_path: Any) -> None:
     later = {"hermes_nb.tools.config", "hermes_nb.tools.errors", "hermes_nb.tools.workspace", "hermes_nb.display",
              "hermes_nb.display.interrupts", "hermes_nb.magics.cells", "hermes_nb.interop.hermes_tools"}
     assert loaded & later == set()
-    assert {"hermes_nb.startup", "hermes_nb.magics.registry", "hermes_nb.tools.safety.imports"} <= loaded
+    assert {"hermes_nb.startup", "hermes_nb.magics.registry", "hermes_nb.tools.safety.writes.imports"} <= loaded

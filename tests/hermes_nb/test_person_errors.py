@@ -84,6 +84,7 @@ def test_agent_transcript_card_shows_the_traceback(ip: Any) -> None:
 
     class Rec:
         id, name, content, is_error, started, ended = "c1", "ratio", '{"error": "x"}', True, 1.0, 2.0
+        changes = ()
 
     t.handle(BatchDone(records=(Rec(),)))
     card: Card = t.cards["c1"]

@@ -83,7 +83,7 @@ def test_approval_wait_pumps_until_clicked() -> None:
 
 def test_approval_times_out_to_no_answer_which_the_gate_denies() -> None:
     from hermes_nb.tools.registry import registry
-    from hermes_nb.tools.safety.gate import decide
+    from hermes_nb.tools.safety.approvals.gate import decide
 
     prompt = ApprovalPrompt("rm x", "rm", "d", timeout=0, ui_events=clicking(lambda: None))
     assert prompt.wait() == "no-answer"

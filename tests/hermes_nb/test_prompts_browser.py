@@ -92,7 +92,10 @@ def test_approval_click_and_interrupt_during_run_all(tmp_path: Path) -> None:
                 expect(approve).to_have_count(1, timeout=120_000)
                 timings["first prompt shown"] = time.monotonic() - start
                 page.screenshot(path=str(ARTIFACTS / "approval-prompt.png"), full_page=True)
-                expect(page.get_by_text("⏳", exact=False)).to_have_count(1)  # the running card says it, once
+                # the running card says it once, and the footer says who is awaited (issue 35), not the model
+                expect(page.get_by_text("⏳", exact=False)).to_have_count(2)
+                expect(page.get_by_text("⏳ waiting for you", exact=False)).to_have_count(1)
+                expect(page.get_by_text("waiting for the model", exact=False)).to_have_count(0)
                 approve.click()
                 expect(page.get_by_text("Approved once", exact=False).first).to_be_visible(timeout=60_000)
                 expect(page.get_by_text("Cleaned scratch one.", exact=False).first).to_be_visible(timeout=60_000)

@@ -12,7 +12,7 @@ import pytest
 def require_bwrap() -> None:
     """Install ``bubblewrap`` with apt when it is missing (as root); skip, saying why, only when that is
     impossible here (not Debian, not root, no namespaces)."""
-    from hermes_nb.tools.safety import bwrap
+    from hermes_nb.tools.safety.sandbox import bwrap
 
     if shutil.which("bwrap") is None:
         if os.geteuid() != 0 or shutil.which("apt-get") is None:

@@ -19,9 +19,9 @@ import yaml
 import hermes_nb.tools.terminal_tool  # noqa: F401  (registers terminal)
 from hermes_nb.tools.approval import reset_session_approvals
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.safety.gate import use_approver
-from hermes_nb.tools.safety.remembered import asked_by
-from hermes_nb.tools.safety.visible import make_visible
+from hermes_nb.tools.safety.approvals.gate import use_approver
+from hermes_nb.tools.safety.approvals.remembered import asked_by
+from hermes_nb.tools.safety.approvals.visible import make_visible
 
 HEX = "00000000: 6869 0a                                  hi.\n"
 

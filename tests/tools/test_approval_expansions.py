@@ -109,8 +109,8 @@ def test_generated_lines_run_where_the_marker_is_looked_for(tmp_path: Path) -> N
 @settings(max_examples=120, deadline=None, database=None)
 @given(text=st.text(alphabet=st.sampled_from(list("ab $`'\"\\(){}[]<>|&;~#*?=!\n\t-+:,./@%^0")), max_size=30))
 def test_the_reader_never_fails_and_what_it_cannot_finish_asks(text: str) -> None:
-    from hermes_nb.tools.safety.canonical import candidates, matches
-    from hermes_nb.tools.safety.shell_words import scan
+    from hermes_nb.tools.safety.commands.canonical import candidates, matches
+    from hermes_nb.tools.safety.commands.shell_words import scan
 
     scanned = scan(text)  # an unfinished text is "incomplete", never an exception
     forms = candidates(text)
@@ -140,7 +140,7 @@ def test_an_unclosed_parameter_expansion_asks_without_hanging(command: str) -> N
 
 @pytest.mark.parametrize("command", FD_CLOSE)
 def test_closing_a_descriptor_is_read_as_a_redirection(command: str, tmp_path: Path) -> None:
-    from hermes_nb.tools.safety.classifier import analyse
+    from hermes_nb.tools.safety.commands.classifier import analyse
 
     analysis = analyse(command)  # raised AttributeError before
     assert all(f.key != "unparseable" for f in analysis.findings), analysis.findings
@@ -149,7 +149,7 @@ def test_closing_a_descriptor_is_read_as_a_redirection(command: str, tmp_path: P
 
 
 def test_a_reader_that_fails_on_a_line_makes_it_ask(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_nb.tools.safety import walker
+    from hermes_nb.tools.safety.commands import walker
 
     def broken(*_: object) -> None:
         raise RuntimeError("a construct the reader cannot represent")
@@ -163,7 +163,7 @@ def test_a_reader_that_fails_on_a_line_makes_it_ask(monkeypatch: pytest.MonkeyPa
 @given(text=st.text(alphabet=st.sampled_from(list("ab $`'\"\\(){}[]<>|&;~#*?=!\n\t-+:,./@%^0")), max_size=30))
 @pytest.mark.timeout(240)
 def test_the_whole_check_never_raises_on_any_line(text: str) -> None:
-    from hermes_nb.tools.safety.classifier import analyse
+    from hermes_nb.tools.safety.commands.classifier import analyse
 
     analysis = analyse(text)  # a hang fails on the timeout, an exception here fails the test
     assert isinstance(analysis.findings, (list, tuple))

@@ -16,7 +16,7 @@ from hermes_nb.tools.batch.records import BatchInterrupted
 from hermes_nb.tools.batch.scheduling import arun_tool_batch, run_tool_batch
 from hermes_nb.tools.model_tools import handle_function_call
 from hermes_nb.tools.registry import ToolRegistry, registry
-from hermes_nb.tools.safety.gate import use_approver
+from hermes_nb.tools.safety.approvals.gate import use_approver
 from tests.support.interrupts import interrupts_land
 
 OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

@@ -11,7 +11,7 @@ import yaml
 
 from hermes_nb.tools.approval import check_dangerous_command, reset_session_approvals
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.safety.gate import use_approver
+from hermes_nb.tools.safety.approvals.gate import use_approver
 
 OBJ = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -122,7 +122,7 @@ def test_a_rule_saved_through_save_config_applies_to_the_next_call(hermes_home: 
 
 def test_a_rule_written_by_hand_applies_after_reread_or_the_recheck_interval(
         hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_nb.tools.safety import rules
+    from hermes_nb.tools.safety.approvals import rules
 
     reg = _probe_registry()
     assert reg.dispatch("probe", {"n": 1}) == "ran"
@@ -220,7 +220,7 @@ def test_a_command_the_rules_cannot_read_meets_every_deny_rule(hermes_home: Path
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure inside the canonical reader is a command nobody can read: the deny applies, an allow does not
     (before, the exception left the gate and the call failed with a traceback instead of the rule)."""
-    from hermes_nb.tools.safety import canonical
+    from hermes_nb.tools.safety.commands import canonical
 
     def broken(*_: object) -> None:
         raise RuntimeError("a construct the canonical reader cannot represent")
@@ -270,7 +270,7 @@ def test_a_glob_too_deep_to_expand_now_stays_a_wildcard(hermes_home: Path, tmp_p
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Expanding `cat /*/*/*/*/*/*/*/x` read the whole disk (40 s here) before the check answered; past three
     wildcard levels a glob is left a wildcard, which a deny rule still meets."""
-    from hermes_nb.tools.safety.canonical import candidates
+    from hermes_nb.tools.safety.commands.canonical import candidates
 
     monkeypatch.setenv("HERMES_NB_WORKSPACE", str(tmp_path))
     (tmp_path / "a/b/c/d").mkdir(parents=True)

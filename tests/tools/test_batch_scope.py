@@ -20,7 +20,7 @@ from hermes_nb.tools.batch.scheduling import arun_tool_batch, run_tool_batch
 from hermes_nb.tools.batch.scope import NOTHING, Offer, current_offer, offer_of, use_offer
 from hermes_nb.tools.model_tools import handle_function_call
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.safety.gate import use_approver
+from hermes_nb.tools.safety.approvals.gate import use_approver
 
 SCHEMA = {"description": "a probe", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hermes_nb.tools.config import hermes_home
-from hermes_nb.tools.safety import checkpoints, ledger
-from hermes_nb.tools.safety.changes import Change, sha256
+from hermes_nb.tools.safety.writes import checkpoints, ledger
+from hermes_nb.tools.safety.writes.changes import Change, sha256
 
 
 def _call() -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hermes_nb.tools.approval import reset_session_approvals
-from hermes_nb.tools.safety.gate import decide_ask
+from hermes_nb.tools.safety.approvals.gate import decide_ask
 
 FILES = {"clean.py": "print('clean')\n", "helpers.py": "X = 1\n", "pkg/__init__.py": "", "pkg/mod.py": "Y = 2\n",
          "prep.sh": "echo prep\n", "data.csv": "a,b\n1,2\n", "clean_imports.py": "import helpers\n",

@@ -84,7 +84,7 @@ def test_default_callback_is_asked_with_the_code() -> None:
 
 
 def test_always_is_remembered_in_its_own_file() -> None:
-    from hermes_nb.tools.safety.remembered import always_path
+    from hermes_nb.tools.safety.approvals.remembered import always_path
 
     result = py("5 + 5", approval_callback=lambda c, k, d: "always")
     assert result["result"] == "10"

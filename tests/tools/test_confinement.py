@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 import hermes_nb.tools.file_tools as file_tools
+import hermes_nb.tools.file_writes as file_writes
 from hermes_nb.tools.registry import registry
 
 
@@ -110,7 +111,8 @@ def _swap_after_check(monkeypatch: pytest.MonkeyPatch, folder: Path, target: Pat
         folder.symlink_to(target)
         return real
 
-    monkeypatch.setattr(file_tools, "resolve_path", check_then_swap)
+    monkeypatch.setattr(file_tools, "resolve_path", check_then_swap)  # the readers
+    monkeypatch.setattr(file_writes, "resolve_path", check_then_swap)  # write_file and patch
 
 
 def test_write_file_is_not_redirected_by_a_folder_swapped_for_a_symlink(

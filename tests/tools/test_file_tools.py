@@ -342,14 +342,14 @@ def test_a_write_deny_check_that_fails_refuses_the_write(ws: Path, monkeypatch: 
                                                           failure: Exception) -> None:
     """The policy cannot say what the path is: nothing is written (the judge ``landing_ask`` steps aside on an
     OSError because the landing's own check refuses again)."""
-    from hermes_nb.tools.safety import lander
+    from hermes_nb.tools.safety.writes import lander
 
     (ws / "notes.txt").write_text("a\n")
 
     def broken(*_: object, **__: object) -> str | None:
         raise failure
 
-    from hermes_nb.tools.safety.gate import use_approver
+    from hermes_nb.tools.safety.approvals.gate import use_approver
 
     monkeypatch.setattr(lander, "judge", broken)
     with use_approver(lambda subject, key, description: "once"):  # a failing judge asks: yes, so the handler runs

@@ -29,6 +29,7 @@ EXTENSIONS: dict[str, dict[str, str]] = {
     "delegate_task": {"output_schema": "a JSON schema the sub-agent's final answer must match (one correction turn)",
                       "tasks[].output_schema": "the same, per task"},
     "execute_code": {"reset": "start the script's namespace afresh (variables persist between calls otherwise)"},
+    "session_search": {"scope": "'current' (default): this notebook's runs; 'all': every notebook's (issue 31)"},
     "todo": {"todos[].parent": "the id of the item this one is a subtask of (the plan nests)"},
 }
 #: Tools whose Hermes shape other items of issue 33 build: compared, expected to differ until they land.

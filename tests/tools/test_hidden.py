@@ -22,7 +22,7 @@ import yaml
 
 import hermes_nb.tools.file_tools  # noqa: F401  (registers the tools)
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.safety import bwrap, hidden
+from hermes_nb.tools.safety.sandbox import bwrap, hidden
 from hermes_nb.tools.terminal_tool import run_command
 from tests.support.bubblewrap import require_bwrap
 
@@ -376,7 +376,7 @@ def test_a_writable_folder_inside_a_dot_entry_stays_writable(at_home: Home, herm
 
 RUN = """
 import json, os, sys
-from hermes_nb.tools.safety import bwrap
+from hermes_nb.tools.safety.sandbox import bwrap
 from hermes_nb.tools.terminal_tool import run_command
 if os.environ.get("NO_VIEW"):
     bwrap.view_mounts = lambda seen, writable=(): []
@@ -440,7 +440,7 @@ def test_an_interpreter_inside_a_hidden_dot_entry_runs_and_its_siblings_stay_hid
 # -- the Landlock fallback (where bubblewrap cannot run): contents, not names ------------------------------------
 
 def _landlock(hermes_home: Path, monkeypatch: pytest.MonkeyPatch, *, bounded: bool) -> None:
-    from hermes_nb.tools.safety import sandbox
+    from hermes_nb.tools.safety.sandbox import box as sandbox
 
     if sandbox.landlock_abi() < 1:
         pytest.skip("this kernel has no Landlock")

@@ -17,7 +17,7 @@ import pytest
 
 import hermes_nb.tools.file_tools  # noqa: F401  (registers the tools)
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.safety.landing import Landscape, judge
+from hermes_nb.tools.safety.writes.landing import Landscape, judge
 
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 

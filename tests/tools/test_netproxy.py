@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_nb.tools.safety.netproxy import Proxy, allowed_address
+from hermes_nb.tools.safety.sandbox.netproxy import Proxy, allowed_address
 from hermes_nb.tools.terminal_tool import run_command
 from tests.support.bubblewrap import require_bwrap
 

@@ -15,7 +15,7 @@ import pytest
 from hermes_nb.tools.batch.scheduling import arun_tool_batch, run_tool_batch
 from hermes_nb.tools.calls.outcome import Outcome, says_error, text_says_error
 from hermes_nb.tools.registry import ToolRegistry
-from hermes_nb.tools.safety.gate import use_approver
+from hermes_nb.tools.safety.approvals.gate import use_approver
 
 NO_ARGS = {"description": "test tool", "parameters": {"type": "object", "properties": {}}}
 

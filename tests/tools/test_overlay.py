@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_nb.tools.safety import lander, overlay, sandbox
-from hermes_nb.tools.safety.gate import use_approver
+from hermes_nb.tools.safety.approvals.gate import use_approver
+from hermes_nb.tools.safety.sandbox import box as sandbox
+from hermes_nb.tools.safety.sandbox import overlay
+from hermes_nb.tools.safety.writes import lander
 from hermes_nb.tools.terminal_tool import run_command
 from tests.support.bubblewrap import require_bwrap
 from tests.tools.test_sandbox import World, _make_world

@@ -2,7 +2,7 @@
 whole or not at all, through the landing policy (``tools.safety.lander``), each file in the card's diff.
 
 The all-or-nothing defence is the judging of the whole write-set before any of it lands
-(``file_tools._judged``): without it (``check=False``) a refused path is kept aside while the rest lands —
+(``file_writes._judged``): without it (``check=False``) a refused path is kept aside while the rest lands —
 the effect shown — and with it nothing of the patch is written."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(params=[True, False], ids=["judged whole", "without the defence"])
 def check(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     if not request.param:
-        monkeypatch.setattr("hermes_nb.tools.file_tools._judged", lambda *a, **k: None)
+        monkeypatch.setattr("hermes_nb.tools.file_writes._judged", lambda *a, **k: None)
     return bool(request.param)
 
 
@@ -207,7 +207,7 @@ HIDDEN = [
 @pytest.fixture(params=[True, False], ids=["seen checked", "without the defence"])
 def seen(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     if not request.param:
-        monkeypatch.setattr("hermes_nb.tools.file_tools._seen", lambda real: None)
+        monkeypatch.setattr("hermes_nb.tools.file_writes._seen", lambda real: None)
     return bool(request.param)
 
 

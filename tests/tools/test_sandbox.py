@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_nb.tools.safety import sandbox
+from hermes_nb.tools.safety.sandbox import box as sandbox
 from hermes_nb.tools.terminal_tool import run_command
 from tests.support.bubblewrap import live_pids, require_bwrap
 
@@ -350,7 +350,7 @@ def test_bubblewrap_gone_mid_session_runs_nothing_and_says_so(world: World, monk
 
     import hermes_nb.tools.terminal_tool  # noqa: F401  (registers terminal)
     from hermes_nb.tools.registry import registry
-    from hermes_nb.tools.safety.gate import use_approver
+    from hermes_nb.tools.safety.approvals.gate import use_approver
 
     assert sandbox.status().mechanism.startswith("bubblewrap")  # what the prompt promises
     bare = tmp_path / "bin"  # bash is still there (a bare run would work), bwrap is not
@@ -366,7 +366,7 @@ def test_bubblewrap_gone_mid_session_runs_nothing_and_says_so(world: World, monk
 
 
 def test_without_bubblewrap_the_doctor_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_nb.tools.safety import bwrap
+    from hermes_nb.tools.safety.sandbox import bwrap
 
     with monkeypatch.context() as m:
         m.setenv("PATH", "/nonexistent")

@@ -19,7 +19,7 @@ SETUP = """
 %load_ext hermes_nb
 import json, ipykernel.connect
 from hermes_nb.tools.terminal_tool import run_command
-from hermes_nb.tools.safety.sandbox import status
+from hermes_nb.tools.safety.sandbox.box import status
 connection = ipykernel.connect.get_connection_file()
 info = json.load(open(connection))
 print(status().mechanism)

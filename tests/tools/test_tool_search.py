@@ -14,7 +14,7 @@ from hermes_nb.tools.batch.scheduling import arun_tool_batch, run_tool_batch
 from hermes_nb.tools.config import save_config
 from hermes_nb.tools.model_tools import assemble_tool_definitions, get_tool_definitions
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.safety.gate import use_approver
+from hermes_nb.tools.safety.approvals.gate import use_approver
 from hermes_nb.tools.search import index
 from hermes_nb.tools.search.assembly import render_listing
 from hermes_nb.tools.search.catalog import BRIDGE_NAMES, make_catalog

@@ -20,7 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 ip = InteractiveShell.instance()
 ip.run_line_magic("load_ext", "hermes_nb")
 if os.environ["GUARD"] == "off":
-    import hermes_nb.tools.safety.imports as guard
+    import hermes_nb.tools.safety.writes.imports as guard
     guard.install()()  # the undo: the finder leaves sys.meta_path
 def step(fn):  # with the guard off a planted module breaks the step; the next one still runs
     try:
@@ -67,7 +67,7 @@ def test_planted_dependencies_never_run_at_hermes_nbs_imports(tmp_path: Path) ->
 
 
 def test_a_dependency_found_only_in_the_workspace_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_nb.tools.safety import imports
+    from hermes_nb.tools.safety.writes import imports
 
     (tmp_path / "only_here_mod.py").write_text("x = 1\n")
     monkeypatch.chdir(tmp_path)

@@ -20,7 +20,8 @@ import pytest
 
 import hermes_nb.tools.file_tools  # noqa: F401  (registers the tools)
 from hermes_nb.tools.registry import registry
-from hermes_nb.tools.safety import bwrap, lander, landing
+from hermes_nb.tools.safety.sandbox import bwrap
+from hermes_nb.tools.safety.writes import lander, landing
 from hermes_nb.tools.terminal_tool import run_command
 from tests.support.bubblewrap import require_bwrap
 

@@ -22,8 +22,8 @@ from hermes_nb.tools.batch.scope import current_offer
 from hermes_nb.tools.calls.call_hooks import call_context
 from hermes_nb.tools.calls.results import execution_failed
 from hermes_nb.tools.registry import ToolEntry, ToolRegistry, tool_error
-from hermes_nb.tools.safety import gate
-from hermes_nb.tools.safety.gate import run_approver
+from hermes_nb.tools.safety.approvals import gate
+from hermes_nb.tools.safety.approvals.gate import run_approver
 
 log = logging.getLogger("hermes_nb.tools.batch.scheduling")  # one logger name for the whole batch machinery
 

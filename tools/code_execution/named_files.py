@@ -323,8 +323,8 @@ class Bound:
 def bound(code: str, root: Path) -> Bound:
     """The fingerprints of every file ``code`` names (``named_files``) and of every file its commands run
     (``tools.safety.bound_files``: the terminal's own reading), and the calls that name things at run time."""
-    from hermes_nb.tools.safety.bound_files import file_fingerprints, fingerprints
-    from hermes_nb.tools.safety.shell_words import Word, scan
+    from hermes_nb.tools.safety.commands.bound_files import file_fingerprints, fingerprints
+    from hermes_nb.tools.safety.commands.shell_words import Word, scan
 
     named = named_files(code, root)
     commands: list[tuple[Word, ...]] = []

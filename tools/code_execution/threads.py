@@ -37,26 +37,67 @@ class ThreadStopped(SystemExit):
 
 
 class Threads:
-    """The threads started from one place (one script), and, through ``parent``, the run's record of them all."""
+    """The threads started from one place (one script), and, through ``parent``, the run's record of them all.
+
+    A thread is listed before it starts and counts as running from then on: between ``start()`` and its first line
+    it is in ``threading.enumerate()`` but not yet ``is_alive()`` (nor has it an id to be stopped by), and a thread
+    a script's thread starts may be in that gap just as the script or the run ends. ``close`` (the run's end)
+    refuses later starts and waits for those in the gap to arrive, so ``stop`` reaches every one.
+    """
 
     def __init__(self, parent: Threads | None = None) -> None:
         self.parent = parent
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
         self._started: list[threading.Thread] = []
+        self._starting: set[threading.Thread] = set()  # listed, not yet running its first line
+        self._closed = False
 
     def add(self, thread: threading.Thread) -> None:
-        with self._lock:
-            self._started.append(thread)
+        """List ``thread``, about to start; ``ThreadStopped`` (raised in the starter) once the run's end began."""
         if self.parent is not None:
-            self.parent.add(thread)
+            self.parent.add(thread)  # the run's record first: its ``close`` and this check cannot interleave
+        with self._changed:
+            if not self._closed:
+                if thread not in self._started:
+                    self._started.append(thread)
+                self._starting.add(thread)
+                return
+        if self.parent is not None:
+            self.parent._forget(thread)
+        raise ThreadStopped(f"thread {thread.name!r} not started: the run that started its starter has ended")
+
+    def arrived(self, thread: threading.Thread) -> None:
+        """``thread`` runs (it is alive from here), or its start failed: it is no longer in the gap."""
+        with self._changed:
+            self._starting.discard(thread)
+            self._changed.notify_all()
+        if self.parent is not None:
+            self.parent.arrived(thread)
+
+    def _forget(self, thread: threading.Thread) -> None:
+        with self._changed:
+            if thread in self._starting:  # listed by this ``add`` only: refused further down, it never starts
+                self._starting.discard(thread)
+                self._started.remove(thread)
+            self._changed.notify_all()
+        if self.parent is not None:
+            self.parent._forget(thread)
 
     @property
     def started(self) -> tuple[threading.Thread, ...]:
-        with self._lock:
+        with self._changed:
             return tuple(self._started)
 
     def running(self) -> list[threading.Thread]:
-        return [t for t in self.started if t.is_alive()]
+        """The threads alive, or started and not yet at their first line (they will run)."""
+        with self._changed:
+            return [t for t in self._started if t in self._starting or t.is_alive()]
+
+    def close(self, wait: float = 1.0) -> None:
+        """Refuse the threads started from now on, and wait (up to ``wait`` s) for those started to arrive."""
+        with self._changed:
+            self._closed = True
+            self._changed.wait_for(lambda: not self._starting, wait)
 
     def adopt_current(self) -> Callable[[], None]:
         """Count the threads the calling thread starts as this record's; returns the undo (same thread)."""
@@ -97,21 +138,27 @@ def _for_hermes_nb() -> bool:
 
 
 def _start(self: threading.Thread) -> None:
-    owner = getattr(threading.current_thread(), _MARK, None)
-    if owner is not None and _for_hermes_nb():
-        owner = None
-    if owner is not None:
-        setattr(self, _MARK, owner)  # before it runs: what it starts is the script's too
-        self.run = _quiet(self.run)  # type: ignore[method-assign]
-        owner.add(self)  # before it starts: it is listed by the time anything can see it run
     assert _original is not None
-    _original(self)
+    owner = getattr(threading.current_thread(), _MARK, None)
+    if owner is None or _for_hermes_nb():
+        _original(self)
+        return
+    setattr(self, _MARK, owner)  # before it runs: what it starts is the script's too
+    self.run = _quiet(self.run, lambda: owner.arrived(self))  # type: ignore[method-assign]
+    owner.add(self)  # before it starts: it is listed (and counted as running) by the time anything can see it
+    try:
+        _original(self)
+    except Exception:  # it could not start (a wait for it cut by ThreadStopped, a BaseException, leaves it to arrive)
+        owner.arrived(self)
+        raise
 
 
-def _quiet(run: Callable[[], None]) -> Callable[[], None]:
-    """The thread's ``run``, ending without a word when it is stopped (no "Exception in thread" report)."""
+def _quiet(run: Callable[[], None], arrived: Callable[[], None]) -> Callable[[], None]:
+    """The thread's ``run``: first saying it arrived, then ending without a word when it is stopped (no
+    "Exception in thread" report)."""
     def guarded() -> None:
         try:
+            arrived()
             run()
         except ThreadStopped:
             pass
@@ -146,8 +193,10 @@ def watch() -> Callable[[], None]:
 
 
 def stop(threads: list[threading.Thread], *, wait: float = 1.0, tries: int = 3) -> list[threading.Thread]:
-    """Raise ``ThreadStopped`` into each live thread (``tries`` times within ``wait`` seconds); those still alive."""
-    alive = [t for t in threads if t.is_alive() and t.ident is not None and t is not threading.current_thread()]
+    """Raise ``ThreadStopped`` into each live thread (``tries`` times within ``wait`` seconds); those still alive
+    (or never reached)."""
+    # one not yet at its first line (``Threads.close`` waited for it in vain) has no id to raise into: it is left
+    alive = [t for t in threads if (t.is_alive() or t.ident is None) and t is not threading.current_thread()]
     deadline = time.monotonic() + wait
     for attempt in range(tries):
         for thread in alive:
@@ -158,8 +207,9 @@ def stop(threads: list[threading.Thread], *, wait: float = 1.0, tries: int = 3) 
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, None)  # CPython's rule: more than one is undone
         slice_end = time.monotonic() + (deadline - time.monotonic()) / (tries - attempt)
         for thread in alive:
-            thread.join(max(0.0, slice_end - time.monotonic()))
-        alive = [t for t in alive if t.is_alive()]
+            if thread.is_alive():  # joining one not yet started raises
+                thread.join(max(0.0, slice_end - time.monotonic()))
+        alive = [t for t in alive if t.is_alive() or t.ident is None]
         if not alive:
             break
     return alive

@@ -83,7 +83,7 @@ _LEETY = re.compile(r"[\w@$!]*[a-z][\w@$!]*")
 
 
 def _drop_hidden(text: str) -> str:
-    from hermes_nb.tools.safety.visible import hidden_characters
+    from hermes_nb.tools.safety.approvals.visible import hidden_characters
 
     hidden = set(hidden_characters(text, keep="\n\t\r"))
     return "".join(" " if ch in "\t\r" else ch for ch in text if ch not in hidden)
@@ -92,10 +92,10 @@ def _drop_hidden(text: str) -> str:
 def _folded(text: str) -> str:
     """HTML entities and %-escapes decoded, NFKC, case-folded, hidden characters dropped (they may sit inside a
     word), lookalikes made Latin."""
-    import html
+    from html import unescape
     from urllib.parse import unquote
 
-    decoded = unquote(html.unescape(text)) if ("&" in text or "%" in text) else text
+    decoded = unquote(unescape(text)) if ("&" in text or "%" in text) else text
     return unicodedata.normalize("NFKC", _drop_hidden(decoded)).casefold().translate(_LOOKALIKES)
 
 
@@ -250,7 +250,7 @@ def _compiled() -> tuple[tuple[tuple[ThreatKind, str, str, re.Pattern[str]], ...
 # -- the scan --------------------------------------------------------------------------------------
 
 def _invisible(text: str) -> list[Threat]:
-    from hermes_nb.tools.safety.visible import hidden_characters
+    from hermes_nb.tools.safety.approvals.visible import hidden_characters
 
     found = hidden_characters(text, keep="\n\t")
     if not found:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hermes_nb.tools.safety.changes import Change
+from hermes_nb.tools.safety.writes.changes import Change
 
 __all__ = ["Layers", "WriteSet", "layers", "probe", "wrap", "write_set"]
 

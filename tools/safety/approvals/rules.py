@@ -254,7 +254,7 @@ def _command_rules(commands: list[Any], command: str, simple_commands: Sequence[
     """The command rules that match: deny and ask against the line as typed and its canonical commands
     (``tools.safety.canonical``: a wildcard there matches when some value of it would); allow only a plain
     line of one command known exactly, whose typed and canonical forms both match."""
-    from hermes_nb.tools.safety.canonical import candidates, matches
+    from hermes_nb.tools.safety.commands.canonical import candidates, matches
 
     line = command.strip()
     forms = candidates(command, root=_command_root())

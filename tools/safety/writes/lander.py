@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_nb.tools.safety.changes import Change, ChangeKind
-from hermes_nb.tools.safety.landing import Landscape, Verdict, judge
+from hermes_nb.tools.safety.writes.changes import Change, ChangeKind
+from hermes_nb.tools.safety.writes.landing import Landscape, Verdict, judge
 
 __all__ = ["Asker", "ChangedFile", "Landing", "approver_asker", "kept_folder", "land", "take_changes"]
 
@@ -174,7 +174,7 @@ def land(changes: Sequence[Change], *, workspace: Path, tool: str, ask: Asker, c
 def _checkpoint(*, call_id: str, tool: str, workspace: Path, changes: Sequence[Change],
                 trusted: Sequence[str]) -> None:
     """The seam to the checkpoint store and the ledger of model-written files."""
-    from hermes_nb.tools.safety import checkpoints
+    from hermes_nb.tools.safety.writes import checkpoints
 
     checkpoints.record(call_id=call_id, tool=tool, workspace=workspace, changes=changes, trusted=trusted)
 
@@ -417,8 +417,8 @@ def approver_asker(approver: Callable[[str, str, str], str] | None, *, how: str)
     """Ask about each "asks" row after the fact (a command's write-set), showing the diff, through the gate's
     own path (``decide_ask`` for the tool ``landing``: the person's rules, an earlier yes for this very content,
     then ``approver`` or the run's); ``how`` says what wrote it. No one to answer: no."""
-    from hermes_nb.tools.safety.changes import sha256
-    from hermes_nb.tools.safety.gate import Ask, decide_ask
+    from hermes_nb.tools.safety.approvals.gate import Ask, decide_ask
+    from hermes_nb.tools.safety.writes.changes import sha256
 
     def ask(change: Change, verdict: Verdict) -> bool:
         content = sha256(change.after or (change.link_after or "").encode())

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_nb.tools.safety import bwrap, netproxy, overlay
-from hermes_nb.tools.safety.landlock import Confinement, landlock_abi
-from hermes_nb.tools.safety.scan import Snapshot
+from hermes_nb.tools.safety.sandbox import bwrap, netproxy, overlay
+from hermes_nb.tools.safety.sandbox.landlock import Confinement, landlock_abi
+from hermes_nb.tools.safety.sandbox.scan import Snapshot
 
 __all__ = ["Box", "Confinement", "SandboxStatus", "landlock_abi", "open_box", "status", "writable_paths"]
 
@@ -207,8 +207,8 @@ class Box:
         return self._land()
 
     def _land(self) -> list[str]:
-        from hermes_nb.tools.safety.gate import current_approver
-        from hermes_nb.tools.safety.lander import approver_asker, land
+        from hermes_nb.tools.safety.approvals.gate import current_approver
+        from hermes_nb.tools.safety.writes.lander import approver_asker, land
 
         if self._layers is not None:
             try:
@@ -237,7 +237,7 @@ class Box:
 
 def _readable(workspace: Path, tmp: str) -> list[str]:
     """What a command under Landlock may read: what the model sees (``tools.safety.hidden``)."""
-    from hermes_nb.tools.safety.hidden import view
+    from hermes_nb.tools.safety.sandbox.hidden import view
 
     back = [Path(os.path.realpath(p)) for p in writable_paths(workspace, tmp)]
     return [str(p) for p in view(workspace).readable(back)]

@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from hermes_nb.tools.safety.changes import Change
+from hermes_nb.tools.safety.writes.changes import Change
 
 __all__ = ["Snapshot"]
 

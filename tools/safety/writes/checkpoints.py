@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from hermes_nb.tools.safety import ledger
-from hermes_nb.tools.safety.changes import Change, ChangeKind, sha256
+from hermes_nb.tools.safety.writes import ledger
+from hermes_nb.tools.safety.writes.changes import Change, ChangeKind, sha256
 
 __all__ = ["Checkpoint", "Saved", "blob", "checkpoints", "record"]
 

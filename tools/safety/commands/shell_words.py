@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hermes_nb.tools.safety.quoting import META as _META
-from hermes_nb.tools.safety.quoting import Incomplete as _Incomplete
-from hermes_nb.tools.safety.quoting import braces as _braces
-from hermes_nb.tools.safety.quoting import closes as _closes
-from hermes_nb.tools.safety.quoting import decode_ansi_c
-from hermes_nb.tools.safety.quoting import escape as _escape
-from hermes_nb.tools.safety.quoting import is_assignment as _is_assignment
+from hermes_nb.tools.safety.commands.quoting import META as _META
+from hermes_nb.tools.safety.commands.quoting import Incomplete as _Incomplete
+from hermes_nb.tools.safety.commands.quoting import braces as _braces
+from hermes_nb.tools.safety.commands.quoting import closes as _closes
+from hermes_nb.tools.safety.commands.quoting import decode_ansi_c
+from hermes_nb.tools.safety.commands.quoting import escape as _escape
+from hermes_nb.tools.safety.commands.quoting import is_assignment as _is_assignment
 
 __all__ = ["Expansion", "Scanned", "Word", "scan"]
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, overload
 
 from hermes_nb.tools.interaction import CallbackStack
-from hermes_nb.tools.safety import remembered, rules
-from hermes_nb.tools.safety.visible import make_visible
+from hermes_nb.tools.safety.approvals import remembered, rules
+from hermes_nb.tools.safety.approvals.visible import make_visible
 
 __all__ = ["COMMAND_PARAM_KEY", "JUDGE_KEY", "ApprovalCallback", "Ask", "Decision", "current_approver", "adecide", "blocked", "decide", "run_approver",
            "decide_ask", "decide_without_asking", "default_approvers", "judge", "use_approver"]

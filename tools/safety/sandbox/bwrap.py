@@ -32,8 +32,8 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from hermes_nb.tools.safety.hidden import View, view, within
-from hermes_nb.tools.safety.protected import Candidate
+from hermes_nb.tools.safety.sandbox.hidden import View, view, within
+from hermes_nb.tools.safety.sandbox.protected import Candidate
 
 __all__ = ["argv", "emptied_mounts", "probe", "scrub_env", "version", "view_mounts"]
 

@@ -19,10 +19,10 @@ import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS, WRAPPERS
+from hermes_nb.tools.safety.commands.command_rules import INTERPRETERS, SHELLS, WRAPPERS
+from hermes_nb.tools.safety.commands.shell_words import Word
+from hermes_nb.tools.safety.commands.walker import TRUSTED_DIRS
 from hermes_nb.tools.safety.regular import open_regular
-from hermes_nb.tools.safety.shell_words import Word
-from hermes_nb.tools.safety.walker import TRUSTED_DIRS
 
 __all__ = ["cd_targets", "file_fingerprints", "fingerprints", "line_folders"]
 

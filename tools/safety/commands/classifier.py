@@ -16,13 +16,13 @@ import logging
 import os
 from dataclasses import dataclass
 
-from hermes_nb.tools.safety import walker
-from hermes_nb.tools.safety.bound_files import cd_targets, line_folders
-from hermes_nb.tools.safety.command_rules import check_program, flag_sensitive
-from hermes_nb.tools.safety.git_rules import repository_programs
-from hermes_nb.tools.safety.shell_words import Expansion, Word, scan
-from hermes_nb.tools.safety.visible import hidden_characters, make_visible
-from hermes_nb.tools.safety.walker import TRUSTED_DIRS, Finding
+from hermes_nb.tools.safety.approvals.visible import hidden_characters, make_visible
+from hermes_nb.tools.safety.commands import walker
+from hermes_nb.tools.safety.commands.bound_files import cd_targets, line_folders
+from hermes_nb.tools.safety.commands.command_rules import check_program, flag_sensitive
+from hermes_nb.tools.safety.commands.git_rules import repository_programs
+from hermes_nb.tools.safety.commands.shell_words import Expansion, Word, scan
+from hermes_nb.tools.safety.commands.walker import TRUSTED_DIRS, Finding
 
 __all__ = ["MAX_CHARS", "Analysis", "analyse"]
 

@@ -11,10 +11,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from hermes_nb.tools.safety.awk_rules import check_awk
-from hermes_nb.tools.safety.everyday import SAFE, everyday, is_everyday
-from hermes_nb.tools.safety.git_rules import check_git
-from hermes_nb.tools.safety.programs import SHELLS, WRAPPERS
+from hermes_nb.tools.safety.commands.awk_rules import check_awk
+from hermes_nb.tools.safety.commands.everyday import SAFE, everyday, is_everyday
+from hermes_nb.tools.safety.commands.git_rules import check_git
+from hermes_nb.tools.safety.commands.programs import SHELLS, WRAPPERS
 
 __all__ = ["DANGER_KEYS", "INTERPRETERS", "SHELLS", "WRAPPERS", "Verdict", "check_program", "flag_sensitive"]
 

@@ -20,9 +20,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_nb.tools.safety.programs import SHELLS, WRAPPERS
+from hermes_nb.tools.safety.commands.programs import SHELLS, WRAPPERS
+from hermes_nb.tools.safety.commands.shell_words import Word, scan
 from hermes_nb.tools.safety.regular import open_regular
-from hermes_nb.tools.safety.shell_words import Word, scan
 
 __all__ = ["Candidate", "candidates", "matches"]
 

@@ -1,6 +1,6 @@
 """The bashlex walk of a shell line: every node a parser produced, judged; what it does not know asks.
 
-``hermes_nb.tools.safety.classifier`` runs it beside ``shell_words`` (a second reader written from bash's
+``hermes_nb.tools.safety.commands.classifier`` runs it beside ``shell_words`` (a second reader written from bash's
 manual): a command is read-only only when both find nothing.
 """
 
@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_nb.tools.safety.command_rules import INTERPRETERS, SHELLS, check_program, flag_sensitive
+from hermes_nb.tools.safety.commands.command_rules import INTERPRETERS, SHELLS, check_program, flag_sensitive
 
 __all__ = ["Finding", "TRUSTED_DIRS", "Walker", "glob_can_start_an_option", "unquoted_expansions", "walk"]
 
