@@ -390,7 +390,7 @@ def test_an_mcp_request_is_a_child_of_its_calls_span(exported) -> None:
 
 def test_a_sandboxed_command_is_a_child_of_its_calls_span(exported, tmp_path, monkeypatch) -> None:
     from hermes_nb.tools.model_tools import ensure_discovered
-    from hermes_nb.tools.safety import sandbox
+    from hermes_nb.tools.safety.sandbox import box as sandbox
 
     if not sandbox.status().available:
         pytest.skip("no sandbox on this machine")
