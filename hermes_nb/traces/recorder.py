@@ -1,7 +1,8 @@
 """The one place a run's spans are made: a ``Recorder`` fed by the loop's own events.
 
-``Agent._core`` makes one per run (``hermes_nb.traces.runs.begin``) and passes every event it emits through
-``Recorder.hear``; the recorder turns them into spans by the OpenTelemetry GenAI conventions: ``invoke_agent
+``Agent._core`` makes one per run an exporter gets (``hermes_nb.traces.runs.begin``) and passes every event it emits
+through ``Recorder.hear``; a run with none keeps its events and replays them into one when its trace is first read
+(``hermes_nb.traces.lazy``); the recorder turns them into spans by the OpenTelemetry GenAI conventions: ``invoke_agent
 {agent}`` for the run, ``chat {model}`` per model turn, ``execute_tool {tool}`` per call. What no event carries (an
 MCP request or a sandboxed command inside a call, an approval) comes through ``child`` and ``approval_events``.
 
@@ -71,7 +72,8 @@ class Recorder:
     """Spans of one run (and, once they end, of its sub-agents' runs)."""
 
     def __init__(self, *, agent_name: str, model: str, provider: str, conversation: str, sink: Sink | None,
-                 parent: tuple[Recorder, _Open] | None = None, tags: Mapping[str, Any] | None = None) -> None:
+                 parent: tuple[Recorder, _Open] | None = None, tags: Mapping[str, Any] | None = None,
+                 start: float | None = None) -> None:
         self._lock = threading.Lock()
         self._sink = sink
         self._up = parent
@@ -85,7 +87,7 @@ class Recorder:
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent_name,
                  "gen_ai.provider.name": provider, "gen_ai.request.model": model,
                  "gen_ai.conversation.id": conversation, **self.tags}
-        self.root = self._open("agent", f"invoke_agent {agent_name}", parent[1] if parent else None, attributes=attrs)
+        self.root = self._open("agent", f"invoke_agent {agent_name}", parent[1] if parent else None, start, attrs)
 
     @property
     def sink(self) -> Sink | None:
@@ -107,7 +109,8 @@ class Recorder:
         except Exception:  # a trace must never stop a run
             log.exception("trace recorder failed on %s", type(event).__name__)
 
-    def _feed(self, event: AgentEvent) -> None:
+    def _feed(self, event: AgentEvent, now: float | None = None) -> None:
+        """One event, heard at ``now`` (a replay's time; else now)."""
         if isinstance(event, ToolStarted):  # the most frequent first
             with self._lock:
                 call = self._calls.get(event.tool_call_id)
@@ -117,10 +120,10 @@ class Recorder:
         elif isinstance(event, ToolEnded):
             self._tool_ended(event)
         elif isinstance(event, ToolCallQueued):
-            self._queued(event, time.perf_counter())
+            self._queued(event, time.perf_counter() if now is None else now)
         elif isinstance(event, TurnStarted):
             with self._lock:
-                self._turn = self._open("chat", f"chat {self.model}", self.root, None, {
+                self._turn = self._open("chat", f"chat {self.model}", self.root, now, {
                     "gen_ai.operation.name": "chat", "gen_ai.provider.name": self.provider,
                     "gen_ai.request.model": self.model, "gen_ai.conversation.id": self.conversation})
         elif isinstance(event, TurnDone):
@@ -135,7 +138,7 @@ class Recorder:
                     "gen_ai.usage.output_tokens": usage.get("completion_tokens", 0),
                     "gen_ai.response.finish_reasons": (response.finish_reason or "stop",),
                     "hermes_nb.turn": event.turn.iteration})
-                self._end(span, time.perf_counter(), content={"gen_ai.output.messages": _output(response)}
+                self._end(span, time.perf_counter() if now is None else now, content={"gen_ai.output.messages": _output(response)}
                           if self._sink is not None and self._sink.content else None)
 
     def _queued(self, event: ToolCallQueued, now: float) -> None:
@@ -233,9 +236,9 @@ class Recorder:
         with self._lock:
             self._done.extend(records)
 
-    def finish(self, stopped_reason: str, error: str | None) -> Trace:
-        """End what is still open (a cut turn, unanswered calls) and the run; the run's ``Trace``."""
-        now = time.perf_counter()
+    def finish(self, stopped_reason: str, error: str | None, now: float | None = None) -> Trace:
+        """End what is still open (a cut turn, unanswered calls) and the run (at ``now``, else now); its ``Trace``."""
+        now = time.perf_counter() if now is None else now
         with self._lock:
             turn, self._turn = self._turn, None
             calls, self._calls = list(self._calls.items()), {}

@@ -7,7 +7,8 @@ disagree. Times are ``time.perf_counter()`` seconds, the clock the batch schedul
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,11 +48,33 @@ class SpanRecord:
         return self.end - self.start
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Trace:
-    """A run's spans, parents before children; shows as a waterfall (HTML, or characters as text)."""
+    """A run's spans, parents before children; shows as a waterfall (HTML, or characters as text).
 
-    spans: tuple[SpanRecord, ...]
+    ``Trace(spans=...)`` holds them; ``Trace.later(build)`` makes them on first read (a run without an exporter
+    keeps only its events, and pays for the spans only if someone looks)."""
+
+    __slots__ = ("_build", "_lock", "_spans")
+
+    def __init__(self, *, spans: tuple[SpanRecord, ...]) -> None:
+        self._spans: tuple[SpanRecord, ...] | None = tuple(spans)
+        self._build: Callable[[], tuple[SpanRecord, ...]] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def later(cls, build: Callable[[], tuple[SpanRecord, ...]]) -> Trace:
+        trace = cls(spans=())
+        trace._spans, trace._build = None, build
+        return trace
+
+    @property
+    def spans(self) -> tuple[SpanRecord, ...]:
+        if self._spans is None:
+            with self._lock:  # built once, whoever reads first
+                if self._spans is None:
+                    build, self._build = self._build, None
+                    self._spans = build() if build is not None else ()
+        return self._spans
 
     def __len__(self) -> int:
         return len(self.spans)

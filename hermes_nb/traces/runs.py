@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hermes_nb.tools.calls.tracing import install as install_core
+from hermes_nb.traces.lazy import LazyRecorder
 from hermes_nb.traces.recorder import Recorder, approval_events, newest_open, open_recorders
 from hermes_nb.traces.records import SpanKind, Trace
 
@@ -28,21 +29,26 @@ __all__ = ["approval_heard", "begin", "child", "end", "last_trace", "remember", 
 AGENT_NAME = "hermes_nb"
 
 _ids = itertools.count(1)
-_current: ContextVar[Recorder | None] = ContextVar("hermes_nb_trace_recorder", default=None)
+_current: ContextVar[Recorder | LazyRecorder | None] = ContextVar("hermes_nb_trace_recorder", default=None)
 _tags: ContextVar[Mapping[str, Any]] = ContextVar("hermes_nb_trace_tags", default=MappingProxyType({}))
 _last: list[Trace] = []
+# Runs now going that export nothing (they keep events; see ``lazy``), for threads without the run's context.
+_lazy_runs: list[LazyRecorder] = []
 
 
-def _call_of(call_id: str) -> tuple[Recorder, Any] | None:
+def _call_of(call_id: str) -> tuple[Recorder | LazyRecorder, Any] | None:
     recorder = _current.get()
     if recorder is not None:
         span = recorder.open_call(call_id)
         if span is not None:
             return recorder, span
+    for lazy in reversed(list(_lazy_runs)):  # the newest run first, as ``newest_open``
+        if lazy is not recorder and lazy.open_call(call_id) is not None:
+            return lazy, call_id
     return newest_open(call_id)
 
 
-def _running_call() -> tuple[Recorder, Any] | None:
+def _running_call() -> tuple[Recorder | LazyRecorder, Any] | None:
     from hermes_nb.tools.calls.call_hooks import call_fields
 
     call_id = call_fields().get("tool_call_id")
@@ -51,7 +57,7 @@ def _running_call() -> tuple[Recorder, Any] | None:
 
 # -- the entry points ---------------------------------------------------------------------------------------
 
-def begin(agent: Any) -> tuple[Recorder, Any]:
+def begin(agent: Any) -> tuple[Recorder | LazyRecorder, Any]:
     """A recorder for a run of ``agent`` starting now, and the token that ``end`` gives back. A sub-agent's
     run (inside its parent's ``delegate_task`` call) nests under that call's span."""
     from hermes_nb.traces.otel import sink
@@ -63,15 +69,23 @@ def begin(agent: Any) -> tuple[Recorder, Any]:
     tags = {**(parent[0].tags if parent else {}), **_tags.get()}
     caller = agent.__dict__.pop("_trace_caller", None)  # run()/arun(): the person's span, if one was open
     run_sink = parent[0].sink if parent else sink(caller)
-    recorder = Recorder(agent_name=label, model=model.name, provider=_provider(model), conversation=conversation,
-                        sink=run_sink, parent=parent, tags=tags)
+    meta = {"agent_name": label, "model": model.name, "provider": _provider(model), "conversation": conversation}
+    recorder: Recorder | LazyRecorder
+    if run_sink is None:  # nothing exports it: keep the events, make the spans if someone reads them
+        recorder = LazyRecorder(**meta, parent=parent, tags=tags)  # type: ignore[arg-type]
+        _lazy_runs.append(recorder)
+    else:
+        recorder = Recorder(**meta, sink=run_sink, parent=parent, tags=tags)  # type: ignore[arg-type]
     return recorder, _current.set(recorder)
 
 
-def end(recorder: Recorder, token: Any, stopped_reason: str, error: str | None) -> Trace:
+def end(recorder: Recorder | LazyRecorder, token: Any, stopped_reason: str, error: str | None) -> Trace:
     """End the run's spans (called from the run's ``finally``: an exception on its way out, such as a replay's
     drift, marks the run failed with its class as ``error.type``)."""
     _current.reset(token)
+    if isinstance(recorder, LazyRecorder):
+        with contextlib.suppress(ValueError):
+            _lazy_runs.remove(recorder)
     leaving = sys.exc_info()[1]
     if leaving is not None and not isinstance(leaving, (asyncio.CancelledError, KeyboardInterrupt)):
         return recorder.finish("error", type(leaving).__name__)
@@ -107,13 +121,15 @@ def approval_heard(tool: str, asked: float, answered: float, choice: str, by: st
     found = _call_of(call_id) if isinstance(call_id, str) else None
     if found is None:
         recorder = _current.get()
-        candidates = [recorder] if recorder is not None else []
-        for rec in candidates or open_recorders():
+        candidates: list[Any] = [recorder] if recorder is not None else []
+        for rec in candidates or [*reversed(list(_lazy_runs)), *open_recorders()]:
             span = rec.asking(tool)
             if span is not None:
                 found = rec, span
                 break
-    if found is not None:
+    if found is not None and isinstance(found[0], LazyRecorder):
+        found[0].approval(found[1], asked, answered, choice, by)
+    elif found is not None:
         approval_events(found[1], asked, answered, choice, by)
 
 

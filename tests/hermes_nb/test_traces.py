@@ -470,3 +470,56 @@ def test_an_interrupted_run_ends_every_span(exported) -> None:
     (root,) = named["invoke_agent hermes_nb"]
     assert call_span.attributes["error.type"] == "interrupted" and root.attributes["error.type"] == "interrupted"
     assert len(result.trace) == len(exported.get_finished_spans()) == 3  # run, one turn, one call: all ended
+
+
+def _shape(trace: Any) -> list[tuple[Any, ...]]:
+    """A trace's tree without its times and ids: each span's name, its parent's name, its standard attributes and
+    its events' names (what the waterfall and an exporter read)."""
+    by_id = {s.id: s for s in trace.spans}
+    skip = {"gen_ai.conversation.id", "gen_ai.tool.description", "hermes_nb.approval.waited_s"}
+    return sorted((s.name, by_id[s.parent].name if s.parent in by_id else None, s.kind, s.error,
+                   tuple(sorted((k, str(v)) for k, v in s.attributes.items() if k not in skip)),
+                   tuple((e.name, tuple(sorted((k, v) for k, v in e.attributes.items() if k not in skip)))
+                         for e in s.events))
+                  for s in trace.spans)
+
+
+def test_no_provider_keeps_events_and_makes_the_same_spans_when_read(tools, monkeypatch) -> None:
+    """Without an exporter a run makes no span while it goes (bench/bench_traces.py: its cost per call); the
+    spans made on first read are the ones an exported run records, tree, attributes and approval events alike."""
+    from hermes_nb.traces import recorder
+
+    made: list[Any] = []
+    opened = recorder._Open.__init__
+
+    def counting(self: Any, *args: Any, **kw: Any) -> None:
+        made.append(args[1])
+        opened(self, *args, **kw)
+
+    monkeypatch.setattr(recorder._Open, "__init__", counting)
+    lazy = _run()
+    assert made == [] and lazy.trace._spans is None, "no span is made before the trace is read"
+    lazy_shape = _shape(lazy.trace)
+    assert len(made) == len(lazy.trace.spans) == 11
+    monkeypatch.undo()
+    from opentelemetry.sdk.trace import TracerProvider
+
+    monkeypatch.setattr(otel, "_persons_provider", lambda: TracerProvider())
+    assert _shape(_run().trace) == lazy_shape
+
+
+def test_without_a_provider_a_sandboxed_command_is_still_a_child_of_its_call(tmp_path, monkeypatch) -> None:
+    from hermes_nb.tools.model_tools import ensure_discovered
+    from hermes_nb.tools.safety.sandbox import box as sandbox
+
+    if not sandbox.status().available:
+        pytest.skip("no sandbox on this machine")
+    ensure_discovered()
+    monkeypatch.chdir(tmp_path)
+    script = [Reply(tool_calls=(call("terminal", {"command": "echo hi"}, "s1"),)), Reply(content="ok")]
+    with FakeOpenAI(script) as srv:
+        result = Agent(model="m", base_url=srv.base_url, enabled_toolsets=["terminal"], display=False,
+                       approval_callback=lambda *a: "once").run("say hi")
+    (tool_span,) = result.trace.named("execute_tool terminal")
+    (command,) = result.trace.named("sandbox bash")
+    assert command.parent == tool_span.id and tool_span.start <= command.start <= command.end <= tool_span.end
