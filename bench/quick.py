@@ -19,7 +19,7 @@ from bench.common import fmt, limit, per_call, require, verdict
 
 #: The benchmarks ``python -m bench --quick`` runs: cheap, in-process or one kernel at a time, no
 #: extra venvs, npm or model servers.
-QUICK_BENCHES = ("registry", "validation", "budget", "scheduling", "load", "tool_search", "sessions")
+QUICK_BENCHES = ("registry", "validation", "budget", "scheduling", "load", "tool_search", "sessions", "traces")
 
 
 def _check(misses: list[str], label: str, value: float, target: float, unit: Callable[[float], str]) -> None:
@@ -38,6 +38,13 @@ def registry() -> None:
     from bench.bench_registry import main
 
     main(quick=True)
+
+
+def traces() -> None:
+    """A tool call's recording without a provider, the look-up for one, an exported span (bench_traces's targets)."""
+    from bench.bench_traces import main
+
+    main()
 
 
 def validation() -> None:

@@ -40,7 +40,7 @@ _FEATURES: tuple[tuple[str, str], ...] = (
     ("hermes_nb.startup", "prompts"),  # inline approval and clarify prompts, before the first tool call
     ("hermes_nb.startup", "mcp"),  # %mcp; plugins on first use; configured MCP servers in the background
     ("hermes_nb.startup", "jobs"),  # background jobs' live cards; unloading ends the jobs
-    ("hermes_nb.startup", "agent"),  # %%agent, %memory, %sessions; the agent-loop tools' routes outside a run
+    ("hermes_nb.startup", "agent"),  # %%agent, %memory, %sessions, %trace; the agent-loop tools' routes outside a run
     ("hermes_nb.startup", "hermes"),  # %hermes; Hermes's own tools when hermes-agent is installed
     ("hermes_nb.startup", "plugins"),  # %plugins (list, enable, disable)
     ("hermes_nb.startup", "rollback"),  # %rollback (checkpoints of tool calls' changes), %trust (the import guard)
@@ -105,7 +105,7 @@ def _forget_configurables(ip: Any) -> Any:
 
 
 #: One line, known without reading any tool (the count would cost built-in discovery at load).
-_SUMMARY = ("hermes_nb: %%tool, %tools, %toolsets, %%agent, %memory, %sessions, %mcp, %hermes, %plugins ready; "
+_SUMMARY = ("hermes_nb: %%tool, %tools, %toolsets, %%agent, %memory, %sessions, %trace, %mcp, %hermes, %plugins ready; "
             "tools are read on first use "
             "(%tools lists them, %tools doctor says why one is unavailable)")
 

@@ -146,12 +146,13 @@ def jobs(ip: Any) -> Callable[[], None]:
 
 
 def agent(ip: Any) -> Callable[[], None]:
-    """``%%agent`` and ``%agent reset``, ``%memory`` and ``%sessions``; on the registry's first use, the routes of
+    """``%%agent`` and ``%agent reset``, ``%memory``, ``%sessions`` and ``%trace``; on the registry's first use, the routes of
     the agent-loop tools called outside a run and the built-in ``sessions`` memory provider. The undo forgets
     the kernel's agent."""
     handle = add_magics(ip, "hermes_nb.magics.agent:AgentMagics", line=("agent",), cell=("agent",))
     state = [add_magics(ip, "hermes_nb.magics.memory:MemoryMagics", line=("memory",)),
-             add_magics(ip, "hermes_nb.magics.sessions:SessionMagics", line=("sessions",))]
+             add_magics(ip, "hermes_nb.magics.sessions:SessionMagics", line=("sessions",)),
+             add_magics(ip, "hermes_nb.magics.trace:TraceMagics", line=("trace",))]
     undos: list[Callable[[], None]] = []
 
     def install() -> None:

@@ -116,7 +116,7 @@ def test_every_core_subpackage_is_in_the_wheel_list() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("hermes_nb", "hermes_nb.startup"),
     ("hermes_nb.magics",),
-    ("hermes_nb.agent", "hermes_nb.serve", "hermes_nb.evaluation", "hermes_nb.interop"),
+    ("hermes_nb.agent", "hermes_nb.serve", "hermes_nb.evaluation", "hermes_nb.interop", "hermes_nb.traces"),
     ("hermes_nb.display",),
     ("hermes_nb._state", "hermes_nb._moved", "hermes_nb.selection", "hermes_nb.call_args", "hermes_nb.toolsets",
      "hermes_nb.models"),

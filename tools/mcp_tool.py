@@ -181,8 +181,13 @@ async def _call(server: str, tool: str, args: dict[str, Any], progress: Callable
             except Exception:  # a display callback must not fail the call
                 log.exception("progress callback failed")
 
+    from hermes_nb.tools.calls.tracing import child as traced
+
     try:
-        result = await conn.call_tool(tool, args, progress=callback)
+        with traced("mcp", f"tools/call {tool}", {"mcp.method.name": "tools/call", "gen_ai.tool.name": tool,
+                                                 "gen_ai.operation.name": "execute_tool",
+                                                 "hermes_nb.mcp.server": server}):  # a child of its call's span
+            result = await conn.call_tool(tool, args, progress=callback)
     except MCPServerError as exc:
         return tool_error(str(exc).split("\n--- stderr")[0], server=server)
     except Exception as exc:  # boundary: any transport or protocol error is a result, never a raise

@@ -134,14 +134,15 @@ def run_command(command: str, timeout: float = 60, workdir: str | None = None) -
             return subprocess.Popen(["bash", "-c", command], cwd=root, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
-        try:
-            proc = box.spawn(command, env) if box is not None else spawn()
-        except BaseException:
-            if box is not None:
-                box.sweep()  # interrupted while spawning: whatever did start dies (the sweep runs after it)
-            raise
-        # leftovers that left the process group (setsid) are still in the call's sandbox
-        result = _wait(proc, timeout, box.sweep if box is not None else lambda: 0)
+        with _traced(box):  # the sandboxed command: a child span of its call's
+            try:
+                proc = box.spawn(command, env) if box is not None else spawn()
+            except BaseException:
+                if box is not None:
+                    box.sweep()  # interrupted while spawning: whatever did start dies (the sweep runs after it)
+                raise
+            # leftovers that left the process group (setsid) are still in the call's sandbox
+            result = _wait(proc, timeout, box.sweep if box is not None else lambda: 0)
     finally:
         if box is not None:
             notes = box.close()
@@ -172,6 +173,16 @@ def in_folder(command: str, root: Path, cwd: Path) -> str:
     if cwd in (root, real_root):
         return command
     return f"cd -- {shlex.quote(str(cwd))} || exit 126\n{command}"
+
+
+def _traced(box: Any) -> Any:
+    import contextlib
+
+    if box is None:
+        return contextlib.nullcontext()
+    from hermes_nb.tools.calls.tracing import child
+
+    return child("sandbox", "sandbox bash", {"hermes_nb.sandbox": type(box).__name__})
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:

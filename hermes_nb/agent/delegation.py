@@ -107,6 +107,7 @@ async def _task(run: Any, index: int, task: dict[str, Any], call_id: str, limit:
     label = f"sub-agent {index + 1}: {goal if len(goal) <= 100 else goal[:99] + '…'}"
     async with limit:
         child = _make_child(run, index, task, toolsets, call_id, schema, max_iterations)
+        child._trace_label = label  # its invoke_agent span's gen_ai.agent.name
         _children[child] = ChildInfo(depth=run.depth + 1, parent_run=run.run_id, label=label,
                                      may_delegate=_may_delegate(run, task))
 

@@ -72,6 +72,7 @@ from hermes_nb.tools.calls.results import clean_text
 from hermes_nb.tools.errors import BridgeError
 from hermes_nb.tools.jobs import inbox_for, use_inbox
 from hermes_nb.tools.registry import registry
+from hermes_nb.traces.caller import caller_context
 
 if TYPE_CHECKING:
     from hermes_nb.display.live import View
@@ -152,6 +153,7 @@ class Agent:
         self._check_config(prompt)
         events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
+        self._trace_caller = caller_context()  # the person's current span, if any: the run's spans go under it
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
         try:
             # Approval and clarify prompts asked by tools in worker threads are shown from here, the
@@ -179,6 +181,7 @@ class Agent:
         self._check_config(prompt)
         events: queue.Queue[AgentEvent] = queue.Queue()
         view = self._make_view(prompt)
+        self._trace_caller = caller_context()
         future = async_bridge.submit(self._core(prompt, events.put_nowait))
         waiter = asyncio.wrap_future(future)
         try:
@@ -244,12 +247,19 @@ class Agent:
         result = replace(result, transcript=view.transcript, cost=run_cost(
             result.turns, self.model, [c.cost for c in result.children if c.cost is not None]))
         view.finish(result)
+        if result.trace is not None:
+            from hermes_nb.traces.runs import remember
+            remember(result.trace)  # %trace draws the last run from a cell
         return result
 
     # -- the core, on the background loop ---------------------------------------------------------
 
     async def _core(self, prompt: str, emit: Emit) -> AgentResult:
+        from hermes_nb.traces import runs as traces
+
         self._task = asyncio.current_task()
+        tracer, trace_token = traces.begin(self)  # the run's spans, made from its own events (hermes_nb.traces)
+        emit = tracer.hear(emit)
         run = begin_run(self, prompt, emit)  # agent-loop tools' routes, memory in the system prompt, storing
         self.messages.append({"role": "user", "content": clean_text(prompt)})
         records: list[ToolCallRecord] = []
@@ -339,12 +349,13 @@ class Agent:
             undo()
             run.end(self.messages)
             self._task = None
+            trace = traces.end(tracer, trace_token, reason, error)
         for child in run.children:  # a run's tokens include its sub-agents' (issue 35: 600 shown, 1 800 used)
             add_usage(usage, child.usage)
         return AgentResult(text=text, messages=self.messages, tool_calls=records, usage=usage,
                            iterations=iterations, stopped_reason=reason, error=error,  # type: ignore[arg-type]
                            model=shown, turns=tuple(turns), todos=tuple(self.todo_store.read()),
-                           children=tuple(run.children))
+                           children=tuple(run.children), trace=trace)
 
     async def _complete(self, sent: list[dict[str, Any]], tools: Assembly, emit: Emit) -> Any:
         """One model turn sent ``sent`` (the history with the turn's tool listing); text that cannot be sent

@@ -53,6 +53,7 @@ class AgentResult:
     cost: RunCost | None = None  # per run, per turn, per tool call (hermes_nb.agent.cost)
     todos: tuple[dict[str, str], ...] = ()  # the agent's plan after the run (the todo tool's list)
     children: tuple[AgentResult, ...] = field(default=(), repr=False)  # its sub-agents' runs (in usage and cost)
+    trace: Any = field(default=None, repr=False, compare=False)  # its spans (hermes_nb.traces.Trace): a waterfall
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from hermes_nb.display import live

@@ -73,8 +73,18 @@ def cassette_path(folder: Path, case: Case) -> Path:
 
 
 async def run_case(case: Case, template: Mapping[str, Any], *, model: Any = None,
-                   cassettes: tuple[str, Path] | None = None) -> Outcome:
-    """Run one case in a fresh conversation on the running loop; never raises for the case's failures."""
+                   cassettes: tuple[str, Path] | None = None, run_name: str = "") -> Outcome:
+    """Run one case in a fresh conversation on the running loop; never raises for the case's failures. Its
+    run's spans carry the case's id and the evaluation's name (read in a trace server by case)."""
+    from hermes_nb.traces import tagged
+
+    tags = {"hermes_nb.eval.case_id": case.name or str(case.index), "hermes_nb.eval.case_index": case.index}
+    with tagged(**tags, **({"hermes_nb.eval.name": run_name} if run_name else {})):
+        return await _run_case(case, template, model=model, cassettes=cassettes)
+
+
+async def _run_case(case: Case, template: Mapping[str, Any], *, model: Any,
+                    cassettes: tuple[str, Path] | None) -> Outcome:
     from hermes_nb.agent.loop import Agent
 
     started = time.monotonic()
@@ -141,7 +151,8 @@ def shared_model(template: Mapping[str, Any], *, aiohttp: bool = False) -> Any:
 
 
 def run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
-               finished: Callable[[Case, Outcome], None], cassettes: tuple[str, Path] | None) -> bool:
+               finished: Callable[[Case, Outcome], None], cassettes: tuple[str, Path] | None,
+               run_name: str = "") -> bool:
     """Run ``todo`` on the background loop; returns True when interrupted."""
     from hermes_nb.tools import async_bridge, interaction
 
@@ -158,7 +169,8 @@ def run_local(todo: list[Case], template: Mapping[str, Any], concurrency: int,
 
         async def one(case: Case) -> None:
             async with gate:
-                done.put((case, await run_case(case, template, model=shared, cassettes=cassettes)))
+                done.put((case, await run_case(case, template, model=shared, cassettes=cassettes,
+                                               run_name=run_name)))
 
         try:
             await asyncio.gather(*(one(c) for c in todo))

@@ -1,7 +1,7 @@
 """Both themes: hermes_nb's HTML takes its colours from JupyterLab, and its text reads in light and dark.
 
 The browser test runs one notebook (tool cards with a warning, an error result with its traceback, the
-picker, an agent transcript from a recording) in JupyterLab's light and dark themes and measures the
+picker, an agent transcript from a recording and its %trace waterfall) in JupyterLab's light and dark themes and measures the
 contrast of every visible text from computed styles (WCAG AA: 4.5:1).
 """
 
@@ -19,7 +19,7 @@ from tests.support.lab_page import ARGS, CHROMIUM, contrast, error_outputs, open
 
 ARTIFACTS = ROOT / "test-artifacts" / "themes"
 HTML_MODULES = ["display/cards.py", "display/live/render.py", "display/live/seen.py", "display/picker.py",
-                "display/prompts.py", "display/markdown.py"]
+                "display/prompts.py", "display/markdown.py", "traces/waterfall.py"]
 
 CELLS = [
     "%load_ext hermes_nb",
@@ -35,6 +35,7 @@ CELLS = [
     "%toolsets",
     "%%agent --model replay:cassettes/quickstart_magic.json --toolsets demo --new\n"
     "Is it warmer in Paris or in Oslo today? One sentence.",
+    "%trace",  # the run's waterfall (issue 36): its labels and figures read in both themes
     # an evaluation's table and chart (issue 26: the chart's labels were black on the dark theme)
     "from hermes_nb.evaluation.cases import CallMade, Case, Outcome\nfrom hermes_nb.evaluation.result import build_result\n"
     "cases = [Case(index=0, prompt='weather in Paris', expected_tools=('weather',))]\n"
@@ -48,6 +49,7 @@ GROUPS = {
     "cards": ".hermes-nb-card, .hermes-nb-result",
     "picker": ".jp-OutputArea-output .widget-vbox:not(.widget-vbox .widget-vbox)",
     "evaluation": ".hermes-nb-eval",  # its table and chart (issue 26)
+    "trace": ".hermes-nb-trace",  # %trace's waterfall (issue 36)
 }
 
 

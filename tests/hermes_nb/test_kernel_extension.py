@@ -64,7 +64,7 @@ def usage_error(k: KernelSession, code: str) -> str:
 
 def test_load_is_light_and_says_what_it_found(kernel: KernelSession) -> None:
     out = kernel.load_output  # type: ignore[attr-defined]
-    assert "hermes_nb: %%tool, %tools, %toolsets, %%agent, %memory, %sessions, %mcp, %hermes, %plugins ready" in out
+    assert "hermes_nb: %%tool, %tools, %toolsets, %%agent, %memory, %sessions, %trace, %mcp, %hermes, %plugins ready" in out
     assert "HEAVY False False" in out  # openai and mcp wait for first use
     ms = float(re.search(r"LOAD_MS ([\d.]+)", out).group(1))  # type: ignore[union-attr]
     print(f"%load_ext hermes_nb took {ms:.0f} ms in a fresh kernel (target 30 ms: bench/bench_load.py)")

@@ -14,6 +14,7 @@ import pytest
     ("line", "toolsets", "%toolsets"),
     ("line", "mcp", "%mcp"),
     ("cell", "agent", "%%agent"),
+    ("line", "trace", "%trace"),
 ])
 def test_help_has_the_right_usage_line_and_an_example(ip: Any, kind: str, name: str, shown_as: str) -> None:
     doc = ip.find_magic(name, kind).__doc__

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -243,6 +244,7 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
                                  "available to approve it. Do not retry it; tell the person what you wanted to run.")
     # the reason may quote a server's or a tool's own words: shown with hidden characters made visible
     reason = make_visible(ask.description)
+    asked = time.perf_counter()
     try:
         if ask_lock is not None:
             with ask_lock:  # one prompt at a time per batch
@@ -254,6 +256,11 @@ def decide_ask(tool: str, ask: Ask | None, approver: ApprovalCallback | None = N
     except Exception:  # the callback is the person's side of the boundary: a crash there is a "no"
         log.exception("approval callback failed; denying %r", ask.subject)
         answer = "deny"
+    # asked, answered, by whom, waited how long: two events on the asking call's span
+    from hermes_nb.tools.calls.tracing import approval_heard
+
+    approval_heard(tool, asked, time.perf_counter(), str(answer).partition(":")[0].strip(),
+                   "approval_callback" if callback is approver or callback is _run_approver.get() else "person")
     return _answer(tool, ask, answer if isinstance(answer, str) else "deny")
 
 
