@@ -227,3 +227,27 @@ def test_an_inline_approvals_answer_goes_on_the_calls_card_and_nothing_stays_bel
     prompt._handle = Handle(below)
     prompt.choose("deny")
     assert not prompt.on_card and "Denied" in below[-1]["text/html"] and below[-1]["text/plain"] == "Denied by you: `rm x`"
+
+
+# -- 7: a reopened untrusted notebook shows the picker's text form: no line wider than a notebook ---------------------
+
+def test_the_pickers_text_record_fits_a_notebooks_width() -> None:
+    """Its rows ran to 223 characters and wrapped onto each other's columns (issue 35)."""
+    from hermes_nb.display.picker import SelectionSummary, ToolsetPicker
+    from hermes_nb.selection import Selection
+
+    picker = ToolsetPicker(selection=Selection())
+    try:
+        for chosen in ([], ["hermes-core"], [r.name for r in picker.rows if not r.includes]):
+            picker.selection.select(chosen)  # nothing, a composite (its members "covered by"), every plain one
+            texts = {"picker": picker._repr_mimebundle_()["text/plain"],
+                     "record": SelectionSummary.of(picker.selection, picker.rows)._repr_mimebundle_()["text/plain"]}
+            for what, text in texts.items():
+                widest = max(text.splitlines(), key=len)
+                assert len(widest) <= 100, (chosen, what, widest)
+            words = lambda s: s.split()  # noqa: E731 - nothing was cut, only folded
+            assert words(picker.default_text()) == words(picker.text().split("\ntoolsets\n")[0])
+            for row in picker.rows:
+                assert " ".join(row.note.split()) in " ".join(picker.text().split()), row.name
+    finally:
+        picker.close()
