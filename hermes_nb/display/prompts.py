@@ -2,7 +2,8 @@
 
 With a widget frontend the prompt is a row of buttons under the running cell; widget messages are
 pumped (``hermes_nb.display.cell_pump``) until a click (or a timeout). Once answered, the widget is replaced by
-a static record of the decision, so a saved notebook reads well. Without a kernel the prompts fall
+a static record of the decision, so a saved notebook reads well; during an agent run an approval's record goes on
+the card of the call that asked, in the live transcript, and the prompt leaves nothing (``record_on_card``). Without a kernel the prompts fall
 back to ``input()``; without stdin they deny (approval) or answer nothing (clarify).
 
 Nobody to click (nbclient, nbconvert, papermill, an autograder): the prompt is not shown; one line under
