@@ -118,7 +118,8 @@ class BatchDone:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalAnswered:
-    """A run's own approval callback answered for ``command`` (shown with the call that asked)."""
+    """An approval for ``command`` was answered, by the run's own callback or by the person at the inline prompt
+    (shown on the card of the call that asked)."""
 
     command: str
     choice: str

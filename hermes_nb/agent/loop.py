@@ -392,7 +392,7 @@ class Agent:
         run's task, so concurrent runs keep their own); its answers show in the transcript."""
         callback = self.approval_callback
         if callback is None:
-            return lambda: None  # the default (the inline prompt) shows its own record
+            return lambda: None  # the default (the inline prompt) puts its record on the card itself
         from hermes_nb.tools.safety.approvals.gate import use_approver
 
         def answer(command: str, key: str, description: str) -> str:

@@ -14,6 +14,7 @@ Public surface (the agent display reuses it):
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -187,14 +188,25 @@ class Table:
     title: str = ""
     empty: str = "(nothing)"
 
-    def text(self) -> str:
+    def text(self, width: int | None = None) -> str:
+        """Aligned columns; with ``width``, the last column wraps under itself so no line is longer (a saved
+        notebook's text form is read at a notebook's width: a long row wrapped onto the next one's columns)."""
         rows = [tuple(str(c) for c in r) for r in self.rows]
         widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(self.headers)]
+        indent = sum(widths[:-1]) + 2 * (len(widths) - 1)
+        if width is not None and widths and indent + widths[-1] > width:
+            widths[-1] = max(20, width - indent)
         line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()  # noqa: E731
         out = [self.title] if self.title else []
         if not rows:
             return "\n".join([*out, self.empty])
-        out += [line(self.headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+        out += [line(self.headers), line(["-" * w for w in widths])]
+        for r in rows:
+            last = textwrap.wrap(r[-1], widths[-1], break_on_hyphens=False) if width is not None and r else []
+            if len(last) <= 1:
+                out.append(line(r))
+            else:
+                out += [line((*r[:-1], last[0])), *(" " * indent + more for more in last[1:])]
         return "\n".join(out)
 
     def html(self) -> str:

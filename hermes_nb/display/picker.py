@@ -229,7 +229,7 @@ class SelectionSummary:
             # Hidden while the picker's widget is drawn in the same output area (it says the same in bold);
             # shown where widgets are not drawn: static HTML exports, a notebook reopened without its kernel.
             html_text = f"{_LIVE_STYLE}<div class='hermes-nb-toolsets-live'>{html_text}</div>"
-        return {"text/plain": self.text(), "text/html": html_text}
+        return {"text/plain": _fit(self.text()), "text/html": html_text}
 
     @classmethod
     def of(cls, sel: Selection, rows: list[ToolsetRow] | tuple[ToolsetRow, ...] = (), note: str = "",
@@ -238,6 +238,17 @@ class SelectionSummary:
         return cls(enabled=None if enabled is None else tuple(enabled), count=_count(enabled), rows=tuple(rows),
                    note=note, live=live, default=sel.mode == "default", error=error,
                    default_note=default_line(sel) if rows else "")
+
+
+#: the text form's widest line: a reopened untrusted notebook shows it (not the widget), at a notebook's width
+TEXT_WIDTH = 100
+
+
+def _fit(line: str) -> str:
+    """A long line as lines of ``TEXT_WIDTH`` at most (the continuation indented), unchanged when it fits."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(line, TEXT_WIDTH, subsequent_indent="  ", break_on_hyphens=False)) or line
 
 
 _LIVE_STYLE = "<style>.jp-OutputArea:has(.widget-vbox) .hermes-nb-toolsets-live{display:none}</style>"
@@ -432,7 +443,8 @@ class ToolsetPicker:
     def text(self) -> str:
         """The checkbox table as text, under the default's line (the selection line is ``SelectionSummary``,
         shown beside it)."""
-        return f"{self.default_text()}\n{SelectionSummary.of(self.selection, self.rows).table().text()}"
+        table = SelectionSummary.of(self.selection, self.rows).table().text(width=TEXT_WIDTH)
+        return f"{_fit(self.default_text())}\n{table}"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         if self not in _state.live:  # displayed: keep it working until closed, replaced or unloaded

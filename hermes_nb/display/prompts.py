@@ -2,7 +2,8 @@
 
 With a widget frontend the prompt is a row of buttons under the running cell; widget messages are
 pumped (``hermes_nb.display.cell_pump``) until a click (or a timeout). Once answered, the widget is replaced by
-a static record of the decision, so a saved notebook reads well. Without a kernel the prompts fall
+a static record of the decision, so a saved notebook reads well; during an agent run an approval's record goes on
+the card of the call that asked, in the live transcript, and the prompt leaves nothing (``record_on_card``). Without a kernel the prompts fall
 back to ``input()``; without stdin they deny (approval) or answer nothing (clarify).
 
 Nobody to click (nbclient, nbconvert, papermill, an autograder): the prompt is not shown; one line under
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Bool, Float
 from traitlets.config import Configurable
 
+from hermes_nb.agent.events import ApprovalAnswered
 from hermes_nb.display import cell_pump
 from hermes_nb.display.escaping import escape_html
 from hermes_nb.tools import interaction
@@ -36,7 +38,7 @@ from hermes_nb.tools.interaction import run_on_main
 from hermes_nb.tools.safety.approvals.visible import make_visible
 
 __all__ = ["ApprovalPrompt", "ClarifyPrompt", "Prompts", "approval_prompt", "clarify_prompt", "install",
-           "no_one_to_ask"]
+           "no_one_to_ask", "record_on_card"]
 
 DEFAULT_TIMEOUT = 300.0
 UiEvents = Callable[[], AbstractContextManager[Callable[[int], Any]]]
@@ -62,6 +64,8 @@ class Prompts(Configurable):
 
 
 settings = Prompts()  # replaced by the one ``install`` registers with the shell (for ``%config``)
+# live transcripts on show (``HtmlView``): each takes an answer onto the card of the call that asked, or says False
+_card_takers: list[Callable[[ApprovalAnswered], bool]] = []
 _told: set[object] = set()  # the cells already told that no one can answer
 
 
@@ -92,6 +96,23 @@ def _tell_no_one_to_ask() -> None:
     interaction.post(print, "hermes_nb: no one can answer a prompt in this run (the cell was sent without stdin, "
                      "as nbclient/nbconvert do), so approvals and questions get no answer at once; "
                      "%config Prompts.ask_without_stdin = True shows them anyway.")
+
+
+def record_on_card(taker: Callable[[ApprovalAnswered], bool]) -> Callable[[], None]:
+    """While a live transcript shows a run, an approval's answer is recorded on the card of the call that asked
+    (``taker`` returns True when it has that call) and the prompt leaves nothing below the transcript; returns
+    the undo. Only the main thread shows prompts and transcripts, so the list needs no lock."""
+    _card_takers.append(taker)
+
+    def undo() -> None:
+        if taker in _card_takers:
+            _card_takers.remove(taker)
+
+    return undo
+
+
+def _on_a_card(answer: ApprovalAnswered) -> bool:
+    return any(taker(answer) for taker in reversed(_card_takers))
 
 
 def _widgets_available() -> bool:
@@ -138,6 +159,8 @@ class _Prompt:
         self._cell_parent: Any = None
         self.box = _widgets().VBox()
         self.record_html = ""
+        self.record_text = ""  # the record's words, for the text/plain twin and the call's card
+        self.on_card = False  # the record went onto a live transcript's card (nothing stays below it)
 
     @property
     def answered(self) -> bool:
@@ -159,16 +182,17 @@ class _Prompt:
     def _question(self) -> str:
         raise NotImplementedError
 
-    def _finish(self, record_html: str) -> None:
+    def _finish(self, record_html: str, answer: ApprovalAnswered | None = None) -> None:
         self.record_html = record_html
         self.box.children = (_widgets().HTML(record_html),)
+        # on the call's card when a live transcript has it (the record sat below the transcript, issue 35)
+        self.on_card = answer is not None and _on_a_card(answer)
         if self._handle is not None:
-            from IPython.display import HTML
-
             # The click arrives as a comm message, which becomes the kernel's current parent; the record
             # must go to the cell that showed the prompt, so that cell's saved output keeps static HTML.
             with cell_pump.as_parent(_kernel(), self._cell_parent):
-                self._handle.update(HTML(record_html))
+                self._handle.update({"text/html": "", "text/plain": ""} if self.on_card
+                                    else {"text/html": record_html, "text/plain": self.record_text}, raw=True)
         for child in self._buttons():
             child.close()
         self._answered.set()
@@ -182,7 +206,16 @@ class _Prompt:
     def interrupt(self) -> None:
         """What ■ does while the prompt waits: the buttons become a record that nothing was answered."""
         if not self.answered:
-            self._finish(f"<div><b>⏹ Interrupted</b> before an answer: {self._record_subject()}</div>")
+            self.record_text = f"⏹ Interrupted before an answer: {self._record_words()}"
+            self._finish(f"<div><b>⏹ Interrupted</b> before an answer: {self._record_subject()}</div>",
+                         self._answer("interrupted", "denied"))
+
+    def _answer(self, choice: str, level: str) -> ApprovalAnswered | None:
+        """The record as a card's note (approvals only: a question's answer is its call's result already)."""
+        return None
+
+    def _record_words(self) -> str:
+        raise NotImplementedError
 
     def _record_subject(self) -> str:
         raise NotImplementedError
@@ -235,6 +268,12 @@ class ApprovalPrompt(_Prompt):
     def _record_subject(self) -> str:
         return f"<code>{escape_html(make_visible(self.command))}</code> did not run"
 
+    def _record_words(self) -> str:
+        return f"`{make_visible(self.command)}` did not run"
+
+    def _answer(self, choice: str, level: str) -> ApprovalAnswered | None:
+        return ApprovalAnswered(command=self.command, choice=choice, message=self.record_text, level=level)
+
     def choose(self, choice: str, *, note: str = "") -> None:
         """What clicking a button does: record the decision and replace the buttons with a static record."""
         if choice not in _APPROVAL_LABELS:
@@ -242,8 +281,11 @@ class ApprovalPrompt(_Prompt):
         if self.answered:
             return
         self.choice = choice
+        who = note or " by you"  # a click; a timeout says itself ("no answer within 300 s")
+        self.record_text = f"{_VERDICTS[choice]}{who}: `{make_visible(self.command)}`"
         self._finish(f"<div><b>{_VERDICTS[choice]}</b>{escape_html(note)}: "
-                     f"<code>{escape_html(make_visible(self.command))}</code></div>")
+                     f"<code>{escape_html(make_visible(self.command))}</code></div>",
+                     self._answer(choice, "denied" if choice == "deny" else "approval"))
 
     def _timed_out(self) -> None:
         self.timed_out = True
@@ -285,11 +327,15 @@ class ClarifyPrompt(_Prompt):
     def _record_subject(self) -> str:
         return f"{escape_html(make_visible(self.question))} → <i>no answer</i>"
 
+    def _record_words(self) -> str:
+        return f"{make_visible(self.question)} → no answer"
+
     def choose(self, answer: str, *, note: str = "") -> None:
         """What clicking a choice does: answer with it and leave a static record."""
         if self.answered:
             return
         self.answer = answer
+        self.record_text = f"{make_visible(self.question)} → {make_visible(answer) or 'no answer'}{note}"
         self._finish(f"<div><b>{escape_html(make_visible(self.question))}</b> → "
                      f"{escape_html(make_visible(answer)) or '<i>no answer</i>'}{escape_html(note)}</div>")
 

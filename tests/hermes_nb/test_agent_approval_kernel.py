@@ -64,6 +64,15 @@ def test_click_on_inline_approval_during_agent_run(tmp_path: Path, label: str, r
     # the prompt's static record replaced the buttons in this very cell's output (not some other cell)
     records = [o["data"].get("text/html", "") for o in out.outputs if o["type"] == "update_display_data"]
     assert any(("Denied" if not ran else "Approved") in html and "rm -rf" in html for html in records)
+    # ...and ends on the call's card in the transcript, with nothing left below it (issue 35)
+    shown: dict[str, list[dict[str, str]]] = {}
+    for o in out.outputs:
+        if o["type"] in ("display_data", "update_display_data") and o.get("transient", {}).get("display_id"):
+            shown.setdefault(o["transient"]["display_id"], []).append(o["data"])
+    prompt_ids = [d for d, data in shown.items() if "application/vnd.jupyter.widget-view+json" in data[0]]
+    assert [shown[d][-1].get("text/html") for d in prompt_ids] == [""]
+    said = "Approved once by you" if ran else "Denied by you"
+    assert any(said in data[-1].get("text/html", "") for d, data in shown.items() if d not in prompt_ids)
     assert victim.exists() is not ran
     tool_answer = [m for m in srv.requests[-1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_answer] == ["t1"]

@@ -189,3 +189,65 @@ def test_while_a_question_waits_the_transcript_says_waiting_for_you(monkeypatch:
         worker.join(10)
     view.tick()
     assert "waiting for you" not in view._bundle()["text/html"]
+    view.abort("the run ended")  # its display ends (no later prompt's answer is its card's)
+
+
+def test_an_inline_approvals_answer_goes_on_the_calls_card_and_nothing_stays_below(monkeypatch: Any) -> None:
+    """After Deny the record sat below the transcript, apart from the call it answered (issue 35)."""
+    from hermes_nb.agent.events import ToolCallQueued
+    from hermes_nb.display.live.views import HtmlView
+    from hermes_nb.display.prompts import ApprovalPrompt
+
+    drawn: list[dict[str, str]] = []
+    below: list[dict[str, str]] = []
+
+    class Handle:
+        display_id = "d1"
+
+        def __init__(self, into: list[dict[str, str]]) -> None:
+            self.into = into
+
+        def update(self, bundle: dict[str, str], **kw: Any) -> None:
+            self.into.append(bundle)
+
+    monkeypatch.setattr("IPython.display.display", lambda *a, **kw: Handle(drawn))
+    view = HtmlView("run the script", "m")
+    view.handle(ToolCallQueued(index=0, id="c1", name="execute_code", arguments='{"code": "rm_all()"}'))
+    for choice, said in (("deny", "Denied by you"), ("once", "Approved once by you")):
+        prompt = ApprovalPrompt("rm_all()", "python-code", "runs code")
+        prompt._handle = Handle(below)
+        prompt.choose(choice)
+        assert below[-1] == {"text/html": "", "text/plain": ""} and prompt.on_card  # nothing left below
+        html, text = drawn[-1]["text/html"], drawn[-1]["text/plain"]
+        card = html[html.index("execute_code"):]  # the note is the card's, under its line
+        assert said in card and "rm_all()" in card, card
+        assert f"{said}: `rm_all()`" in text
+    view.abort("the run ended")  # its display ends: the next prompt is no call's
+    prompt = ApprovalPrompt("rm x", "rm", "deletes")  # no run on show: the prompt keeps its own record
+    prompt._handle = Handle(below)
+    prompt.choose("deny")
+    assert not prompt.on_card and "Denied" in below[-1]["text/html"] and below[-1]["text/plain"] == "Denied by you: `rm x`"
+
+
+# -- 7: a reopened untrusted notebook shows the picker's text form: no line wider than a notebook ---------------------
+
+def test_the_pickers_text_record_fits_a_notebooks_width() -> None:
+    """Its rows ran to 223 characters and wrapped onto each other's columns (issue 35)."""
+    from hermes_nb.display.picker import SelectionSummary, ToolsetPicker
+    from hermes_nb.selection import Selection
+
+    picker = ToolsetPicker(selection=Selection())
+    try:
+        for chosen in ([], ["hermes-core"], [r.name for r in picker.rows if not r.includes]):
+            picker.selection.select(chosen)  # nothing, a composite (its members "covered by"), every plain one
+            texts = {"picker": picker._repr_mimebundle_()["text/plain"],
+                     "record": SelectionSummary.of(picker.selection, picker.rows)._repr_mimebundle_()["text/plain"]}
+            for what, text in texts.items():
+                widest = max(text.splitlines(), key=len)
+                assert len(widest) <= 100, (chosen, what, widest)
+            words = lambda s: s.split()  # noqa: E731 - nothing was cut, only folded
+            assert words(picker.default_text()) == words(picker.text().split("\ntoolsets\n")[0])
+            for row in picker.rows:
+                assert " ".join(row.note.split()) in " ".join(picker.text().split()), row.name
+    finally:
+        picker.close()

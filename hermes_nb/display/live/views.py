@@ -102,6 +102,9 @@ class HtmlView(NullView):
         # a restart before the end leaves "⏳ running" in the saved notebook: the next load says so
         marker_id = getattr(self.handle_, "display_id", None) or f"view-{id(self):x}"
         self._marker = running.begin(str(marker_id), prompt=prompt, cell=_state.cell[0])
+        from hermes_nb.display import prompts
+
+        self._unrecord = prompts.record_on_card(self._take_answer)  # an inline prompt's answer goes on its card
         self._dirty = False
         self._last = 0.0
         self.updates = 0
@@ -131,9 +134,19 @@ class HtmlView(NullView):
         self._update()
         self._ended()
 
+    def _take_answer(self, answer: ApprovalAnswered) -> bool:
+        """An inline prompt's answer, onto the card of the unfinished call that asked, drawn at once (the prompt
+        clears itself); False when no call of this run waits (the prompt keeps its own record)."""
+        if not any(c.state in ("queued", "running") for c in self.transcript.cards.values()):
+            return False
+        self.handle(answer)
+        self._update()
+        return True
+
     def _ended(self) -> None:
         from hermes_nb.display import running
 
+        self._unrecord()
         running.end(self._marker)
 
     def _bundle(self) -> dict[str, str]:
