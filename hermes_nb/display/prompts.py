@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Bool, Float
 from traitlets.config import Configurable
 
-from hermes_nb.agent.events import ApprovalAnswered
+from hermes_nb.agent.events import ApprovalAnswered, NoticeLevel
 from hermes_nb.display import cell_pump
 from hermes_nb.display.escaping import escape_html
 from hermes_nb.tools import interaction
@@ -210,7 +210,7 @@ class _Prompt:
             self._finish(f"<div><b>⏹ Interrupted</b> before an answer: {self._record_subject()}</div>",
                          self._answer("interrupted", "denied"))
 
-    def _answer(self, choice: str, level: str) -> ApprovalAnswered | None:
+    def _answer(self, choice: str, level: NoticeLevel) -> ApprovalAnswered | None:
         """The record as a card's note (approvals only: a question's answer is its call's result already)."""
         return None
 
@@ -271,7 +271,7 @@ class ApprovalPrompt(_Prompt):
     def _record_words(self) -> str:
         return f"`{make_visible(self.command)}` did not run"
 
-    def _answer(self, choice: str, level: str) -> ApprovalAnswered | None:
+    def _answer(self, choice: str, level: NoticeLevel) -> ApprovalAnswered | None:
         return ApprovalAnswered(command=self.command, choice=choice, message=self.record_text, level=level)
 
     def choose(self, choice: str, *, note: str = "") -> None:
