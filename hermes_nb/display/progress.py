@@ -44,7 +44,8 @@ class Progress:
             self._handle.update(HTML(self._html()))
             return
         tenth = (10 * done // self.total) if self.total else 10
-        if tenth != self._printed and (tenth % 5 == 0 or force):  # 0 %, 50 %, 100 %: a log, not a flood
+        # 0 %, 50 %, 100 %: a log, not a flood; the closing line always (its summary leads with the measures)
+        if force or (tenth != self._printed and tenth % 5 == 0):
             self._printed = tenth
             print(self.text(), file=sys.stderr)
 
