@@ -188,7 +188,7 @@ def _tracked() -> list[str]:
 #: The owner's layout, plus the build and tooling entries beside it; dotfiles are free.
 TOP_LEVEL = {"pyproject.toml", "hermes_nb", "tools", "notebooks", "tests", "README.md", "Makefile", "bench",
              "scripts",
-             "hermes-nb.py"}  # `%load_ext hermes-nb` (the distribution's name) says to use hermes_nb (issue 35)
+}
 
 
 def test_top_level_holds_only_the_layout_and_no_file_is_empty() -> None:
