@@ -224,6 +224,44 @@ def _json(result: Any) -> Any:
     return json.loads(result) if isinstance(result, str) else result
 
 
+#: The warnings an interactive shell without a terminal prints first, which Hermes's process registry strips.
+_SHELL_NOISE = ("cannot set terminal process group", "no job control in this shell",
+                "tcsetattr: Inappropriate ioctl for device")
+
+
+def _without_shell_noise(result: dict[str, Any]) -> dict[str, Any]:
+    """Hermes's background job with the shell's start-up warnings taken off all its leading lines.
+
+    Hermes 0.19.0 runs a job as ``bash -lic`` with no terminal and strips these warnings from the first chunk its
+    reader gets only. On a busy machine the two warnings arrive in separate chunks and the second one survives
+    into ``output``, ``total_lines`` and ``showing`` (CI, stop 37). That is a race in Hermes, not its shape.
+    """
+    output = result.get("output")
+    if not isinstance(output, str):
+        return result
+    lines = output.split("\n")
+    dropped = 0
+    while lines and any(noise in lines[0] for noise in _SHELL_NOISE):
+        lines.pop(0)
+        dropped += 1
+    if not dropped:
+        return result
+    out = {**result, "output": "\n".join(lines)}
+    if isinstance(out.get("total_lines"), int):
+        out["total_lines"] -= dropped
+    if isinstance(out.get("showing"), str) and (m := re.fullmatch(r"(\d+) lines", out["showing"])):
+        out["showing"] = f"{int(m.group(1)) - dropped} lines"
+    return out
+
+
+def test_shell_noise_comes_off_hermes_side_only_at_the_top() -> None:
+    raw = {"output": "bash: no job control in this shell\nhi\nno job control in this shell",
+           "total_lines": 3, "showing": "3 lines", "status": "exited"}
+    assert _without_shell_noise(raw) == {"output": "hi\nno job control in this shell", "total_lines": 2,
+                                         "showing": "2 lines", "status": "exited"}
+    assert _without_shell_noise({"output": "hi", "total_lines": 1}) == {"output": "hi", "total_lines": 1}
+
+
 def _content_lines(content: str) -> list[str]:
     # Hermes 0.19.0 numbers the empty string after a file's last newline ("3|"): not a line of the file
     return re.sub(r"\n\d+\|$", "", content).split("\n")
@@ -240,6 +278,7 @@ def test_the_same_call_gives_hermes_result_shape(hermes: dict[str, Any], ours: d
     name, args = CALLS[index]
     theirs, mine = _json(hermes["results"][index]), _json(ours["results"][index])
     if name in ("terminal", "process"):
+        theirs = _without_shell_noise(theirs)
         _keys_match(name, theirs, mine)
         for key in ("status", "exit_code", "error", "total_lines", "showing", "bytes_written", "completion_reason"):
             assert theirs.get(key) == mine.get(key) or key == "error" and theirs.get(key) and mine.get(key), (
