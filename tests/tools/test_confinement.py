@@ -258,3 +258,30 @@ def test_write_atomic_refuses_a_linked_folder_and_odd_names(tmp_path: Path) -> N
     assert list(real.iterdir()) == []
     write_atomic(real, "f", [b"a", b"b"])
     assert (real / "f").read_bytes() == b"ab" and (real / "f").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path: Path) -> None:
+    from hermes_nb.tools.safety.safe_write import open_folder, replace_at, write_at
+
+    (tmp_path / "f").write_bytes(b"old")
+
+    def chunks() -> Any:
+        yield b"half"
+        raise OSError(28, "No space left on device")
+
+    fd = open_folder(tmp_path)
+    try:
+        with pytest.raises(OSError, match="No space"):
+            write_at(fd, "f", chunks())
+        (tmp_path / "full").mkdir()
+        (tmp_path / "full" / "kept").write_bytes(b"k")
+        with pytest.raises(OSError):  # a folder with something in it is never removed to make room
+            replace_at(fd, "full", lambda tmp: os.symlink("x", tmp, dir_fd=fd), over_folder=True)
+        (tmp_path / "empty").mkdir()
+        replace_at(fd, "empty", lambda tmp: os.symlink("x", tmp, dir_fd=fd), over_folder=True)
+        write_at(fd, "n" * 250, b"long")  # the temporary name of a long one still fits NAME_MAX
+    finally:
+        os.close(fd)
+    assert (tmp_path / "f").read_bytes() == b"old" and (tmp_path / "full" / "kept").read_bytes() == b"k"
+    assert os.readlink(tmp_path / "empty") == "x" and (tmp_path / ("n" * 250)).read_bytes() == b"long"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["f", "full", "empty", "n" * 250])

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterable
+import stat
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["open_folder", "write_at", "write_atomic"]
+__all__ = ["open_folder", "replace_at", "write_at", "write_atomic"]
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -45,14 +46,35 @@ def write_atomic(folder: Path, name: str, chunks: bytes | Iterable[bytes], *, mo
 
 def write_at(fd: int, name: str, chunks: bytes | Iterable[bytes], *, mode: int = 0o600) -> None:
     """``write_atomic`` in the folder open at ``fd`` (for many files in one folder: it is opened once)."""
-    _plain(name)
     data = [chunks] if isinstance(chunks, bytes | bytearray) else chunks
-    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
-    try:
+
+    def make(tmp: str) -> None:
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
         with os.fdopen(out, "wb", closefd=True) as fh:
             for chunk in data:
                 fh.write(chunk)
+
+    replace_at(fd, name, make)
+
+
+def replace_at(fd: int, name: str, make: Callable[[str], None], *, over_folder: bool = False) -> None:
+    """The one temp-then-rename: ``make(tmp)`` creates a fresh entry (a file or a link) under a temporary name
+    in the folder open at ``fd``, and a rename puts it at ``name``; on any failure the temporary entry goes.
+
+    ``over_folder``: an empty folder at ``name`` is removed first (a rename cannot put a file over a folder);
+    a folder with anything in it stays, and the write fails.
+    """
+    _plain(name)
+    tmp = f".{name[:100]}.{secrets.token_hex(6)}.tmp"  # [:100]: a long name's temporary one fits NAME_MAX
+    try:
+        make(tmp)
+        if over_folder:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                os.rmdir(name, dir_fd=fd)
         os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
     except BaseException:
         try:

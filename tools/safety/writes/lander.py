@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_nb.tools.safety.safe_write import replace_at
 from hermes_nb.tools.safety.writes.changes import Change, ChangeKind
 from hermes_nb.tools.safety.writes.landing import Landscape, Verdict, judge
 
@@ -345,25 +346,11 @@ def _replace(name: str, fd: int, change: Change) -> None:
             return
         except FileExistsError:
             pass  # something is there after all: replace it as below
-    tmp = f".{name[:100]}.{secrets.token_hex(6)}.hermes-nb"
-    if change.link_after is not None:
-        os.symlink(change.link_after, tmp, dir_fd=fd)
-    else:
-        _write_new(tmp, fd, change)
-    try:
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
-            st = None
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            os.rmdir(name, dir_fd=fd)  # a folder the write-set replaced by a file (emptied by its deletions)
-        os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
-    except BaseException:
-        try:
-            os.unlink(tmp, dir_fd=fd)
-        except OSError:
-            pass
-        raise
+    link = change.link_after
+    if link is not None:
+        replace_at(fd, name, lambda tmp: os.symlink(link, tmp, dir_fd=fd), over_folder=True)
+    else:  # over_folder: a folder the write-set replaced by a file (emptied by its deletions)
+        replace_at(fd, name, lambda tmp: _write_new(tmp, fd, change), over_folder=True)
 
 
 # -- keeping aside ---------------------------------------------------------------------------------------
