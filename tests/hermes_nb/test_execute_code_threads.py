@@ -80,8 +80,10 @@ def _held(monkeypatch: pytest.MonkeyPatch, name: str) -> tuple[threading.Event, 
     def start_new_thread(function: Any, args: tuple[Any, ...]) -> Any:
         if getattr(getattr(function, "__self__", None), "name", None) != name:
             return real(function, args)
-        handed.set()
-        return real(lambda: (go.wait(30), function()), args)
+        # ``handed`` from the new OS thread: once it is set, the thread was handed to the OS and will arrive. Set
+        # before ``real`` (as it was), a ThreadStopped raised into the starter could land before the hand-over on a
+        # busy machine, and the thread then never started (CI, stop 38).
+        return real(lambda: (handed.set(), go.wait(30), function()), args)
 
     monkeypatch.setattr(threading, "_start_new_thread", start_new_thread)
     return go, handed

@@ -148,9 +148,13 @@ def _start(self: threading.Thread) -> None:
     owner.add(self)  # before it starts: it is listed (and counted as running) by the time anything can see it
     try:
         _original(self)
-    except Exception:  # it could not start (a wait for it cut by ThreadStopped, a BaseException, leaves it to arrive)
+    except Exception:  # it could not start
         owner.arrived(self)
         raise
+    # A ThreadStopped (a BaseException) raised into the starter after the hand-over to the OS leaves the thread to
+    # arrive by itself. One that lands in the few bytecodes before it leaves the thread listed and never started:
+    # ``close`` then waits its whole ``wait`` and the card names it as still running (never as stopped). Python
+    # cannot tell the two apart from here.
 
 
 def _quiet(run: Callable[[], None], arrived: Callable[[], None]) -> Callable[[], None]:
