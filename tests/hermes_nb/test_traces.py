@@ -388,7 +388,8 @@ def test_an_mcp_request_is_a_child_of_its_calls_span(exported) -> None:
     assert tool_span.start_time <= request.start_time <= request.end_time <= tool_span.end_time
 
 
-def test_a_sandboxed_command_is_a_child_of_its_calls_span(exported, tmp_path, monkeypatch) -> None:
+def _sandboxed_echo(tmp_path, monkeypatch) -> Any:
+    """A run whose one call is a sandboxed ``echo hi`` in ``tmp_path`` (skipped where there is no sandbox)."""
     from hermes_nb.tools.model_tools import ensure_discovered
     from hermes_nb.tools.safety.sandbox import box as sandbox
 
@@ -398,8 +399,12 @@ def test_a_sandboxed_command_is_a_child_of_its_calls_span(exported, tmp_path, mo
     monkeypatch.chdir(tmp_path)
     script = [Reply(tool_calls=(call("terminal", {"command": "echo hi"}, "s1"),)), Reply(content="ok")]
     with FakeOpenAI(script) as srv:
-        Agent(model="m", base_url=srv.base_url, enabled_toolsets=["terminal"], display=False,
-              approval_callback=lambda *a: "once").run("say hi")
+        return Agent(model="m", base_url=srv.base_url, enabled_toolsets=["terminal"], display=False,
+                     approval_callback=lambda *a: "once").run("say hi")
+
+
+def test_a_sandboxed_command_is_a_child_of_its_calls_span(exported, tmp_path, monkeypatch) -> None:
+    _sandboxed_echo(tmp_path, monkeypatch)
     named = _by_name(exported.get_finished_spans())
     (tool_span,) = named["execute_tool terminal"]
     (command,) = named["sandbox bash"]
@@ -509,17 +514,7 @@ def test_no_provider_keeps_events_and_makes_the_same_spans_when_read(tools, monk
 
 
 def test_without_a_provider_a_sandboxed_command_is_still_a_child_of_its_call(tmp_path, monkeypatch) -> None:
-    from hermes_nb.tools.model_tools import ensure_discovered
-    from hermes_nb.tools.safety.sandbox import box as sandbox
-
-    if not sandbox.status().available:
-        pytest.skip("no sandbox on this machine")
-    ensure_discovered()
-    monkeypatch.chdir(tmp_path)
-    script = [Reply(tool_calls=(call("terminal", {"command": "echo hi"}, "s1"),)), Reply(content="ok")]
-    with FakeOpenAI(script) as srv:
-        result = Agent(model="m", base_url=srv.base_url, enabled_toolsets=["terminal"], display=False,
-                       approval_callback=lambda *a: "once").run("say hi")
+    result = _sandboxed_echo(tmp_path, monkeypatch)
     (tool_span,) = result.trace.named("execute_tool terminal")
     (command,) = result.trace.named("sandbox bash")
     assert command.parent == tool_span.id and tool_span.start <= command.start <= command.end <= tool_span.end

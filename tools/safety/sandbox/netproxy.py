@@ -27,6 +27,22 @@ PORT = 3128  # inside the sandbox's own network namespace
 _HEAD_LIMIT = 16384
 _CONNECT_TIMEOUT = 15.0
 
+#: Relay one direction of a connection, then shut both ends: the same text runs in the proxy (``_pipe``) and
+#: inside the sandbox (``FORWARDER``, under ``python -S``, where this module cannot be imported).
+_PIPE = """
+def pipe(a, b):
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+"""
+
 #: Run inside the sandbox as ``python -S -c FORWARDER SOCKET COMMAND``: listen on 127.0.0.1:PORT, then the
 #: parent becomes ``bash -c COMMAND`` while a child relays each connection to the proxy's unix socket.
 FORWARDER = f"""
@@ -42,17 +58,7 @@ if os.fork():
 os.setsid()
 for fd in (0, 1, 2):
     os.dup2(os.open(os.devnull, os.O_RDWR), fd)
-def pipe(a, b):
-    try:
-        while data := a.recv(65536):
-            b.sendall(data)
-    except OSError:
-        pass
-    for s in (a, b):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+""" + _PIPE + """
 while True:
     client, _ = srv.accept()
     up = socket.socket(socket.AF_UNIX)
@@ -190,16 +196,11 @@ class Proxy:
             sock.close()
 
 
-def _pipe(a: socket.socket, b: socket.socket) -> None:
-    # FORWARDER holds the same loop as text: it runs inside the sandbox under ``python -S``, where this
-    # module cannot be imported, so the two stay twins (a fix to one is a fix to both)
-    try:
-        while data := a.recv(65536):
-            b.sendall(data)
-    except OSError:
-        pass
-    for s in (a, b):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+def _compiled_pipe() -> Callable[[socket.socket, socket.socket], None]:
+    """``_PIPE`` as a function of this process (the text is this module's own, never a command's)."""
+    namespace: dict[str, object] = {"socket": socket}
+    exec(compile(_PIPE, f"<{__name__}._PIPE>", "exec"), namespace)
+    return namespace["pipe"]  # type: ignore[return-value]
+
+
+_pipe = _compiled_pipe()
