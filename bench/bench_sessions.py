@@ -5,7 +5,9 @@ turn: one new message, its FTS row, one transaction) ≤ 1 ms. The corpus is tex
 messages, 40 words each drawn from a Zipf-shaped vocabulary of 5 000 words, so a common word matches a
 good share of the messages and a rare one a handful. Baselines, in the same process on the same data: a
 ``LIKE '%word%'`` scan of the same table for the runs with most matches, and a plain INSERT into a table without the index
-for the store.
+for the store. Beside the issue's 10 ms, each query is held to its scan (no slower than reading every row): a
+ratio that holds on a loaded machine, where the query planner's bad choice (9 ms of 11 for a common word, every run
+probed for every candidate id) first showed as 0.3x.
 """
 
 from __future__ import annotations
@@ -52,19 +54,22 @@ def main(quick: bool = False) -> None:
               + ", ".join(f"{k} {sum(w in t.split() for t in texts for w in q.split(' OR ')[:1])}"
                           for k, q in queries.items() if " " not in q))
         scan = sqlite3.connect(store.path)
-        worst = 0.0
+        worst, worst_ratio = 0.0, 0.0
         for label, query in queries.items():
             ours = per_call(lambda q=query: store.search(q, limit=3), min_time=0.2)
             word = query.split()[0]
             like = per_call(lambda w=word: scan.execute(  # the runs with the most matches: every row is read
                 "SELECT run_id FROM messages WHERE content LIKE ? GROUP BY run_id ORDER BY count(*) DESC LIMIT 3",
                 (f"%{w}%",)).fetchall(), min_time=0.2)
-            worst = max(worst, ours)
+            worst, worst_ratio = max(worst, ours), max(worst_ratio, ours / like)
             print(f"  query ({label}): {fmt(ours)}  vs LIKE scan of the first word {fmt(like)}  "
                   f"({like / ours:.1f}x faster)")
         scan.close()
         ok_query = worst <= limit(QUERY_TARGET)
         print(f"slowest query {fmt(worst)} (target <= {fmt(limit(QUERY_TARGET))}): {verdict(ok_query)}")
+        ok_ratio = worst_ratio <= limit(1.0)
+        print(f"slowest against its scan {worst_ratio:.2f}x the scan's time (target <= {limit(1.0):.2f}x): "
+              f"{verdict(ok_ratio)}")
 
         run = Run(agent=None, run_id="bench-run", emit=lambda event: None)
         store_path = Path(home) / "sessions.db"  # Run.store writes to the home's store: this file
@@ -95,6 +100,7 @@ def main(quick: bool = False) -> None:
         print(f"storing a message: {fmt(added)} vs a plain INSERT without the index {fmt(base)} "
               f"({added / base:.1f}x) (target <= {fmt(limit(STORE_TARGET))}): {verdict(ok_store)}")
     require(ok_query, f"slowest session query {fmt(worst)} > {fmt(limit(QUERY_TARGET))}")
+    require(ok_ratio, f"a session query took {worst_ratio:.2f}x its LIKE scan's time (> {limit(1.0):.2f}x)")
     require(ok_store, f"storing a message {fmt(added)} > {fmt(limit(STORE_TARGET))}")
 
 

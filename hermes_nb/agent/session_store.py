@@ -179,12 +179,13 @@ class SessionStore:
                 ranked = ranked_ids(db, match)
             if not ranked:
                 return [], match
-                return []
             order = {rid: i for i, (rid,) in enumerate(ranked)}
             marks = ",".join("?" * len(roles))
-            rows = db.execute(f"SELECT id, run_id, role, tool_name FROM messages WHERE id IN "
-                              f"({','.join('?' * len(order))}) AND role IN ({marks}) AND run_id != ? "
-                              f"AND run_id IN (SELECT id FROM runs WHERE parent IS NULL{kept[0]})",
+            # a join, looked up by message id: written as "run_id IN (SELECT ...)", SQLite's planner took the
+            # (run_id, id) index and probed every run times every id (9 ms, not 0.3, for 400 ids in 200 runs)
+            rows = db.execute(f"SELECT m.id, m.run_id, m.role, m.tool_name FROM messages m JOIN runs r "
+                              f"ON r.id = m.run_id WHERE m.id IN ({','.join('?' * len(order))}) "
+                              f"AND m.role IN ({marks}) AND m.run_id != ? AND r.parent IS NULL{kept[0]}",
                               (*order, *roles, exclude_run or "", *kept[1])).fetchall()
             return sorted(rows, key=lambda r: order[r[0]]), match
 
@@ -264,13 +265,13 @@ class SessionStore:
 
 
 def _kept(notebook: str | None, ended_only: bool) -> tuple[str, tuple[Any, ...]]:
-    """The ``runs`` conditions (appended after ``parent IS NULL``) and their parameters."""
+    """The conditions on ``runs r`` (appended after ``r.parent IS NULL``) and their parameters."""
     where = ""
     params: tuple[Any, ...] = ()
     if notebook is not None:
-        where, params = " AND notebook = ?", (clean_text(notebook),)
+        where, params = " AND r.notebook = ?", (clean_text(notebook),)
     if ended_only:
-        where += " AND ended IS NOT NULL"
+        where += " AND r.ended IS NOT NULL"
     return where, params
 
 
