@@ -221,7 +221,14 @@ def test_old_module_paths_import_the_moved_modules() -> None:
 
     assert len(MOVED) >= 40
     for old, new in MOVED.items():
+        assert old != new and not old.startswith(new + "."), f"{old} is no old path of {new}"
         assert importlib.import_module(old) is importlib.import_module(new), old
+    # issue 34 moved the model seam out of the agent; the quickstart notebook documents this import
+    from hermes_nb.agent.replay import ReplayModel
+    from hermes_nb.models.replay import ReplayModel as moved
+
+    assert ReplayModel is moved
+    assert importlib.import_module("hermes_nb.agent.models") is importlib.import_module("hermes_nb.models")
     from hermes_nb.agent import Agent, ToolCallRecord  # noqa: F401  (the old module's names, from the package)
     from hermes_nb.display import Table  # noqa: F401
     from hermes_nb.magics import ToolMagics  # noqa: F401

@@ -1,5 +1,5 @@
 """The agent: its loop, the typed events a run emits, and the run's own tools' state (the model seam is
-``hermes_nb.models``; its old paths here, ``hermes_nb.models``, ``.replay``, ``.local``..., still import it).
+``hermes_nb.models``; its old paths here, ``hermes_nb.agent.models``, ``.replay``, ``.local``..., still import it).
 
 ``hermes_nb.agent.Agent`` is the loop's ``Agent`` (imported on first use, so the events stay cheap to import)."""
 
