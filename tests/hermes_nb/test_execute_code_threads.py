@@ -70,6 +70,28 @@ def test_threads_a_script_started_are_named_in_its_card_and_stopped_when_the_run
     assert len(lines) == 1 and all(n in lines[0] for n in names) and lines[0].startswith("the run ended: stopped")
 
 
+@pytest.mark.parametrize(("code", "names", "why"), STARTS, ids=[w for _, _, w in STARTS])
+def test_without_the_watch_a_scripts_threads_outlive_the_run_unnamed(monkeypatch: pytest.MonkeyPatch, code: str,
+                                                                     names: list[str], why: str) -> None:
+    """The control for the row above: with ``Thread.start`` never watched (the defence removed) the same threads
+    run Python after the run ended and no card or line names them. Stopped here, by the module's own ``stop``."""
+    from hermes_nb.tools.code_execution import threads
+
+    monkeypatch.setattr(threads, "watch", lambda: (lambda: None))
+    hook = threading.excepthook  # unwatched, a thread has no guard that ends it quietly when stopped
+
+    monkeypatch.setattr(threading, "excepthook", lambda a: None if a.exc_type is threads.ThreadStopped else hook(a))
+    result, answer = _run(code)
+    try:
+        assert answer["status"] == "success", answer
+        assert not answer.get("threads_running"), why
+        assert sorted(_alive(names)) == sorted(names), f"{why}: the attack had no effect"
+        assert not any("execute_code started" in item[1] for item in result.transcript.items if item[0] == "notice")
+    finally:
+        left = threads.stop([t for t in threading.enumerate() if t.name in names], wait=5.0)
+    assert left == [], f"{why}: the control's own threads could not be stopped"
+
+
 def _held(monkeypatch: pytest.MonkeyPatch, name: str) -> tuple[threading.Event, threading.Event]:
     """Hold the thread named ``name`` between ``start()`` and its first line (in ``threading.enumerate()``, not yet
     alive, no id) until ``go`` is set: the gap a thread a script's thread starts may be in at its end. ``handed`` is

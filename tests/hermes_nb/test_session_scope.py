@@ -1,6 +1,7 @@
 """What ``session_search`` reads (issue 31, item 5): this notebook's runs unless asked for all, and a sub-agent
 only runs that ended (measured before: any notebook's model searched every notebook's runs, and a child's search
-returned its parent's unfinished run)."""
+returned its parent's unfinished run). The attack rows run twice: ``defended`` as shipped, and with the reach removed
+(every call reads every run, as before), where the leak must show."""
 
 from __future__ import annotations
 
@@ -30,6 +31,16 @@ def _search(args: dict[str, Any]) -> dict[str, Any]:
         return _answer(srv.requests[1], "s1")
 
 
+@pytest.fixture(params=[True, False], ids=["defended", "reach-removed"])
+def defence(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """``False``: ``session_search`` is given every run whatever its scope or depth (the defence removed)."""
+    if not request.param:
+        from hermes_nb.agent.session_views import EVERY_RUN
+
+        monkeypatch.setattr("hermes_nb.agent.session_views.Reach", lambda **kw: EVERY_RUN)
+    return bool(request.param)
+
+
 @pytest.fixture
 def two_notebooks(monkeypatch: pytest.MonkeyPatch) -> None:
     for notebook, said in (("secret-project.ipynb", "The walrus budget is 9 million."),
@@ -50,11 +61,13 @@ def two_notebooks(monkeypatch: pytest.MonkeyPatch) -> None:
     ({"query": ""}, "browsing the latest runs"),
     ({"query": "", "limit": 10}, "browsing with the largest limit"),
 ])
-def test_by_default_a_search_reads_this_notebooks_runs_only(two_notebooks: None, args: dict[str, Any], why: str) -> None:
+def test_by_default_a_search_reads_this_notebooks_runs_only(two_notebooks: None, defence: bool, args: dict[str, Any],
+                                                            why: str) -> None:
     found = _search(args)
     assert found["success"] is True, why
-    assert {r["notebook"] for r in found["results"]} <= {"class.ipynb"}, why
-    assert "9 million" not in json.dumps(found) and "secret-project" not in json.dumps(found), why
+    assert ({r["notebook"] for r in found["results"]} <= {"class.ipynb"}) is defence, why
+    assert ("secret-project" not in json.dumps(found)) is defence, why
+    assert "9 million" not in json.dumps(found) or not defence, why
 
 
 @pytest.mark.parametrize("args", [{"query": "walrus", "scope": "all"}, {"query": "", "scope": "all", "limit": 10}])
@@ -75,8 +88,8 @@ def test_an_unknown_scope_is_an_error_not_a_wider_search(two_notebooks: None, sc
     ({"query": ""}, "browsing the latest runs"),
     ({"query": "", "scope": "all", "limit": 10}, "browsing every notebook"),
 ])
-def test_a_child_never_reads_its_parents_unfinished_run(monkeypatch: pytest.MonkeyPatch, child_args: dict[str, Any],
-                                                       why: str) -> None:
+def test_a_child_never_reads_its_parents_unfinished_run(monkeypatch: pytest.MonkeyPatch, defence: bool,
+                                                       child_args: dict[str, Any], why: str) -> None:
     _in(monkeypatch, "class.ipynb")
     with FakeOpenAI([Reply(content="An earlier narwhal count: 3.")]) as srv:  # a run that ended
         Agent(model="m", base_url=srv.base_url, enabled_toolsets=["file"], display=False, stream=False).run("narwhal?")
@@ -94,5 +107,5 @@ def test_a_child_never_reads_its_parents_unfinished_run(monkeypatch: pytest.Monk
         found = _answer(child, "s1")
     assert found["success"] is True, why
     titles = [r["title"] for r in found["results"]]
-    assert "count the narwhal pod, privately" not in titles, why  # the parent's run, still being written
+    assert ("count the narwhal pod, privately" not in titles) is defence, why  # the parent's run, still being written
     assert "narwhal?" in titles, why  # a run that ended is still found
