@@ -60,12 +60,14 @@ def _write_file_call(path: str, content: str, ask: Any) -> dict[str, Any]:
     """The model's write_file: the pasted-display guard, then ``write_file``, answered in Hermes's shape
     (``bytes_written``, ``dirs_created``, ``resolved_path``, ``files_modified``) beside ours."""
     _refuse_read_display(content)
-    # the path as named, made absolute without following links: only write_file's own checks resolve it
-    named = Path(os.path.abspath(workspace_root() / Path(path).expanduser()))
-    parent_existed = named.parent.is_dir()
+    named = _absolute(path)  # only write_file's own checks resolve the path
+    parent_existed = os.path.isdir(os.path.dirname(named))
     result = write_file(path, content, ask=ask)
-    return {**result, "dirs_created": not parent_existed, "resolved_path": str(named),
-            "files_modified": [str(named)]}
+    return {**result, "dirs_created": not parent_existed, "resolved_path": named, "files_modified": [named]}
+
+
+class _NotApplied(ValueError):
+    """The replacement's text does not apply to the file as it is (not there, not unique, nothing to change)."""
 
 
 def _patched(real: Path, path: str, old_string: str, new_string: str, replace_all: bool) -> tuple[bytes, int]:
@@ -73,17 +75,17 @@ def _patched(real: Path, path: str, old_string: str, new_string: str, replace_al
     _existing_file(real, path)
     _seen(str(real))  # a match count (or its error) would tell what a hidden file holds
     if old_string == "":
-        raise ValueError("old_string is empty; give the exact text to replace (use write_file to create a file)")
+        raise _NotApplied("old_string is empty; give the exact text to replace (use write_file to create a file)")
     if old_string == new_string:
-        raise ValueError("old_string and new_string are the same; nothing would change")
+        raise _NotApplied("old_string and new_string are the same; nothing would change")
     with _open(real, path) as fh:
         text = fh.read().decode("utf-8")  # exact bytes: keep the file's own line endings
     count = text.count(old_string)
     if count == 0:
-        raise ValueError(f"old_string was not found in {path}; read the file again with read_file and copy "
+        raise _NotApplied(f"old_string was not found in {path}; read the file again with read_file and copy "
                          f"the exact text, including whitespace and indentation")
     if count > 1 and not replace_all:
-        raise ValueError(f"old_string matches {count} places in {path}; include more surrounding lines to make "
+        raise _NotApplied(f"old_string matches {count} places in {path}; include more surrounding lines to make "
                          f"it unique, or pass replace_all=true to replace all {count}")
     text = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
     return text.encode("utf-8"), count if replace_all else 1
@@ -94,8 +96,8 @@ def patch(path: str, old_string: str, new_string: str, replace_all: bool = False
     """Replace ``old_string`` with ``new_string``; it must occur exactly once unless ``replace_all``."""
     real = resolve_path(path, for_write=True)
     data, count = _patched(real, path, old_string, new_string, replace_all)
-    _land_write("patch", real, path, data, ask)
-    return {"path": display_path(real), "replacements": count}
+    landed = _land_write("patch", real, path, data, ask)
+    return {"path": display_path(real), "replacements": count, "diff": landed.diff(label=display_path(real)) or ""}
 
 
 def _v4a_changes(text: str) -> tuple[list[Any], dict[str, str]]:
@@ -148,6 +150,7 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
 
     The whole patch is judged before anything lands: one refused path, or one "asks" row declined, refuses
     it all. ``ask`` as for ``write_file``."""
+    from hermes_nb.tools import v4a
     from hermes_nb.tools.safety.approvals.gate import current_approver
     from hermes_nb.tools.safety.writes.lander import approver_asker, land
     from hermes_nb.tools.safety.writes.landing import Landscape
@@ -168,12 +171,21 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
         c.diff(label=shown[c.path]) or f"Binary file {shown[c.path]} {c.kind}\n" for c in files)}
     moved = {*moves, *moves.values()}
     listed = {
-        "files_modified": [shown[c.path] for c in files if c.kind == "modified"]
-        + [f"{shown[a]} -> {shown[b]}" for a, b in moves.items()],  # Hermes lists a move as modified
         "files_created": [shown[c.path] for c in files if c.kind == "created" and c.path not in moved],
         "files_deleted": [shown[c.path] for c in files if c.kind == "deleted" and c.path not in moved]}
     out.update((key, names) for key, names in listed.items() if names)
+    # as Hermes 0.19.0 answers: every path the patch names (a move's both ends), absolute as named, in
+    # ``files_modified``, and ``resolved_path`` when there is one; created and deleted as written
+    named = list(dict.fromkeys(_absolute(p) for op in v4a.parse(text) for p in (op.path, op.move_to) if p is not None))
+    out["files_modified"] = named
+    if len(named) == 1:
+        out["resolved_path"] = named[0]
     return out
+
+
+def _absolute(path: str) -> str:
+    """``path`` made absolute in the workspace as named, links not followed (how Hermes names a changed file)."""
+    return os.path.abspath(workspace_root() / Path(path).expanduser())
 
 
 def _judged(changes: list[Any], scene: Any, asker: Any) -> None:
@@ -208,18 +220,19 @@ def _planned(real: Path, path: str, data: bytes) -> list[Any]:
     return changes
 
 
-def _land_write(tool: str, real: Path, path: str, data: bytes, ask: Any) -> None:
-    """Land one file write through the one landing function; refused or declined raises, naming where the
-    content was kept."""
+def _land_write(tool: str, real: Path, path: str, data: bytes, ask: Any) -> Any:
+    """Land one file write through the one landing function; the file's landed ``Change``. Refused or declined
+    raises, naming where the content was kept."""
     from hermes_nb.tools.safety.approvals.gate import current_approver
     from hermes_nb.tools.safety.writes.lander import approver_asker, land
     from hermes_nb.tools.workspace import WorkspaceError, workspace_root
 
     asker = ask if ask is not None else approver_asker(current_approver(), how=f"{tool}")
     result = land(_planned(real, path, data), workspace=workspace_root(), tool=tool, ask=asker)
-    if not any(c.path == str(real) for c in result.landed):
-        raise WorkspaceError(f"refusing to write {path}: " + " ".join(result.notes)
-                             + ". Ask the person to make this change.")
+    for change in result.landed:
+        if change.path == str(real):
+            return change
+    raise WorkspaceError(f"refusing to write {path}: " + " ".join(result.notes) + ". Ask the person to make this change.")
 
 
 def _gate_said_yes(change: Any, verdict: Any) -> bool:
@@ -289,15 +302,29 @@ def _v4a_ask(text: str) -> Any:
 
 
 def _patch_call(args: dict[str, Any]) -> dict[str, Any]:
-    """``patch``'s two modes, as Hermes 0.19.0 takes them: ``replace`` (path, old_string, new_string) or
-    ``patch`` (a V4A patch)."""
+    """``patch``'s two modes, as Hermes 0.19.0 takes them and answers: ``replace`` (path, old_string, new_string)
+    or ``patch`` (a V4A patch); ``{success, diff, files_modified, ...}``, and ``{success: false, error}`` when the
+    text does not apply (not found, not unique, a hunk not in the file). A refusal (hidden, outside the
+    workspace, declined) stays the call's error."""
+    from hermes_nb.tools.v4a import PatchError
+
     if args["mode"] == "patch":
         text = args.get("patch")
         if not isinstance(text, str) or not text.strip():
             raise ValueError("mode 'patch' needs patch: the V4A text from '*** Begin Patch' to '*** End Patch'")
-        return apply_patch(text, ask=_gate_said_yes)
+        try:
+            return apply_patch(text, ask=_gate_said_yes)
+        except PatchError as exc:
+            return {"success": False, "error": str(exc)}
     missing = [k for k in ("path", "old_string", "new_string") if k not in args]
     if missing:
         raise ValueError(f"mode 'replace' needs {', '.join(missing)} (or use mode 'patch' with a V4A patch)")
-    return patch(args["path"], args["old_string"], args["new_string"], bool(args.get("replace_all", False)),
-                 ask=_gate_said_yes)
+    path = args["path"]
+    named = _absolute(path)
+    try:
+        result = patch(path, args["old_string"], args["new_string"], bool(args.get("replace_all", False)),
+                       ask=_gate_said_yes)
+    except _NotApplied as exc:
+        return {"success": False, "error": str(exc)}
+    return {"success": True, "diff": result["diff"], "files_modified": [named], "resolved_path": named,
+            "path": result["path"], "replacements": result["replacements"]}

@@ -35,12 +35,17 @@ EXTENSIONS: dict[str, dict[str, str]] = {
 #: Tools whose Hermes shape other items of issue 33 build: compared, expected to differ until they land.
 LATER: dict[str, str] = {}
 #: Result keys Hermes gives that hermes_nb does not, and why.
-HERMES_ONLY_RESULT_KEYS = {"write_file": {"lint": "Hermes runs a linter after each write; hermes_nb does not"}}
+HERMES_ONLY_RESULT_KEYS = {
+    "write_file": {"lint": "Hermes runs a linter after each write; hermes_nb does not"},
+    "patch": {"lint": "Hermes runs a linter after each edit; hermes_nb does not",
+              "_warning": "Hermes notes a file another task changed (the probe gives each call its own task)"},
+}
 #: Result keys hermes_nb adds (all optional for a reader of Hermes's shape).
 OUR_RESULT_KEYS = {
     "read_file": {"truncated_by", "next_offset"},  # a page cut at the read budget (Hermes has them then too)
     "search_files": {"complete", "truncated", "hint"},  # v0.23.5's 'complete answer' signal, the next offset
     "write_file": {"path", "lines"},
+    "patch": {"path", "replacements"},  # replace mode: the file as shown, how many places changed
     "todo": {"revision"},  # the plan's version, which the checklist in the transcript follows
     "terminal": {"stdout", "stderr", "timed_out"},  # a foreground command's streams apart, beside Hermes's output
 }
@@ -59,6 +64,9 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_files", {"pattern": "*.py", "path": "src", "target": "files"}),
     ("write_file", {"path": "new/g.txt", "content": "hello\n"}),
     ("write_file", {"path": "h.txt", "content": "1|a\n2|b\n"}),
+    ("patch", {"mode": "replace", "path": "new/g.txt", "old_string": "hello", "new_string": "hi"}),
+    ("patch", {"mode": "patch", "patch": "*** Begin Patch\n*** Update File: new/g.txt\n@@\n-hi\n+hey\n*** End Patch\n"}),
+    ("patch", {"mode": "replace", "path": "new/g.txt", "old_string": "not there", "new_string": "x"}),
     ("session_search", {}),
     ("clarify", {"question": "Which one?", "choices": ["a", "b"]}),
     ("memory", {"action": "add", "target": "memory", "content": "the data lives in src/"}),
@@ -267,6 +275,11 @@ def _content_lines(content: str) -> list[str]:
     return re.sub(r"\n\d+\|$", "", content).split("\n")
 
 
+def _diff_body(diff: str) -> list[str]:
+    """A unified diff without its ``---``/``+++`` header (Hermes labels a replace with the absolute path)."""
+    return [line for line in diff.splitlines() if not line.startswith(("--- ", "+++ "))]
+
+
 def _keys_match(name: str, theirs: dict[str, Any], mine: dict[str, Any]) -> None:
     missing = set(theirs) - set(mine) - set(HERMES_ONLY_RESULT_KEYS.get(name, {}))
     extra = set(mine) - set(theirs) - OUR_RESULT_KEYS.get(name, set())
@@ -288,6 +301,10 @@ def test_the_same_call_gives_hermes_result_shape(hermes: dict[str, Any], ours: d
     if args.get("content") == "1|a\n2|b\n" or args.get("target") == "nowhere":  # refused on both sides
         assert "error" in theirs and "error" in mine, (theirs, mine)
         return
+    if args.get("old_string") == "not there":  # the text does not apply: a result, not a failed call
+        assert theirs["success"] is False and mine["success"] is False and mine["error"], (theirs, mine)
+        _keys_match(name, {k: v for k, v in theirs.items() if k != "_warning"}, mine)
+        return
     assert "error" not in theirs and "error" not in mine, (theirs, mine)
     _keys_match(name, theirs, mine)
     if name == "read_file":
@@ -301,6 +318,13 @@ def test_the_same_call_gives_hermes_result_shape(hermes: dict[str, Any], ours: d
         assert theirs["total_count"] == mine["total_count"]
     elif name == "write_file":
         assert theirs["bytes_written"] == mine["bytes_written"] and theirs["dirs_created"] == mine["dirs_created"]
+        assert Path(theirs["resolved_path"]).relative_to(hermes["work"]) == Path(mine["resolved_path"]).relative_to(
+            ours["work"])
+    elif name == "patch":
+        assert theirs["success"] is mine["success"] is True
+        assert _diff_body(theirs["diff"]) == _diff_body(mine["diff"])
+        assert [Path(p).relative_to(hermes["work"]) for p in theirs["files_modified"]] == [
+            Path(p).relative_to(ours["work"]) for p in mine["files_modified"]]
         assert Path(theirs["resolved_path"]).relative_to(hermes["work"]) == Path(mine["resolved_path"]).relative_to(
             ours["work"])
     elif name in ("clarify", "session_search"):

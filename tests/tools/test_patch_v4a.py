@@ -58,7 +58,10 @@ def test_a_v4a_patch_adds_updates_moves_and_deletes_with_hermes_result(ws: Path)
                           "*** Update File: notes.txt\n*** Move to: archive/notes.txt\n one\n-two\n+zwei\n"
                           "*** Delete File: old.txt"))
     assert result["success"] is True
-    assert result["files_modified"] == ["app.py", "notes.txt -> archive/notes.txt"]
+    # Hermes 0.19.0's answer: every path the patch names, absolute, in files_modified; created, deleted as written
+    assert result["files_modified"] == [str(ws / p) for p in ("docs/readme.md", "app.py", "notes.txt",
+                                                              "archive/notes.txt", "old.txt")]
+    assert "resolved_path" not in result
     assert result["files_created"] == ["docs/readme.md"] and result["files_deleted"] == ["old.txt"]
     assert "+    return 2" in result["diff"] and "+# Hi" in result["diff"] and "-bye" in result["diff"]
     assert _tree(ws) == {"app.py": b"def main():\n    return 2\n", "archive/notes.txt": b"one\nzwei\n",

@@ -10,10 +10,13 @@ state these tools need; outside a run the extension's default route answers.
 - ``memory``: ``action`` add / replace / remove, ``target`` ``memory`` (the agent's notes, ``MEMORY.md``) or
   ``user`` (``USER.md``), ``content``, ``old_text``, or Hermes main's ``operations`` (several at once, all or
   nothing); files under ``$HERMES_NB_HOME/memories/``.
-- ``session_search``: ``query`` (FTS5) and ``limit`` over this notebook's stored runs, or every notebook's with
-  ``scope="all"`` (Hermes's parameter); a sub-agent reads only runs that ended; without a query, the latest runs.
-- ``delegate_task``: ``goal``, ``context``, ``toolsets``, ``tasks``, ``role``, ``output_schema``,
-  ``max_iterations``; sub-agents with a subset of the caller's toolsets, at most 3 at a time, 2 levels deep.
+- ``session_search``: Hermes's shapes: without arguments the latest runs; ``query`` (FTS5) with ``limit``, ``sort``
+  and ``role_filter``; ``session_id`` reads one run, ``around_message_id`` + ``window`` scrolls inside it; over this
+  notebook's stored runs, or every notebook's with ``scope="all"``; a sub-agent reads only runs that ended.
+- ``delegate_task``: ``goal``, ``context``, ``tasks``, ``role``, ``output_schema`` and ``background`` (accepted; the
+  answers come back in the same turn). ``toolsets`` and ``max_iterations`` are Hermes's hidden arguments: the model
+  is not shown them, a call that gives them is still read. Sub-agents get a subset of the caller's toolsets, at most
+  3 at a time, 2 levels deep.
 """
 
 from __future__ import annotations
