@@ -49,7 +49,7 @@ def _code_config() -> dict[str, Any]:
 
 
 def code_ask(code: str) -> Any:
-    """The tool's judge (``tools.safety.gate``): every piece of code asks, unless the config turns it off.
+    """The tool's judge (``tools.safety.approvals.gate``): every piece of code asks, unless the config turns it off.
 
     "session" and "always" hold for this exact code only: approving ``print(1)`` approves nothing else; and only
     while the files it names (``tools.code_execution.named_files``) hold what they held, as for a command.

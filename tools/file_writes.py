@@ -1,5 +1,5 @@
 """The write side of the file tools: ``write_file`` and ``patch`` (a string replaced, or a V4A patch), each
-change judged by the one landing policy and landed by ``tools.safety.lander`` (the same path a sandboxed
+change judged by the one landing policy and landed by ``tools.safety.writes.lander`` (the same path a sandboxed
 command's write-set takes), and the approval judge that shows the diff of an "asks" row."""
 
 from __future__ import annotations

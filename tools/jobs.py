@@ -1,6 +1,6 @@
 """Background jobs: ``terminal(background=true)`` starts one, the ``process`` tool looks after it.
 
-A job runs in the same sandbox as a foreground command (``tools.safety.sandbox.Box``: bubblewrap and the
+A job runs in the same sandbox as a foreground command (``tools.safety.sandbox.box.Box``: bubblewrap and the
 overlay where there is one); when it ends (it exits, is killed, or outlives its ``timeout``) everything it
 started dies, and its write-set lands through the landing policy, as a foreground command's does, in the
 context (the run's approver) of the call that started it. Output (stdout and stderr together, or a pty's) is

@@ -363,7 +363,7 @@ class ToolRegistry(HermesQueries):
         """Run one tool call and return its result as a string (Hermes's multimodal envelope as its dict).
         Never raises (except KeyboardInterrupt).
 
-        Lookup and validation, then the approval gate (``tools.safety.gate``; an ``approval_callback``
+        Lookup and validation, then the approval gate (``tools.safety.approvals.gate``; an ``approval_callback``
         keyword answers its prompts), then ``call``. ``execute`` is the same with the ``Outcome`` record.
         Hermes main's ``scope`` keyword is accepted and not passed to the handler.
         """

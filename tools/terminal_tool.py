@@ -3,7 +3,7 @@
 The command runs as ``bash -c`` in its own session (process group), in the sandbox of
 ``hermes_nb.tools.safety.sandbox.box`` where there is one (bubblewrap, else Landlock); when it ends or times out
 everything it started is killed (bubblewrap: its pid namespace; otherwise the group and the Landlock domain),
-and what it wrote lands through the landing policy (``tools.safety.lander``): what did not land is said at the end
+and what it wrote lands through the landing policy (``tools.safety.writes.lander``): what did not land is said at the end
 of ``stderr``. Output is read by two threads so neither pipe can fill and stall the
 command; each stream keeps its first ``OUTPUT_CAP`` bytes and says how much more there was.
 """
@@ -337,7 +337,7 @@ registry.register(
             "additionalProperties": False,
         },
     },
-    # the gate (tools.safety.gate) judges every call with the shell classifier before this runs, background
+    # the gate (tools.safety.approvals.gate) judges every call with the shell classifier before this runs, background
     # or not: the same judge on the same command
     handler=lambda args, **kw: _call(args),
     emoji="💻",

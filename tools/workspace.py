@@ -3,12 +3,12 @@
 The root is ``$HERMES_NB_WORKSPACE``, else ``workspace:`` in ``config.yaml``, else the working directory
 when the tools were loaded (captured at import, so a later ``%cd`` does not move where the model writes).
 Writes outside the root are refused, symlinks included (paths are compared after ``realpath``); inside it,
-what a write may change is the one landing policy's to say (``tools.safety.landing``: the hermes_nb home,
+what a write may change is the one landing policy's to say (``tools.safety.writes.landing``: the hermes_nb home,
 ``.git``, bytecode, environments, installer configuration... are refused there, importable modules ask).
 Reads outside are allowed unless the config says ``workspace_strict_reads: true``. The hermes_nb home is never
 read (the serving token, the approvals, earlier sessions' spills), except the tool results this
 session spilled under ``<hermes home>/cache/spillover``, which stay readable even under strict reads; nor is
-the rest of what the sandbox hides (``tools.safety.hidden``: the home outside the workspace, the home's
+the rest of what the sandbox hides (``tools.safety.sandbox.hidden``: the home outside the workspace, the home's
 dot-entries when the workspace holds it, the kernel's connection file).
 
 Checking a path and then opening it by name is a race: a folder swapped for a symlink in between would
@@ -79,7 +79,7 @@ def resolve_path(p: str | os.PathLike[str], *, for_write: bool) -> Path:
     if not for_write and not _in_home(real) and (why := _hidden(real)):
         raise WorkspaceError(f"refusing to read {text}: {why}")
     if real == root or real.is_relative_to(root):
-        return real  # what a write may change inside is the landing policy's to say (tools.safety.landing)
+        return real  # what a write may change inside is the landing policy's to say (tools.safety.writes.landing)
     if for_write:
         raise WorkspaceError(f"refusing to write outside the workspace root {root}: {text}"
                              + (f" (resolves to {real})" if str(real) != text else ""))

@@ -41,7 +41,7 @@ class ToolRecord(Protocol):
     @property
     def ended(self) -> float: ...
     @property
-    def changes(self) -> tuple[Any, ...]: ...  # the files it changed (tools.safety.lander.ChangedFile)
+    def changes(self) -> tuple[Any, ...]: ...  # the files it changed (tools.safety.writes.lander.ChangedFile)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -225,7 +225,7 @@ def _split(raw: str) -> list[str]:
 
 def _clean(content: Any) -> str:
     """The entry as stored: stripped, nothing hidden in it (zero-width, bidi and other invisible characters are
-    written out, ``tools.safety.visible``: it goes into later system prompts), and never holding the delimiter
+    written out, ``tools.safety.approvals.visible``: it goes into later system prompts), and never holding the delimiter
     (which would split it in two)."""
     from hermes_nb.tools.safety.approvals.visible import make_visible
 

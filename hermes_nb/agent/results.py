@@ -33,7 +33,7 @@ class ToolCallRecord:
     interrupted: bool = False
     parallel: bool = False
     segment: int = 0
-    changes: tuple[Any, ...] = ()  # the files it changed (tools.safety.lander.ChangedFile: path, kind, diff)
+    changes: tuple[Any, ...] = ()  # the files it changed (tools.safety.writes.lander.ChangedFile: path, kind, diff)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

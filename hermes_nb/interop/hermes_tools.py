@@ -71,7 +71,7 @@ def _shadowed() -> str | None:
 
     def person_finds(name: str) -> Any:
         # what the person's `import name` would load: sys.path as it is, not hermes_nb's trusted view
-        # (tools.safety.imports hides the workspace from imports made by our own code, this one included)
+        # (tools.safety.writes.imports hides the workspace from imports made by our own code, this one included)
         module = sys.modules.get(name)
         if module is not None:
             return getattr(module, "__spec__", None)

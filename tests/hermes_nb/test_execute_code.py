@@ -230,7 +230,7 @@ def test_a_script_stuck_in_a_blocking_call_is_answered_and_blocks_its_namespace_
 
 
 def test_a_scripts_imports_are_its_own_not_hermes_nbs(tools, ip, tmp_path, monkeypatch):
-    """The kernel's import guard (tools.safety.imports) covers hermes_nb's own imports; a script's import of a
+    """The kernel's import guard (tools.safety.writes.imports) covers hermes_nb's own imports; a script's import of a
     module in the workspace is the approved script's, as a cell's is."""
     (tmp_path / "hnb_workspace_helper.py").write_text("ANSWER = 42\n")
     monkeypatch.chdir(tmp_path)

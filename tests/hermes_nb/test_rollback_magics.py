@@ -1,4 +1,4 @@
-"""%rollback and %trust in a shell, and hermes_nb.rollback: thin over tools.safety.rollback and the ledger."""
+"""%rollback and %trust in a shell, and hermes_nb.rollback: thin over tools.safety.writes.rollback and the ledger."""
 
 from __future__ import annotations
 

@@ -297,7 +297,7 @@ def test_writes_that_would_run_programs_are_refused_inside_the_root(
     assert "bytes_written" in call("write_file", path=".env.example", content="A=1\n")
 
 
-# One row per class of path the landing policy (tools.safety.landing) refuses, for write_file and patch as for a command.
+# One row per class of path the landing policy (tools.safety.writes.landing) refuses, for write_file and patch as for a command.
 REFUSED = [
     (".git/hooks/pre-commit", ".git file or folder", "runs at the person's next commit"),
     (".git/config", ".git file or folder", "diff.external / textconv run on git diff"),
@@ -320,7 +320,7 @@ REFUSED = [
 
 @pytest.mark.parametrize(("path", "said", "why"), REFUSED, ids=[r[0] for r in REFUSED])
 def test_the_write_deny_list_is_refused(ws: Path, path: str, said: str, why: str) -> None:
-    """Refused by the landing policy (tools.safety.landing) and kept aside in the hermes_nb home: a new file
+    """Refused by the landing policy (tools.safety.writes.landing) and kept aside in the hermes_nb home: a new file
     never appears, and a patch of one the person made leaves it as it was."""
     (ws / ".venv").mkdir()
     (ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -397,7 +397,7 @@ def test_what_nothing_imports_needs_no_yes(ws: Path, monkeypatch: pytest.MonkeyP
                                   ".git-credentials", ".hermes/.env"])
 def test_credentials_and_the_kernels_keys_are_never_read(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          name: str) -> None:
-    """What the sandbox hides (tools.safety.hidden) is what read_file refuses: the home outside the workspace
+    """What the sandbox hides (tools.safety.sandbox.hidden) is what read_file refuses: the home outside the workspace
     holds the person's credentials, and none of it is read (tests/tools/test_hidden.py has the table)."""
     person = tmp_path / "person"
     monkeypatch.setenv("HOME", str(person))

@@ -1,4 +1,4 @@
-"""What the model sees (``tools.safety.hidden``): the workspace, the system, the kernel's interpreter — never the
+"""What the model sees (``tools.safety.sandbox.hidden``): the workspace, the system, the kernel's interpreter — never the
 home outside the workspace, nor the home's dot-entries when the workspace holds the home, unless shown by choice.
 
 Adversarial by class, each class a table with a reason per row, run twice: with the defence (nothing leaks) and
@@ -94,13 +94,9 @@ def _no_defence(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _no_view_mounts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The sandbox without the view mounts: the home is neither emptied nor masked, nothing is bound back; and
-    without the write-deny list's read-only binds, which are not about reading (a bind on a file also happens
-    to stop a hard link to it)."""
-    argv = bwrap.argv
+    """The sandbox without the view mounts: the home is neither emptied nor masked, nothing is bound back."""
     monkeypatch.setattr(bwrap, "emptied_mounts", lambda seen: [])
     monkeypatch.setattr(bwrap, "view_mounts", lambda seen, writable=(): [])
-    monkeypatch.setattr(bwrap, "argv", lambda *a, **k: argv(*a, **{**k, "protected": ()}))
 
 
 # -- the file tools --------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Every case plants a file the way a landed tool call would (the file, then ``checkpoints.record``), then runs
 the import in a fresh interpreter whose working folder is first on ``sys.path`` (as in a kernel): once with the
-guard (``tools.safety.imports.install``) and once without. Without it the payload runs — so each test can fail
+guard (``tools.safety.writes.imports.install``) and once without. Without it the payload runs — so each test can fail
 — and with it the import is a ``ModuleNotFoundError`` naming the file, the call and ``%trust``.
 """
 

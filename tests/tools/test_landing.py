@@ -1,4 +1,4 @@
-"""The landing policy (``tools.safety.landing``): every path of a write-set lands, asks or is refused, by what
+"""The landing policy (``tools.safety.writes.landing``): every path of a write-set lands, asks or is refused, by what
 the path *is*. Table-driven by class, with the reason each row matters; the optional imports are found by
 reading IPython, httpx and pandas themselves (their ``try: import x / except ImportError`` sites and pandas's
 ``import_optional_dependency("x")`` calls), never from a list written here."""

@@ -1,5 +1,5 @@
 """``patch`` with Hermes 0.19.0's ``mode``: ``replace`` as before, ``patch`` a V4A multi-file patch that lands
-whole or not at all, through the landing policy (``tools.safety.lander``), each file in the card's diff.
+whole or not at all, through the landing policy (``tools.safety.writes.lander``), each file in the card's diff.
 
 The all-or-nothing defence is the judging of the whole write-set before any of it lands
 (``file_writes._judged``): without it (``check=False``) a refused path is kept aside while the rest lands —
@@ -219,7 +219,7 @@ def test_a_file_hidden_from_the_model_is_not_read_through_a_patch(ws: Path, tmp_
                                                                   monkeypatch: pytest.MonkeyPatch, body: str,
                                                                   reason: str) -> None:
     """The workspace holds the home (``jupyter lab`` started in ``~``), whose ``~/.config`` leads elsewhere in the
-    workspace: what it leads to is hidden from reads (``tools.safety.hidden``), though the landing policy would
+    workspace: what it leads to is hidden from reads (``tools.safety.sandbox.hidden``), though the landing policy would
     let a write there land."""
     home = ws / "home"
     home.mkdir()

@@ -1,4 +1,4 @@
-"""tools.safety.rollback: one call's changes, or all since one call, put back; hand edits kept and named."""
+"""tools.safety.writes.rollback: one call's changes, or all since one call, put back; hand edits kept and named."""
 
 from __future__ import annotations
 

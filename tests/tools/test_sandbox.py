@@ -267,7 +267,7 @@ def test_status_says_which_mechanism_and_why(hermes_home: Path) -> None:
     (hermes_home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"mechanism": "landlock"}}))
     state = sandbox.status()
     if sandbox.landlock_abi() >= 1:
-        assert state.mechanism.startswith("landlock") and "reads are not bounded" in state.detail
+        assert state.mechanism.startswith("landlock") and "file reads bounded" in state.detail
     (hermes_home / "config.yaml").write_text(yaml.safe_dump({"sandbox": {"enabled": False}}))
     state = sandbox.status()
     assert not state.available and state.detail.startswith("not sandboxed")

@@ -2,7 +2,7 @@
 
 The registry's ``call`` / ``acall`` / ``dispatch`` use these; each returns ``Settled``
 (``(content, is_error)``, see ``tools.calls.outcome``). No policy here: lookup, validation and the approval
-gate happen before (``ToolRegistry.prepare``, ``tools.safety.gate``).
+gate happen before (``ToolRegistry.prepare``, ``tools.safety.approvals.gate``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A script that runs ``runpy.run_path("clean.py")`` runs whatever ``clean.py`` holds when it runs; approving the
 script "always" must not approve the next ``clean.py`` the model writes. So, as for a terminal command
-(``tools.safety.bound_files``, the same fingerprints), the answer remembers the SHA-256 of every file the script
+(``tools.safety.commands.bound_files``, the same fingerprints), the answer remembers the SHA-256 of every file the script
 names beside its code, and asks again when one changed. Read from the script's syntax tree:
 
 - modules it imports (``import clean``, ``from pkg.mod import f``, ``importlib.import_module("clean")``): the
@@ -322,7 +322,7 @@ class Bound:
 
 def bound(code: str, root: Path) -> Bound:
     """The fingerprints of every file ``code`` names (``named_files``) and of every file its commands run
-    (``tools.safety.bound_files``: the terminal's own reading), and the calls that name things at run time."""
+    (``tools.safety.commands.bound_files``: the terminal's own reading), and the calls that name things at run time."""
     from hermes_nb.tools.safety.commands.bound_files import file_fingerprints, fingerprints
     from hermes_nb.tools.safety.commands.shell_words import Word, scan
 

@@ -58,7 +58,7 @@ class CodeSession:
 
 
 #: The script's ``__import__``, made outside hermes_nb's modules: the kernel's import guard
-#: (``tools.safety.imports``) treats an import by hermes_nb's own frames as hermes_nb's, and a script's
+#: (``tools.safety.writes.imports``) treats an import by hermes_nb's own frames as hermes_nb's, and a script's
 #: imports are the script's (the person's approved code), like a cell's.
 _IMPORT = """
 def __import__(name, globals=None, locals=None, fromlist=(), level=0):

@@ -4,8 +4,9 @@ Hermes refuses memory entries that look like prompt injection, exfiltration or h
 again when it builds the system prompt; this is our own scan of the same classes (and two more), written
 from what each class *is*:
 
-- ``invisible``: a character a reader cannot see (``tools.safety.visible``: format and control characters,
-  default-ignorables, bidi controls, tags, odd spaces), except the joiners and selectors inside an emoji.
+- ``invisible``: a character a reader cannot see (``tools.safety.approvals.visible``: format and control
+  characters, default-ignorables, bidi controls, tags, odd spaces), except the joiners and selectors inside an
+  emoji.
 - ``homoglyph``: a word that mixes Latin letters with a Cyrillic, Greek, Armenian or Cherokee letter drawn
   like a Latin one (``ignоre`` with a Cyrillic ``о``): nobody writes that but to slip past a reader.
 - ``injection``: text addressed to the model as instructions: override the earlier instructions, a new

@@ -4,7 +4,7 @@ Each tool declares how its calls are judged when it registers: ``metadata={"appr
 (``fn(args) -> Ask | None``; the terminal's shell classifier, the ``python`` tool), or
 ``needs_approval=True`` (every call asks: MCP tools annotated destructive, notebook tools that say so).
 ``decide`` then applies the person's rules (``approvals:`` in ``config.yaml``, deny wins), what they
-approved earlier (exactly; ``tools.safety.remembered``) and finally asks the approver.
+approved earlier (exactly; ``tools.safety.approvals.remembered``) and finally asks the approver.
 
 A tool that never asks by itself (no judge, no ``needs_approval``, no shell line) and has no rule of the
 person's passes with one memo look-up (``rules.tool_rule``): the common call stays cheap, and a rule for it

@@ -13,7 +13,7 @@ approvals:
 ```
 
 Deny wins over ask, ask over allow. A command ``deny``/``ask`` pattern matches the whole line, any simple
-command in it, or any of its **canonical** commands (``tools.safety.canonical``: quotes removed, globs
+command in it, or any of its **canonical** commands (``tools.safety.commands.canonical``: quotes removed, globs
 expanded against the workspace, ``/usr/bin/git`` → ``git``, ``git -C . push`` → ``git push``, what runs
 under ``sudo``/``env``/``xargs``/``sh -c``; a word that cannot be known exactly matches whatever it could be),
 so ``cat se?ret.txt`` meets a ``*secret*`` deny and ``g''it push`` a ``git push*`` deny. An ``allow`` pattern
@@ -252,8 +252,8 @@ def rule_for(tool: str, command: str | None = None, simple_commands: Sequence[st
 
 def _command_rules(commands: list[Any], command: str, simple_commands: Sequence[str]) -> list[Rule]:
     """The command rules that match: deny and ask against the line as typed and its canonical commands
-    (``tools.safety.canonical``: a wildcard there matches when some value of it would); allow only a plain
-    line of one command known exactly, whose typed and canonical forms both match."""
+    (``tools.safety.commands.canonical``: a wildcard there matches when some value of it would); allow only a
+    plain line of one command known exactly, whose typed and canonical forms both match."""
     from hermes_nb.tools.safety.commands.canonical import candidates, matches
 
     line = command.strip()

@@ -2,23 +2,24 @@
 
 One choice per call (``status``), said in ``%tools doctor`` and in every approval prompt:
 
-1. **bubblewrap** (``tools.safety.bwrap``), where it is installed and may make namespaces: read-only root,
-   the workspace (an overlay: its writes land after the call) and a private ``/tmp`` writable, what the model
-   does not see hidden (``tools.safety.hidden``: the home outside the workspace, the home's dot-entries when the
-   workspace holds it, the hermes_nb home, Jupyter's runtime files), the kernel's interpreter read-only wherever
-   it lives, no network, a pid namespace (nothing outlives the call);
-2. **Landlock** (``tools.safety.landlock``) otherwise, on Linux >= 5.13: writes bounded, no TCP, leftovers
-   swept; reads are not bounded there;
+1. **bubblewrap** (``tools.safety.sandbox.bwrap``), where it is installed and may make namespaces: read-only
+   root, the workspace (an overlay: its writes land after the call) and a private ``/tmp`` writable, what the
+   model does not see hidden (``tools.safety.sandbox.hidden``: the home outside the workspace, the home's
+   dot-entries when the workspace holds it, the hermes_nb home, Jupyter's runtime files), the kernel's
+   interpreter read-only wherever it lives, no network, a pid namespace (nothing outlives the call);
+2. **Landlock** (``tools.safety.sandbox.landlock``) otherwise, on Linux >= 5.13: writes bounded, file reads
+   bounded to what the model sees (folder listings are not), no TCP, leftovers swept;
 3. **none**: the prompt says "Not sandboxed" (macOS, old kernels, ``sandbox: {enabled: false}``).
 
 Writes, said beside the mechanism (``writes``): under bubblewrap the command writes an overlay of the
-workspace (``tools.safety.overlay``), never the workspace itself; when it ends, its exact write-set goes through
-the one landing policy (``tools.safety.lander``): each path lands, asks the person with its diff, or is refused
-and kept aside. Where there is no overlay (Landlock, no user namespaces, not Linux) a full-depth scan of the
-workspace before and after (``tools.safety.scan``) finds the write-set instead, and refused paths are moved out. ``config.yaml``'s ``sandbox:`` section:
+workspace (``tools.safety.sandbox.overlay``), never the workspace itself; when it ends, its exact write-set goes
+through the one landing policy (``tools.safety.writes.landing``, applied by ``tools.safety.writes.lander``): each
+path lands, asks the person with its diff, or is refused and kept aside. Where there is no overlay (Landlock, no
+user namespaces, not Linux) a full-depth scan of the workspace before and after (``tools.safety.sandbox.scan``)
+finds the write-set instead, and refused paths are moved out. ``config.yaml``'s ``sandbox:`` section:
 ``enabled`` (default true), ``mechanism`` (``bubblewrap`` / ``landlock``; default the first that works),
-``network`` (default off; under bubblewrap, on means only through ``tools.safety.netproxy``: public addresses,
-never this machine or its LAN),
+``network`` (default off; under bubblewrap, on means only through ``tools.safety.sandbox.netproxy``: public
+addresses, never this machine or its LAN),
 ``writable`` (more folders a command may write), ``visible`` (dot-entries of the home, or paths in it, the model
 may read: ``[.kaggle, ~/.config/git]``).
 """
@@ -110,8 +111,8 @@ def status() -> SandboxStatus:
                                     f"read and write wherever the kernel can; {writes}")
     network = cfg.get("network") is True
     parts = [f"writes only to the workspace and a private temp dir (Landlock ABI {abi}; {why_not})",
-             "reads are not bounded: the kernel's connection file and the hermes_nb home stay readable (your home "
-             "folder outside the workspace and its dot-entries do not; folder listings do)",
+             "file reads bounded to what the model sees (your home folder outside the workspace and its "
+             "dot-entries are out of reach; folder listings are not bounded)",
              _scan("Landlock cannot mount one")]
     if not network:
         parts.append("no TCP" if abi >= 4 else "network stays on (needs Landlock ABI 4)")
@@ -240,7 +241,7 @@ class Box:
 
 
 def _readable(workspace: Path, tmp: str) -> list[str]:
-    """What a command under Landlock may read: what the model sees (``tools.safety.hidden``)."""
+    """What a command under Landlock may read: what the model sees (``tools.safety.sandbox.hidden``)."""
     from hermes_nb.tools.safety.sandbox.hidden import view
 
     back = [Path(os.path.realpath(p)) for p in writable_paths(workspace, tmp)]

@@ -3,19 +3,21 @@
 What a command sees (``argv``): the whole root read-only; ``/dev``, ``/proc`` of its own pid namespace, an
 empty ``/run``, ``/dev/shm`` and ``/tmp``; an empty folder over each home folder outside the workspace
 (``emptied_mounts``); a private ``$TMPDIR`` (removed after the call); the workspace and the ``sandbox.writable``
-folders writable. On top of those, in this order:
+folders writable. On top of those, **what the model sees** (``view_mounts``, from
+``tools.safety.sandbox.hidden.view``): the home's dot-entries hidden when the workspace holds the home, those
+``sandbox.visible`` names shown read-only, the kernel's interpreter and its prefixes read-only wherever they live
+(so a clone under ``/tmp`` runs its own ``.venv/bin/python``), and last what is hidden whatever the choice (the
+hermes_nb home, Jupyter's runtime folder and this kernel's connection file) — even where it lies inside the
+workspace or a read-only bind. Hidden means an empty tmpfs over a folder, ``/dev/null`` over a file.
 
-1. **read-only inside the writable workspace**: every existing path of ``tools.safety.protected``'s list;
-2. **what the model sees** (``view_mounts``, from ``tools.safety.hidden.view``): the home's dot-entries hidden
-   when the workspace holds the home, those ``sandbox.visible`` names shown read-only, the kernel's interpreter and
-   its prefixes read-only wherever they live (so a clone under ``/tmp`` runs its own ``.venv/bin/python``), and
-   last what is hidden whatever the choice (the hermes_nb home, Jupyter's runtime folder and this kernel's
-   connection file) — even where it lies inside the workspace or a read-only bind. Hidden means an empty tmpfs
-   over a folder, ``/dev/null`` over a file.
+Nothing else inside the workspace is made read-only here (no list of dangerous names): the workspace is
+an overlay when ``tools.safety.sandbox.overlay`` wraps this argv, else written directly and scanned
+(``tools.safety.sandbox.scan``); either way what the command wrote goes through the one landing policy
+(``tools.safety.writes.landing``).
 
 Namespaces: a new user namespace that may not make another (``--disable-userns``), no capabilities, its own
 network namespace (only its own loopback: the kernel's ports and everything on 127.0.0.1 are out of reach;
-an opted-in network is a proxy, ``tools.safety.netproxy``),
+an opted-in network is a proxy, ``tools.safety.sandbox.netproxy``),
 pid namespace (when the command ends, everything it started dies), IPC, UTS (not cgroup) and session (``--new-session``:
 no typing into the person's terminal), and ``--die-with-parent``. The environment is scrubbed of secrets
 (``scrub_env``).
@@ -33,7 +35,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from hermes_nb.tools.safety.sandbox.hidden import View, view, within
-from hermes_nb.tools.safety.sandbox.protected import Candidate
 
 __all__ = ["argv", "emptied_mounts", "probe", "scrub_env", "version", "view_mounts"]
 
@@ -95,12 +96,8 @@ def _mask(path: Path) -> list[str]:
 
 
 def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterable[str] = (),
-         protected: Iterable[Candidate] = (), info_fd: int | None = None) -> list[str]:
-    """The full argv running ``command`` in the sandbox, in ``workspace``.
-
-    ``protected``: paths inside the writable ones (``tools.safety.protected``); the existing ones stay
-    read-only, or pinned in place (a bind on itself cannot be renamed away) when not ``read_only``.
-    """
+         info_fd: int | None = None) -> list[str]:
+    """The full argv running ``command`` in the sandbox, in ``workspace``."""
     exe = shutil.which("bwrap") or "bwrap"
     seen = view(workspace)
     args = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm",
@@ -109,13 +106,8 @@ def argv(command: Sequence[str], *, workspace: Path, tmp: str, writable: Iterabl
     for folder in dict.fromkeys(binds):
         if folder.is_dir():
             args += ["--bind", str(folder), str(folder)]
-    hidden = seen.always
-    for item in protected:
-        if os.path.lexists(item.path) and not any(item.path.is_relative_to(h) for h in hidden):
-            real = str(_real(item.path))
-            args += ["--ro-bind" if item.read_only else "--bind", real, real]
     args += view_mounts(seen, writable=binds[1:])
-    if info_fd is not None:  # bwrap reports the namespace's init there (tools.safety.sandbox waits on it)
+    if info_fd is not None:  # bwrap reports the namespace's init there (tools.safety.sandbox.box waits on it)
         args += ["--info-fd", str(info_fd)]
     return [*args, *_NAMESPACES, "--setenv", "TMPDIR", tmp, "--chdir", str(workspace), "--", *command]
 
@@ -137,10 +129,10 @@ def _gone(path: Path, gone: Iterable[Path], back: Iterable[Path]) -> bool:
 
 
 def view_mounts(seen: View, *, writable: Iterable[Path] = ()) -> list[str]:
-    """After the workspace's and the protected binds, in this order: the home's dot-entries hidden (when the
-    workspace holds the home) and the ``writable`` folders inside them bound back; what ``sandbox.visible``
-    names, read-only; the interpreter read-only, with the links on the way to it; last, what is hidden
-    whatever the choice (so that no bind above shows it again)."""
+    """After the workspace's and the ``sandbox.writable`` binds, in this order: the home's dot-entries hidden
+    (when the workspace holds the home) and the ``writable`` folders inside them bound back; what
+    ``sandbox.visible`` names, read-only; the interpreter read-only, with the links on the way to it; last,
+    what is hidden whatever the choice (so that no bind above shows it again)."""
     args: list[str] = []
     masks = [d for d in seen.dots if not any(within(d, s) for s in seen.shown)]
     for path in masks:

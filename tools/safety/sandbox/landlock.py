@@ -10,12 +10,13 @@ here gets:
 - its own process group, killed when the call ends; with ABI >= 6 every other process of the call's
   Landlock domain too (a daemon that called ``setsid`` to leave the group included).
 
-Reads: given ``readable`` (``tools.safety.hidden.View.readable``: the root carved around what the model does
-not see), a command reads files only there, so the home outside the workspace and its dot-entries are out of
-reach here too; folders can still be listed (Landlock's listing right holds for a whole tree, so it is not
-bounded), and a file made later at the top of a carved folder (the workspace, when it holds the home) is not
-readable until the next call. A path inside the workspace cannot be excluded from a writable folder, so the
-landing policy holds through a full-depth scan after the command (``tools.safety.scan``; refused paths are moved out).
+Reads: given ``readable`` (``tools.safety.sandbox.hidden.View.readable``: the root carved around what the
+model does not see), a command reads files only there, so the home outside the workspace and its dot-entries
+are out of reach here too; folders can still be listed (Landlock's listing right holds for a whole tree, so it
+is not bounded), and a file made later at the top of a carved folder (the workspace, when it holds the home) is
+not readable until the next call. A path inside the workspace cannot be excluded from a writable folder, so
+the landing policy holds through a full-depth scan after the command (``tools.safety.sandbox.scan``; refused
+paths are moved out).
 
 Pure ctypes system calls, so a pip-installed library needs nothing else. A fresh thread per call restricts
 itself and spawns the command (``Confinement``), so the child is confined from its first instruction

@@ -10,8 +10,8 @@ write-set (``changes.Change``) after the changes landed. It does two things:
   deleted data folder must not need the folder in RAM. This kernel's checkpoints are listed by ``%rollback``;
   the folder goes at the kernel's exit (a killed kernel's, a day later, at another kernel's first record).
   A change the full-depth scan found (no overlay) has no pre-image: a rollback keeps it and says so.
-- enters each created or modified path in the ledger of model-written files (``tools.safety.ledger``), except
-  those a person approved (``trusted``), which leave it. Deleted paths leave it too.
+- enters each created or modified path in the ledger of model-written files (``tools.safety.writes.ledger``),
+  except those a person approved (``trusted``), which leave it. Deleted paths leave it too.
 """
 
 from __future__ import annotations

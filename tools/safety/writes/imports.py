@@ -2,7 +2,7 @@
 
 The kernel's working folder (the default workspace) is first on its ``sys.path``, so a ``bashlex.py``,
 ``ipywidgets.py`` or ``markdown_it.py`` written there would run at hermes_nb's next lazy import, and a
-``pandas.py`` at the person's next ``import pandas``. Three parts:
+``pandas.py`` at the person's next ``import pandas``. Two parts, one finder:
 
 - ``install`` (at ``%load_ext``, undone at unload): a finder first on ``sys.meta_path`` that, for an import
   hermes_nb's own code asks for (its frame's module is ``hermes_nb.*``) and for everything that module's
@@ -10,25 +10,20 @@ The kernel's working folder (the default workspace) is first on its ``sys.path``
   write. A module found nowhere else is a ``ModuleNotFoundError`` naming the workspace, never the planted
   file.
 - The same finder, for **every** import (the person's, a library's optional one, ``importlib``, ``runpy``,
-  ``%load_ext``, submodules): when the ledger of model-written files (``tools.safety.ledger``) is not empty,
-  it runs the import system's own search and refuses the spec it finds when a file loading it would run —
-  source, extension, bytecode cache, zip archive; or every folder of a namespace package — still holds what
+  ``%load_ext``, submodules): when the ledger of model-written files (``tools.safety.writes.ledger``) is not
+  empty, it runs the import system's own search and refuses the spec it finds when a file loading it would
+  run — source, extension, bytecode cache, zip archive; or every folder of a namespace package — still holds what
   the model wrote and no one trusted (``%trust``). The refusal is a ``ModuleNotFoundError`` naming the file,
-  the call and ``%trust``, so an optional import's ``except ImportError`` carries on; stderr says it once.
-  An unreadable ledger refuses every import from the workspace. What ran before the load (IPython imports
+  the call and ``%trust``, so an optional import's ``except ImportError`` carries on; stderr says it once. An
+  unreadable ledger refuses every import from the workspace. What ran before the load (IPython imports
   ``storemagic`` at the kernel's start) cannot be stopped; the load names it.
-- ``shadowed_name`` (for ``write_file`` / ``patch``, and the sandbox's after-call check): the module a path
-  would shadow when it is a top-level module file or package in a folder the kernel imports from; the
-  importable names are computed once per kernel.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.abc
 import importlib.machinery
 import os
-import pkgutil
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -39,11 +34,10 @@ from typing import Any
 
 from hermes_nb.tools.safety.writes import ledger
 
-__all__ = ["install", "shadowed_name", "trusted_imports", "trusted_path", "untrusted_folders"]
+__all__ = ["install", "trusted_imports", "trusted_path", "untrusted_folders"]
 
 _local = threading.local()
 _said: set[str] = set()  # the model-written files the guard has named on stderr (once each)
-_SUFFIXES = tuple(sorted(importlib.machinery.all_suffixes(), key=len, reverse=True))
 
 
 def untrusted_folders() -> list[Path]:
@@ -279,26 +273,3 @@ def _ran_before_load(ip: Any) -> list[tuple[str, str, ledger.Entry]]:
     return [(name, path, entry) for name, path in found.values()
             if (entry := ledger.model_written(path, index)) is not None]
 
-
-@functools.cache
-def _importable() -> frozenset[str]:
-    """Top-level module names the kernel can import from elsewhere (stdlib, builtins, installed packages);
-    computed once per kernel."""
-    names = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
-    names |= {m.name for m in pkgutil.iter_modules(trusted_path())}
-    names |= {n.partition(".")[0] for n in list(sys.modules)}
-    return frozenset(n for n in names if n.isidentifier() and not n.startswith("__"))
-
-
-def shadowed_name(real: Path) -> str | None:
-    """The importable module ``real`` would shadow: a top-level ``NAME.py`` (any import suffix) or
-    ``NAME/__init__.py`` in a folder the model can write that the kernel imports from; else None."""
-    folders = untrusted_folders()
-    parent, name = real.parent, real.name
-    if parent in folders:
-        stem = next((name[: -len(s)] for s in _SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
-    elif parent.parent in folders and name.startswith("__init__."):
-        stem = parent.name
-    else:
-        return None
-    return stem if stem is not None and stem in _importable() else None

@@ -2,10 +2,10 @@
 
 A sandboxed command's write-set (its overlay's upper folder, or a full-depth scan where there is no overlay)
 and ``write_file`` / ``patch`` are lists of ``Change``. ``land`` judges every path with the one policy
-(``tools.safety.landing``), asks the person about the "asks" rows with the diff, keeps the refused and
+(``tools.safety.writes.landing``), asks the person about the "asks" rows with the diff, keeps the refused and
 declined ones aside under ``<hermes_nb home>/kept-aside/<call id>/`` (never in the workspace), writes the
 rest to the workspace without following any link there, records what landed as the call's checkpoint
-(``tools.safety.checkpoints``) and keeps it for the call's record (``take_changes``: the card's diff).
+(``tools.safety.writes.checkpoints``) and keeps it for the call's record (``take_changes``: the card's diff).
 """
 
 from __future__ import annotations

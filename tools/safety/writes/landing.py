@@ -1,13 +1,13 @@
 """The one landing policy: for every path the model changes, whether the change lands, asks, or is refused.
 
 Every write the model makes reaches the workspace through here: a sandboxed command's write-set (read from
-its overlay, ``tools.safety.overlay``, or from a full-depth scan where there is none) and ``write_file`` /
-``patch``. A path is judged by *what it is*, never by whether its name matches something installed; the rows
-below are tried in order and the first that holds decides. For what no row names the question is one: **can an
-unsandboxed program run or trust this later** (the person's git, shell, pip, uv, npx, editor, the kernel's next
-import)? If so it is refused or asks; if not it lands.
+its overlay, ``tools.safety.sandbox.overlay``, or from a full-depth scan where there is none) and
+``write_file`` / ``patch``. A path is judged by *what it is*, never by whether its name matches something
+installed; the rows below are tried in order and the first that holds decides. For what no row names the
+question is one: **can an unsandboxed program run or trust this later** (the person's git, shell, pip, uv, npx,
+editor, the kernel's next import)? If so it is refused or asks; if not it lands.
 
-- **refused**: the change is kept aside (``tools.safety.lander``) under the hermes_nb home, never in the
+- **refused**: the change is kept aside (``tools.safety.writes.lander``) under the hermes_nb home, never in the
   workspace, and the card names where;
 - **asks**: the person sees the diff and says yes or no (yes trusts the file as written);
 - **lands**: it is written to the workspace, with its pre-image kept as the call's checkpoint.

@@ -1,5 +1,5 @@
 """Undoing what tool calls landed: one call's changes, or everything since one call, from this kernel's
-checkpoints (``tools.safety.checkpoints``).
+checkpoints (``tools.safety.writes.checkpoints``).
 
 Each path goes back to what it was before the call: a created file or folder is removed, a deleted one comes
 back, a modified one gets its old content; modes and link targets too. A path is **kept** — never
