@@ -88,13 +88,13 @@ def evaluate(cases: Any, agent: Any = None, concurrency: int = 8,
 
     started = time.monotonic()
     paths = cassette_paths(record, replay)
+    # its name on every case's spans: the out_dir's folder (resumed runs share it), else when it began
+    run_name = Path(out_dir).name if out_dir is not None else time.strftime("evaluate-%Y%m%dT%H%M%S")
     if executor is not None:
         from hermes_nb.evaluation.remote import run_remote  # dask loads only for a remote run
 
-        interrupted = run_remote(todo, template, executor, finished, paths)
+        interrupted = run_remote(todo, template, executor, finished, paths, run_name)
     else:
-        # its name on every case's spans: the out_dir's folder (resumed runs share it), else when it began
-        run_name = Path(out_dir).name if out_dir is not None else time.strftime("evaluate-%Y%m%dT%H%M%S")
         interrupted = run_local(todo, template, concurrency, finished, paths, run_name)
     model = template.get("model") if isinstance(template, Mapping) else None
     replayed = str(paths[1]) if paths is not None and paths[0] == "replay" else (

@@ -35,8 +35,10 @@ class RemoteToolError(HermesNbError, ValueError):
 
 
 def run_remote(todo: list[Case], template: Mapping[str, Any], client: Any,
-               finished: Callable[[Case, Outcome], None], cassettes: tuple[str, Path] | None) -> bool:
-    """Submit one task per case and hand results to ``finished`` as they come; True when interrupted."""
+               finished: Callable[[Case, Outcome], None], cassettes: tuple[str, Path] | None,
+               run_name: str = "") -> bool:
+    """Submit one task per case and hand results to ``finished`` as they come; True when interrupted.
+    ``run_name``: the evaluation's name on each case's spans, as a local run tags them."""
     try:
         from distributed import as_completed
     except ImportError:
@@ -54,8 +56,9 @@ def run_remote(todo: list[Case], template: Mapping[str, Any], client: Any,
     by_key: dict[str, Case] = {}
     futures = []
     for case in todo:
-        payload = Case(index=case.index, prompt=case.prompt, expected_tools=case.expected_tools)  # no check
-        future = client.submit(_remote_case, payload, dict(template), shipped, cassettes,
+        payload = Case(index=case.index, prompt=case.prompt, expected_tools=case.expected_tools,
+                       name=case.name)  # no check (it need not pickle); the name is the case's id on its spans
+        future = client.submit(_remote_case, payload, dict(template), shipped, cassettes, run_name,
                                key=f"hermes-nb-case-{run_id}-{case.index}", pure=False)
         by_key[future.key] = case
         futures.append(future)
@@ -154,14 +157,14 @@ def _install(blob: bytes) -> None:
 
 
 def _remote_case(case: Case, template: dict[str, Any], blob: bytes,
-                 cassettes: tuple[str, Path] | None) -> Outcome:
+                 cassettes: tuple[str, Path] | None, run_name: str = "") -> Outcome:
     """One case on a worker thread: the worker's own background loop runs the conversation."""
     from hermes_nb.evaluation.runner import run_case
     from hermes_nb.tools import async_bridge
 
     _install(blob)
     model = None if cassettes and cassettes[0] == "replay" else _shared_model(template)
-    return async_bridge.run_sync(run_case(case, template, model=model, cassettes=cassettes))
+    return async_bridge.run_sync(run_case(case, template, model=model, cassettes=cassettes, run_name=run_name))
 
 
 _models: dict[str, Any] = {}

@@ -10,9 +10,13 @@ run finds one of them):
 
 2 and 3 build a provider of hermes_nb's own (the SDK and the OTLP/HTTP exporter, imported then) that is not
 made global, so the person's other code is left alone. Content (prompts, arguments, results) goes on the
-spans only when the person opts in: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true``, or the
-``SPAN_ONLY`` / ``SPAN_AND_EVENT`` values of ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``),
-or ``tracing: {capture_content: true}``.
+spans only when the person opts in: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true``, or
+``SPAN_ONLY`` / ``SPAN_AND_EVENT``, its values under the latest conventions), or ``tracing: {capture_content:
+true}``.
+
+``OTEL_SEMCONV_STABILITY_OPT_IN`` is not read: it lets an instrumentation that emitted GenAI conventions v1.36.0
+or older keep emitting them by default. hermes_nb never emitted an older version, so it always emits the latest
+experimental ones, as ``gen_ai_latest_experimental`` asks, whether the variable is set or not.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ log = logging.getLogger(__name__)
 
 CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+_FROM_ENV = "env:"  # an endpoint key: the standard variables name the collector
 _SCOPE = "hermes_nb"
 _KINDS = {"chat": "CLIENT", "mcp": "CLIENT"}  # the rest INTERNAL (the conventions' kinds)
 _own: dict[str, Any] = {}  # endpoint -> the provider hermes_nb built for it (one per endpoint, kept)
@@ -126,9 +131,9 @@ def _endpoint(cfg: Mapping[str, Any]) -> str:
     given = cfg.get("otlp_endpoint")
     if isinstance(given, str) and given.strip():
         return given.strip()
-    for name in _ENDPOINT_VARIABLES:
-        if os.environ.get(name, "").strip():
-            return "env"  # the exporter reads the standard variables itself
+    values = [os.environ.get(name, "").strip() for name in _ENDPOINT_VARIABLES]
+    if any(values):  # the exporter reads the standard variables itself; their values key its provider, so a
+        return _FROM_ENV + " ".join(values)  # variable changed in the kernel is followed by the next run
     return ""
 
 
@@ -172,7 +177,8 @@ def _own_provider(endpoint: str) -> Any:
                 print("hermes_nb: tracing is configured but its packages are missing: "
                       "pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http", file=sys.stderr)
             return None
-        exporter = OTLPSpanExporter() if endpoint == "env" else OTLPSpanExporter(endpoint=_traces_url(endpoint))
+        exporter = OTLPSpanExporter() if endpoint.startswith(_FROM_ENV) else \
+            OTLPSpanExporter(endpoint=_traces_url(endpoint))
         provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME",
                                                                                            "hermes_nb")}))
         provider.add_span_processor(BatchSpanProcessor(exporter))

@@ -138,8 +138,12 @@ class Recorder:
                     "gen_ai.usage.output_tokens": usage.get("completion_tokens", 0),
                     "gen_ai.response.finish_reasons": (response.finish_reason or "stop",),
                     "hermes_nb.turn": event.turn.iteration})
-                self._end(span, time.perf_counter() if now is None else now, content={"gen_ai.output.messages": _output(response)}
-                          if self._sink is not None and self._sink.content else None)
+                content = None
+                if self._sink is not None and self._sink.content:  # built only when it goes anywhere
+                    from hermes_nb.traces.messages import chat_content
+
+                    content = chat_content(event.turn.request.messages, response)
+                self._end(span, time.perf_counter() if now is None else now, content=content)
 
     def _queued(self, event: ToolCallQueued, now: float) -> None:
         attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": event.name,
@@ -292,17 +296,6 @@ def _ordered(records: list[SpanRecord]) -> tuple[SpanRecord, ...]:
         out.append(r)
         stack.extend(sorted(kids.get(r.id, []), key=lambda c: c.start, reverse=True))
     return tuple(out)
-
-
-def _output(response: Any) -> str:
-    import json
-    parts: list[dict[str, Any]] = []
-    if response.content:
-        parts.append({"type": "text", "content": response.content})
-    for call in response.tool_calls:
-        parts.append({"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments})
-    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": response.finish_reason or "stop"}],
-                      ensure_ascii=False)
 
 
 def newest_open(call_id: str) -> tuple[Recorder, _Open] | None:

@@ -75,6 +75,25 @@ def test_public_api_is_lazy_and_complete() -> None:
         hermes_nb.no_such_name  # noqa: B018
 
 
+def test_load_imports_no_trace_module_or_opentelemetry_even_with_tracing_configured(tmp_path: Any) -> None:
+    """Traces cost the load nothing: with all three ways on configured (config.yaml, the standard variables,
+    content capture), ``%load_ext`` imports no ``hermes_nb.traces`` module and no OpenTelemetry."""
+    import json
+    import os
+    import subprocess
+
+    (tmp_path / "config.yaml").write_text("tracing:\n  otlp_endpoint: http://127.0.0.1:9\n  capture_content: true\n")
+    code = ("import json, sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+            "InteractiveShell.instance().run_line_magic('load_ext', 'hermes_nb')\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('hermes_nb.traces', 'opentelemetry')))))")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}, "HERMES_NB_HOME": str(tmp_path),
+           "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",  # read by a run, never contacted by the load
+           "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
 def test_an_import_error_inside_a_feature_module_is_not_swallowed(
     ip: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:

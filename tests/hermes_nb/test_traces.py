@@ -3,10 +3,12 @@ exporter, and the waterfall drawn from the same records (HTML and text)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -143,6 +145,62 @@ def test_content_goes_on_spans_only_when_the_person_opts_in(tools, exported, mon
     assert m1.attributes["gen_ai.tool.call.result"] == "met 1"
     last = json.loads(named["chat m"][-1].attributes["gen_ai.output.messages"])
     assert last[0]["role"] == "assistant"
+
+
+@pytest.mark.parametrize("opt_in", ["variable", "config"])
+def test_prompts_go_on_chat_spans_only_when_the_person_opts_in(tools, exported, monkeypatch, hermes_home,
+                                                               opt_in: str) -> None:
+    """Each ``chat`` span carries what that turn was sent (``gen_ai.input.messages``) and the system prompt
+    (``gen_ai.system_instructions``) once content is captured, by the variable or by config.yaml; never before."""
+    prompts = ("gen_ai.input.messages", "gen_ai.system_instructions")
+    _run(system_prompt="Answer briefly.")
+    plain = [s for s in exported.get_finished_spans() if s.name == "chat m"]
+    assert plain and not any(k in s.attributes for s in plain for k in prompts)
+    exported.clear()
+    if opt_in == "variable":
+        monkeypatch.setenv(otel.CONTENT_VARIABLE, "true")
+    else:
+        (hermes_home / "config.yaml").write_text("tracing:\n  capture_content: true\n")
+    _run(system_prompt="Answer briefly.")
+    named = _by_name(exported.get_finished_spans())
+    (root,) = named["invoke_agent hermes_nb"]
+    first, second, *_ = sorted((s for s in named["chat m"] if s.parent.span_id == root.context.span_id),
+                               key=lambda s: s.start_time)
+    system = [{"type": "text", "content": "Answer briefly."}]
+    assert json.loads(first.attributes["gen_ai.system_instructions"]) == system
+    assert json.loads(first.attributes["gen_ai.input.messages"]) == [
+        {"role": "system", "parts": system}, {"role": "user", "parts": [{"type": "text", "content": "go"}]}]
+    sent = json.loads(second.attributes["gen_ai.input.messages"])  # the turn after the parallel batch
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool"]
+    calls = sent[2]["parts"]
+    assert [(p["type"], p["id"], p["name"]) for p in calls] == [("tool_call", "m1", "meet"), ("tool_call", "m2", "meet")]
+    assert json.loads(calls[0]["arguments"]) == {"n": 1}
+    assert {"role": "tool", "parts": [{"type": "tool_call_response", "id": "m2", "response": "met 2"}]} in sent
+    assert json.loads(second.attributes["gen_ai.output.messages"])[0]["parts"][0]["name"] == "guarded"
+
+
+def test_chat_content_keeps_every_kind_of_message_part() -> None:
+    """Content parts (an image beside text), a developer message, an empty assistant turn and a tool result as
+    parts come out in the conventions' shape; what it has no part type for is kept as sent (a generic part)."""
+    from hermes_nb.models import ModelTurn
+    from hermes_nb.traces.messages import chat_content
+
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    sent = [{"role": "developer", "content": [{"type": "text", "text": "Be exact."}]},
+            {"role": "user", "content": [{"type": "text", "text": "What is this?"}, image]},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "v1", "type": "function", "function": {"name": "look", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "v1", "content": [{"type": "text", "text": "a cat"}, image]}]
+    content = chat_content(sent, ModelTurn(content="A cat.", finish_reason="stop"))
+    assert json.loads(content["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be exact."}]
+    assert json.loads(content["gen_ai.input.messages"]) == [
+        {"role": "developer", "parts": [{"type": "text", "content": "Be exact."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "What is this?"}, image]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "v1", "name": "look", "arguments": "{}"}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "v1", "response": "a cat"}]}]
+    assert json.loads(content["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "A cat."}], "finish_reason": "stop"}]
+    assert "gen_ai.system_instructions" not in chat_content(sent[1:], ModelTurn(content="x"))  # no system prompt
 
 
 @pytest.mark.parametrize(("value", "expected", "reason"), [
@@ -298,56 +356,162 @@ def test_evaluate_tags_each_cases_run(exported, tmp_path) -> None:
     assert len(tools_) == 4 and {by_trace[s.context.trace_id] for s in tools_} == set(by_trace.values())
 
 
-def test_config_endpoint_exports_over_otlp_http(tmp_path, monkeypatch) -> None:
-    """``tracing: {otlp_endpoint: ...}`` in config.yaml: the spans reach a real OTLP/HTTP receiver (a local
-    HTTP server decoding the protobuf body with OpenTelemetry's own message types)."""
+class _Receiver:
+    """What a real OTLP/HTTP receiver got: each request's path and body, decoded with OpenTelemetry's own
+    message types."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, Any]] = []
+        self.url = ""
+        self._arrived = threading.Condition()
+
+    def take(self, path: str, request: Any) -> None:
+        with self._arrived:
+            self.got.append((path, request))
+            self._arrived.notify_all()
+
+    def spans(self) -> list[Any]:
+        with self._arrived:
+            return [s for _, r in self.got for rs in r.resource_spans for scope in rs.scope_spans for s in scope.spans]
+
+    def wait_for(self, count: int, timeout: float = 30) -> bool:
+        """Whether ``count`` spans arrived within ``timeout`` seconds (no sleeps: woken by each request)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.spans()) >= count, timeout)
+
+
+@contextlib.contextmanager
+def _otlp_receiver() -> Iterator[_Receiver]:
+    """A local HTTP server on 127.0.0.1 taking OTLP/HTTP protobuf exports; its ``url`` names it as a collector."""
     import http.server
 
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    got: list[tuple[str, Any]] = []
-    arrived = threading.Event()
+    receiver = _Receiver()
 
-    class Receiver(http.server.BaseHTTPRequestHandler):
+    class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)
-            got.append((self.path, request))
             self.send_response(200)
             self.send_header("Content-Type", "application/x-protobuf")
             self.end_headers()
-            arrived.set()
+            receiver.take(self.path, request)
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    receiver.url = f"http://127.0.0.1:{server.server_port}"
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        (tmp_path / "config.yaml").write_text(
-            f"tracing:\n  otlp_endpoint: http://127.0.0.1:{server.server_port}\n")
-        monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path))
-        for name in (*otel._ENDPOINT_VARIABLES, otel.CONTENT_VARIABLE):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setattr(otel, "_persons_provider", lambda: None)
-        with FakeOpenAI([Reply(content="hi")]) as srv:
-            Agent(model="m", base_url=srv.base_url, display=False).run("go")
-        otel.flush()
-        assert arrived.wait(20)
+        yield receiver
     finally:
         server.shutdown()
         server.server_close()
-    path, request = got[0]
-    assert path == "/v1/traces"
-    (resource,) = request.resource_spans
-    assert any(a.key == "service.name" and a.value.string_value == "hermes_nb" for a in resource.resource.attributes)
-    spans = [s for scope in resource.scope_spans for s in scope.spans]
-    names = {s.name: s for s in spans}
+
+
+@pytest.fixture
+def own_exporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No provider of the person's and no standard variable set: hermes_nb builds its own provider (kept apart
+    from other tests', and shut down after)."""
+    for name in (*otel._ENDPOINT_VARIABLES, otel.CONTENT_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(otel, "_persons_provider", lambda: None)
+    built: dict[str, Any] = {}
+    monkeypatch.setattr(otel, "_own", built)
+    yield
+    for provider in built.values():
+        provider.shutdown()
+
+
+def _run_once() -> None:
+    with FakeOpenAI([Reply(content="hi")]) as srv:
+        Agent(model="m", base_url=srv.base_url, display=False).run("go")
+
+
+def _one_run_arrived(receiver: _Receiver) -> None:
+    """The run's two spans, as a collector sees them: the service, the tree, the standard attributes."""
+    assert receiver.wait_for(2), receiver.got
+    for _, request in receiver.got:
+        (resource,) = request.resource_spans
+        assert any(a.key == "service.name" and a.value.string_value == "hermes_nb"
+                   for a in resource.resource.attributes)
+    names = {s.name: s for s in receiver.spans()}
     assert set(names) == {"invoke_agent hermes_nb", "chat m"}
     assert names["chat m"].parent_span_id == names["invoke_agent hermes_nb"].span_id
     attrs = {a.key: a.value for a in names["chat m"].attributes}
     assert attrs["gen_ai.request.model"].string_value == "m" and attrs["gen_ai.usage.input_tokens"].int_value == 10
+
+
+@pytest.mark.slow
+def test_evaluate_on_dask_tags_each_cases_run_with_the_evaluations_name(tmp_path) -> None:
+    """With ``executor=`` the cases run in Dask worker processes (a real ``LocalCluster``, as
+    test_evaluation_dask's), which export through the standard variable: each case's run carries its id, its index
+    and the evaluation's name, as a local evaluation's do."""
+    from distributed import Client, LocalCluster
+
+    import hermes_nb
+
+    def route(prompt: str, turn: int, body: dict[str, Any]) -> Reply:
+        return Reply(content="hello")
+
+    cases = [{"prompt": f"hi {i}", "expected_tools": [], "name": f"case-{i}"} for i in range(2)]
+    with _otlp_receiver() as receiver, RoutedOpenAI(route) as srv:
+        cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
+                               silence_logs=50, env={"HERMES_NB_HOME": str(tmp_path / "home"),
+                                                     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{receiver.url}/v1/traces"})
+        with cluster, Client(cluster) as client:
+            result = hermes_nb.evaluate(cases, agent={"model": "m", "base_url": srv.base_url, "enabled_toolsets": [],
+                                                      "stream": False}, executor=client, display=False,
+                                        out_dir=tmp_path / "nightly")
+            client.run(otel.flush)  # the workers' spans, sent now
+        assert receiver.wait_for(4), receiver.got  # each case: its run and one model turn
+    assert result.summary["errors"] == 0, [r.error for r in result.rows]
+    roots = [{a.key: a.value for a in s.attributes} for s in receiver.spans() if s.name == "invoke_agent hermes_nb"]
+    assert sorted((r["hermes_nb.eval.case_id"].string_value, r["hermes_nb.eval.case_index"].int_value)
+                  for r in roots) == [("case-0", 0), ("case-1", 1)]
+    assert [r["hermes_nb.eval.name"].string_value for r in roots] == ["nightly", "nightly"]
+
+
+def test_config_endpoint_exports_over_otlp_http(tmp_path, monkeypatch, own_exporter) -> None:
+    """``tracing: {otlp_endpoint: ...}`` in config.yaml: the spans reach a real OTLP/HTTP receiver."""
+    with _otlp_receiver() as receiver:
+        (tmp_path / "config.yaml").write_text(f"tracing:\n  otlp_endpoint: {receiver.url}\n")
+        monkeypatch.setenv("HERMES_NB_HOME", str(tmp_path))
+        _run_once()
+        otel.flush()
+        _one_run_arrived(receiver)
+    assert {path for path, _ in receiver.got} == {"/v1/traces"}
+
+
+@pytest.mark.parametrize(("variable", "path", "reason"), [
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "", "the collector: the exporter adds /v1/traces"),
+    ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/collector/spans", "the traces URL, taken as it is"),
+])
+def test_the_standard_variables_export_over_otlp_http(variable: str, path: str, reason: str, monkeypatch,
+                                                      own_exporter) -> None:
+    """The third way on: no config.yaml, no provider of the person's, only the standard variable."""
+    with _otlp_receiver() as receiver:
+        monkeypatch.setenv(variable, receiver.url + path)
+        _run_once()
+        otel.flush()
+        _one_run_arrived(receiver)
+    assert {p for p, _ in receiver.got} == {path or "/v1/traces"}, reason
+
+
+def test_a_variable_changed_in_the_kernel_is_followed_by_the_next_run(monkeypatch, own_exporter) -> None:
+    """Each run reads the variables again: after ``os.environ[...] = ...`` the next run goes to the new collector
+    (the provider built for the old one was kept and used before)."""
+    with _otlp_receiver() as before, _otlp_receiver() as after:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", before.url)
+        _run_once()
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", after.url)
+        _run_once()
+        otel.flush()
+        _one_run_arrived(before)
+        _one_run_arrived(after)
 
 
 def test_a_missing_exporter_is_one_line_once(monkeypatch, capsys) -> None:
