@@ -5,6 +5,11 @@ would; 03's clean-up button is clicked after Run All. Fails on an error output o
 error; keeps a screenshot of every output under test-artifacts/notebooks/ and the run times in
 test-artifacts/notebooks/times.json. JupyterLab draws all cells (``windowingMode`` "none"), so every
 output is rendered and screenshotted.
+
+Each notebook runs once; its outputs are then read four ways without running again: in the light and the
+dark theme (switched in place), and saved, unsigned and reopened untrusted (JupyterLab sanitizes the HTML
+and drops every style holding ``var()``), in both themes again. Every visible text of every output must
+read at 4.5:1 or better against what is behind it (WCAG AA, ``lab_page.contrast``).
 """
 
 from __future__ import annotations
@@ -23,10 +28,14 @@ from tests.support.jupyterlab import ROOT, JupyterLab
 from tests.support.lab_page import (
     ARGS,
     CHROMIUM,
+    cell_outputs,
+    contrast,
     error_outputs,
     open_and_run_all,
     require_chromium,
+    save_and_reopen,
     screenshot_outputs,
+    use_theme,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -34,7 +43,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ARTIFACTS = ROOT / "test-artifacts" / "notebooks"
 
-
+THEMES = ("JupyterLab Light", "JupyterLab Dark")
+#: every output of the open notebook, whoever drew it (hermes_nb, JupyterLab, pandas, ipywidgets)
+OUTPUTS = {"outputs": ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output"}
 
 #: What a person clicks during Run All, per notebook: 02's approval prompts wait for these buttons.
 CLICKS: dict[str, tuple[str, ...]] = {"02-safe-scheduling.ipynb": ("Approve once", "Deny")}
@@ -51,8 +62,22 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JupyterLab, 
     folder = tmp_path_factory.mktemp("notebooks")
     shutil.copytree(ROOT / "notebooks", folder, dirs_exist_ok=True)
     env = {"HERMES_NB_HOME": str(folder / ".home"), "HERMES_NB_WORKSPACE": str(folder)}
-    with JupyterLab(folder, env=env, windowing="none") as server:
+    with JupyterLab(folder, env=env, theme=THEMES[0], windowing="none") as server:
         yield server, folder
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for every notebook (each gets a page of its own)."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 @pytest.fixture(scope="module")
@@ -65,34 +90,57 @@ def times() -> Iterator[dict[str, float]]:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_in_the_browser(lab: tuple[JupyterLab, Path], times: dict[str, float], path: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
+def test_notebook_runs_in_the_browser(lab: tuple[JupyterLab, Path], browser: Any, times: dict[str, float],
+                                      path: Path) -> None:
     server, _folder = lab
     console: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
-            page.on("pageerror", lambda exc: console.append(f"page error: {exc}"))
-            start = time.monotonic()
-            state = open_and_run_all(page, server, path.name, timeout=600, clicks=CLICKS.get(path.name, ()),
-                                     before_click=lambda page, label: _shoot_prompt(page, label, path.stem))
-            times[path.name] = round(time.monotonic() - start, 1)
-            errors = error_outputs(page)
-            text = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea").all_inner_texts()
-            shots = screenshot_outputs(page, ARTIFACTS, path.stem)
-            cleaned = _clean_up(page) if path.name == "03-mcp-and-plugins.ipynb" else None
-        finally:
-            browser.close()
-            _stop_kernels(server)
-    assert state == "done" and not errors, errors
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: console.append(f"page error: {exc}"))
+        start = time.monotonic()
+        state = open_and_run_all(page, server, path.name, timeout=600, clicks=CLICKS.get(path.name, ()),
+                                 before_click=lambda page, label: _shoot_prompt(page, label, path.stem))
+        times[path.name] = round(time.monotonic() - start, 1)
+        errors = error_outputs(page)
+        assert state == "done" and not errors, errors
+        text = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea").all_inner_texts()
+        shots = screenshot_outputs(page, ARTIFACTS, path.stem)
+        cleaned = _clean_up(page) if path.name == "03-mcp-and-plugins.ipynb" else None
+        start = time.monotonic()
+        read = _read_every_way(page, server, path.name)
+        times[f"{path.name}: themes, untrusted"] = round(time.monotonic() - start, 1)
+    finally:
+        page.close()
+        _stop_kernels(server)
     assert shots, "no output was rendered"
     missing = [t for t in AFTER_CLICKS.get(path.name, ()) if not any(t in out for out in text)]
     assert not missing, f"not in the outputs: {missing}"
     assert cleaned in (None, "🧹 Cleaned up: hermes_nb unloaded, 0 MCP servers left"), cleaned
     assert not console, "\n".join(console)
+    for way, measured in read.items():
+        assert measured, f"{way}: no output text"
+    low = [f"{way}: {m['ratio']:.2f} {m['color']} {m['text']!r}" for way, measured in read.items()
+           for m in measured if m["ratio"] < 4.5]
+    assert not low, "text below 4.5:1\n" + "\n".join(low)
+
+
+def _read_every_way(page: Any, server: JupyterLab, name: str) -> dict[str, list[dict[str, Any]]]:
+    """The open notebook's output texts, measured in each theme, then saved and reopened untrusted in each theme
+    (ending in the first, the theme the next notebook starts in)."""
+    read = {}
+    for theme in THEMES:
+        use_theme(page, theme)
+        read[theme] = contrast(page, OUTPUTS)
+    ran = cell_outputs(page)
+    save_and_reopen(page, server, name)
+    reopened = cell_outputs(page)
+    assert not any(c["trusted"] for c in reopened if c["outputs"]), "the saved notebook must reopen untrusted"
+    assert [c["outputs"] for c in reopened] == [c["outputs"] for c in ran], "the saved outputs are not all back"
+    for theme in reversed(THEMES):
+        use_theme(page, theme)
+        read[f"untrusted, {theme}"] = contrast(page, OUTPUTS)
+    return read
 
 
 def _shoot_prompt(page: Any, label: str, stem: str) -> None:

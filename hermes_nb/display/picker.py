@@ -217,7 +217,8 @@ class SelectionSummary:
                      rows=tuple((mark(r), r.label, note(r)) for r in self.rows))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        line = f"<code style='color:{colours.MUTED}'>{escape_html(self.text())}</code>"
+        # the record's headline, in body text: muted text on JupyterLab's code background reads 4.4:1 in light
+        line = f"<code style='color:{colours.TEXT}'>{escape_html(self.text())}</code>"
         if not self.rows:
             html_text = line
         else:

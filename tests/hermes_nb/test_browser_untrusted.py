@@ -2,9 +2,9 @@
 
 The notebook is executed offline (nbclient) and saved unsigned, so JupyterLab opens it untrusted and
 sanitizes its HTML: no JavaScript, SVG removed, and every style declaration holding ``var()`` dropped.
-Measured in both themes: the timeline's and the evaluation chart's bars keep a colour and a width, the
-transcript keeps its border, and every text of the transcript, the cards and the evaluation table reads
-at 4.5:1 or better.
+Measured in both themes (switched in place on one page): the timeline's and the evaluation chart's bars
+keep a colour and a width, the transcript keeps its border, and every text of the transcript, the cards
+and the evaluation table reads at 4.5:1 or better.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from nbclient import NotebookClient
 
 from tests.support.jupyterlab import ROOT, JupyterLab
-from tests.support.lab_page import ARGS, CHROMIUM, contrast, require_chromium, wait_for
+from tests.support.lab_page import ARGS, CHROMIUM, contrast, require_chromium, use_theme, wait_for
 
 ARTIFACTS = ROOT / "test-artifacts" / "untrusted"
 
@@ -85,18 +85,19 @@ def test_a_saved_notebook_opened_untrusted_reads_in_both_themes(tmp_path: Path,
     path = _executed_notebook(tmp_path)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     seen: dict[str, tuple[dict[str, object], list[dict[str, object]]]] = {}
-    for theme in ("JupyterLab Light", "JupyterLab Dark"):
-        stem = theme.split()[-1].lower()
-        with JupyterLab(tmp_path, theme=theme, windowing="none") as lab, sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(lab.url(f"lab/workspaces/untrusted-{stem}/tree/{path}") + "&reset")
-                wait_for(page, "() => document.querySelectorAll('.hermes-nb-eval').length > 0", 120)
+    with JupyterLab(tmp_path, theme="JupyterLab Light", windowing="none") as lab, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(lab.url(f"lab/workspaces/untrusted/tree/{path}") + "&reset")
+            wait_for(page, "() => document.querySelectorAll('.hermes-nb-eval').length > 0", 120)
+            for theme in ("JupyterLab Light", "JupyterLab Dark"):
+                stem = theme.split()[-1].lower()
+                use_theme(page, theme)
                 seen[stem] = (page.evaluate(DRAWN_JS), contrast(page, GROUPS))
                 page.screenshot(path=str(ARTIFACTS / f"untrusted-{stem}.png"), full_page=True)
-            finally:
-                browser.close()
+        finally:
+            browser.close()
     for stem, (drawn, measured) in seen.items():
         assert drawn["trusted"] is False, "the handed-out notebook must open untrusted"
         assert len(drawn["bars"]) >= 4 and all(drawn["bars"]), (stem, drawn)  # timeline (2) and chart bars

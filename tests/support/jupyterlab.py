@@ -37,6 +37,8 @@ class JupyterLab:
         self.timeout = timeout
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.root_dir / ".jupyterlab.log"
+        #: the server's trust database and secret, private: ``untrust`` edits it, the person's own is untouched
+        self.notary_dir = self.root_dir / ".jupyterlab-settings" / "notary"
 
     def url(self, path: str = "lab") -> str:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?token={self.token}"
@@ -46,6 +48,7 @@ class JupyterLab:
         settings = self.root_dir / ".jupyterlab-settings"
         notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
         notification.parent.mkdir(parents=True, exist_ok=True)
+        self.notary_dir.mkdir(exist_ok=True)
         notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         if self.theme:
             themes = settings / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
@@ -66,6 +69,7 @@ class JupyterLab:
             f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={settings / 'workspaces'}",
             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run commands without menu clicks
+            f"--NotebookNotary.data_dir={self.notary_dir}",
         ]
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env, cwd=self.root_dir)
@@ -82,6 +86,15 @@ class JupyterLab:
                 time.sleep(0.2)  # polling with a deadline, not a fixed wait
         self.__exit__()
         raise TimeoutError(f"jupyter lab did not answer /api/status in {self.timeout} s:\n{self.log()}")
+
+    def untrust(self, path: str) -> None:
+        """Take the saved notebook ``path`` out of this server's trust database: it reopens untrusted, outputs and
+        all, as a notebook handed to someone else does (JupyterLab signs what it saves from a trusted session)."""
+        import nbformat
+        from nbformat.sign import NotebookNotary
+
+        nb = nbformat.read(self.root_dir / path, as_version=4)
+        NotebookNotary(data_dir=str(self.notary_dir)).unsign(nb)
 
     def log(self) -> str:
         try:

@@ -140,7 +140,7 @@ CONTRAST_JS = r"""(groups) => {
         if (!own || !el.getClientRects().length) continue;
         const label = el.closest('label');
         if (label && label.querySelector('input:disabled')) continue;  // WCAG: disabled controls are exempt
-        if (el.closest('.mod-disabled')) continue;
+        if (el.closest('.mod-disabled, button:disabled')) continue;
         const bg = background(el);
         const fg = parse(getComputedStyle(el).color);
         if (!fg) { results.push({group, text: own.slice(0, 60), ratio: 0, color: getComputedStyle(el).color}); continue; }
@@ -175,3 +175,44 @@ def screenshot_outputs(page: Any, folder: Path, stem: str) -> list[Path]:
         item.screenshot(path=str(path))
         shots.append(path)
     return shots
+
+
+def use_theme(page: Any, theme: str, timeout: float = 30) -> None:
+    """Switch the open page to ``theme`` ("JupyterLab Dark") in place: nothing re-runs, the outputs stay. Waits until
+    it is drawn (JupyterLab hides its shell while a theme loads and shows it again on the next frame)."""
+    page.evaluate("theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme)
+    wait_for(page, f"() => document.body.dataset.jpThemeName === {json.dumps(theme)}"
+                   " && !window.jupyterapp.shell.isHidden", timeout)
+
+
+#: Per code cell of the open notebook: how many outputs its model holds, and whether it is trusted.
+_OUTPUTS = f"""() => {_PANEL}.content.widgets.filter(c => c.model.type === 'code')
+    .map(c => ({{outputs: c.model.outputs.length, trusted: c.model.trusted}}))"""
+
+
+def cell_outputs(page: Any) -> list[dict[str, Any]]:
+    """``{"outputs": n, "trusted": bool}`` for each code cell of the open notebook."""
+    return list(page.evaluate(_OUTPUTS))
+
+
+def save_and_reopen(page: Any, lab: Any, path: str, timeout: float = 60) -> None:
+    """Save the open notebook with its outputs, take its signature away (``lab.untrust``), close it and open it
+    again from disk: it is the notebook a teacher hands out. Waits until every saved output is drawn."""
+    page.evaluate(f"() => {_PANEL}.context.save()")
+    lab.untrust(path)
+    page.evaluate(f"""async path => {{
+        const old = {_PANEL};
+        if (old.context.model.dirty) throw new Error(path + ': changed after it was saved');
+        old.dispose();  // its context goes with it: the next open reads the file again
+        const panel = await window.jupyterapp.commands.execute('docmanager:open', {{path, factory: 'Notebook'}});
+        if (panel.context === old.context) throw new Error(path + ': reopened from memory, not from disk');
+        await panel.context.ready;
+    }}""", path)
+    # drawn: one output node per output of the model, in every cell (windowingMode "none" draws every cell)
+    wait_for(page, f"""() => {{
+        const panel = {_PANEL};
+        if (!panel || !panel.context || !panel.context.isReady) return false;
+        const held = panel.content.widgets.filter(c => c.model.type === 'code')
+            .reduce((n, c) => n + c.model.outputs.length, 0);
+        return panel.content.node.querySelectorAll('.jp-OutputArea-child .jp-OutputArea-output').length >= held;
+    }}""", timeout)
