@@ -71,6 +71,8 @@ def clarify(question: str, choices: list[str] | None = None,
             answer = run_on_main(_ask_in_terminal, question, choices)
     except EOFError:
         return {"error": "no one answered the question (no input available). " + _CARRY_ON}
+    except Exception as exc:  # the asker broke (a widget, the person's callback): Hermes's answer, not a crash
+        return {"error": f"Failed to get user input: {type(exc).__name__}: {exc}. " + _CARRY_ON}
     if answer is None or not str(answer).strip():  # the prompt was dismissed or left empty
         return {"error": "the person gave no answer. " + _CARRY_ON}
     return {"question": question, "choices_offered": choices, "user_response": str(answer).strip()}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import json
+from typing import Any
 
 import pytest
 
@@ -98,5 +99,22 @@ def test_a_callback_passed_through_dispatch_answers() -> None:
     try:
         out = json.loads(registry.dispatch("clarify", {"question": "Which?", "choices": ["x"]}, callback=passed))
         assert out["user_response"] == "passed" and seen == [("Which?", ["x"])]
+    finally:
+        undo()
+
+
+@pytest.mark.parametrize("error", [RuntimeError("widget closed"), TimeoutError(), ValueError("bad choice")],
+                         ids=["runtime", "timeout", "value"])
+def test_an_asker_that_raises_is_an_answer_not_a_crash(error: Exception) -> None:
+    """Hermes 0.19.0 answers ``{"error": "Failed to get user input: ..."}`` when its callback raises; passed through
+    dispatch or installed, ours says the same (it let the exception escape to the dispatcher)."""
+    def broken(question: str, choices: Any) -> str:
+        raise error
+
+    passed = json.loads(registry.dispatch("clarify", {"question": "Which?"}, callback=broken))
+    assert passed["error"].startswith(f"Failed to get user input: {type(error).__name__}")
+    undo = set_clarify_callback(broken)
+    try:
+        assert ask(question="Which?")["error"].startswith("Failed to get user input")
     finally:
         undo()
