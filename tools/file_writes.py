@@ -100,9 +100,10 @@ def patch(path: str, old_string: str, new_string: str, replace_all: bool = False
     return {"path": display_path(real), "replacements": count, "diff": landed.diff(label=display_path(real)) or ""}
 
 
-def _v4a_changes(text: str) -> tuple[list[Any], dict[str, str]]:
-    """The write-set of a V4A patch (``tools.v4a``): every file's change and the folders its new files need,
-    and its moves (from, to); a one-line error and nothing else when any part does not apply."""
+def _v4a_changes(text: str) -> tuple[list[Any], set[str], list[str]]:
+    """The write-set of a V4A patch (``tools.v4a``): every file's change and the folders its new files need;
+    the paths a move touches (both ends, resolved); every path the patch names, absolute as named. A one-line
+    error and nothing else when any part does not apply."""
     from hermes_nb.tools import v4a
     from hermes_nb.tools.safety.writes.changes import Change
 
@@ -129,8 +130,10 @@ def _v4a_changes(text: str) -> tuple[list[Any], dict[str, str]]:
                 if parent.is_relative_to(root) and parent != root and not os.path.lexists(parent):
                     folders.setdefault(str(parent), Change(path=str(parent), kind="created", is_dir=True,
                                                            mode_after=0o755))
-    moves = {where(op.path): where(op.move_to) for op in v4a.parse(text) if op.move_to is not None}
-    return [*folders.values(), *changes], moves
+    ops = v4a.parse(text)
+    moved = {where(p) for op in ops if op.move_to is not None for p in (op.path, op.move_to)}
+    named = list(dict.fromkeys(_absolute(p) for op in ops for p in (op.path, op.move_to) if p is not None))
+    return [*folders.values(), *changes], moved, named
 
 
 def _seen(real: str) -> None:
@@ -150,14 +153,13 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
 
     The whole patch is judged before anything lands: one refused path, or one "asks" row declined, refuses
     it all. ``ask`` as for ``write_file``."""
-    from hermes_nb.tools import v4a
     from hermes_nb.tools.safety.approvals.gate import current_approver
     from hermes_nb.tools.safety.writes.lander import approver_asker, land
     from hermes_nb.tools.safety.writes.landing import Landscape
     from hermes_nb.tools.workspace import WorkspaceError
 
     root = workspace_root()
-    changes, moves = _v4a_changes(text)
+    changes, moved, named = _v4a_changes(text)
     asker = ask if ask is not None else approver_asker(current_approver(), how="patch")
     touched = {c.path for c in changes}
     scene = Landscape.here(root, exists=lambda p: str(p) in touched or os.path.lexists(p))
@@ -169,15 +171,11 @@ def apply_patch(text: str, *, ask: Any = None) -> dict[str, Any]:
     shown = {c.path: display_path(Path(c.path)) for c in files}
     out: dict[str, Any] = {"success": True, "diff": "".join(
         c.diff(label=shown[c.path]) or f"Binary file {shown[c.path]} {c.kind}\n" for c in files)}
-    moved = {*moves, *moves.values()}
     listed = {
         "files_created": [shown[c.path] for c in files if c.kind == "created" and c.path not in moved],
         "files_deleted": [shown[c.path] for c in files if c.kind == "deleted" and c.path not in moved]}
     out.update((key, names) for key, names in listed.items() if names)
-    # as Hermes 0.19.0 answers: every path the patch names (a move's both ends), absolute as named, in
-    # ``files_modified``, and ``resolved_path`` when there is one; created and deleted as written
-    named = list(dict.fromkeys(_absolute(p) for op in v4a.parse(text) for p in (op.path, op.move_to) if p is not None))
-    out["files_modified"] = named
+    out["files_modified"] = named  # as Hermes 0.19.0 answers: every named path (created, deleted as written)
     if len(named) == 1:
         out["resolved_path"] = named[0]
     return out
@@ -284,7 +282,7 @@ def _v4a_ask(text: str) -> Any:
     from hermes_nb.tools.safety.writes.landing import judge as verdict_of
 
     try:
-        changes, _ = _v4a_changes(text)
+        changes, *_ = _v4a_changes(text)
     except (OSError, ValueError, UnicodeDecodeError):
         return None  # refused by the handler itself, with its own message
     touched = {c.path for c in changes}
